@@ -1,0 +1,6 @@
+"""``python -m bertkit`` is the same as the ``bertkit`` console command."""
+
+from bertkit.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,14 @@
+"""Command-line interface. Importing the command modules registers their commands on the app."""
+
+from __future__ import annotations
+
+import os
+
+from bertkit.cli._app import app
+from bertkit.cli import finetune, evaluate, predict  # noqa: F401,E402  (register commands)
+
+
+def main() -> None:
+    """Entry point of the ``bertkit`` console command and of ``python -m bertkit``."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    app(prog_name="bertkit")

@@ -1,0 +1,74 @@
+"""Dataclass configs: defaults < ``--recipe FILE`` (YAML) < explicit command-line flags.
+
+A recipe key is the flag's name in snake case (``--batch-size`` <-> ``batch_size``); an unknown
+key is an error naming the valid ones. Every run writes the resolved config as ``config.yaml``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from bertkit.errors import BertkitError
+
+C = TypeVar("C")
+
+
+def load_recipe(path: str | Path) -> dict[str, Any]:
+    """Read a recipe YAML file into a flat ``{key: value}`` dict.
+
+    Raises:
+        BertkitError: the file is missing, is not valid YAML, or is not a mapping.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise BertkitError("recipe file not found", file=path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise BertkitError(f"not valid YAML: {exc}", file=path,
+                           line=None if line is None else line + 1) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BertkitError("a recipe must be a mapping of option names to values", file=path)
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def build_config(cls: type[C], *layers: dict[str, Any] | None, source: str = "options") -> C:
+    """Build dataclass ``cls`` from its defaults overlaid with each layer in turn.
+
+    ``None`` values in a layer mean "not given" and leave the lower layer's value.
+
+    Raises:
+        BertkitError: a key that ``cls`` does not have (the message lists the valid keys).
+    """
+    names = {f.name for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in (layer or {}).items():
+            if key not in names:
+                raise BertkitError(
+                    f"unknown option '{key}' in {source}",
+                    expected="one of " + ", ".join(sorted(names)),
+                )
+            if value is not None:
+                values[key] = value
+    return cls(**values)
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """A dataclass config as plain YAML-safe data (paths become strings)."""
+    out = {}
+    for key, value in dataclasses.asdict(cfg).items():
+        out[key] = str(value) if isinstance(value, Path) else value
+    return out
+
+
+def dump_yaml(data: dict[str, Any]) -> str:
+    """Serialise a config dict as YAML, keys in definition order."""
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
