@@ -1,0 +1,1 @@
+"""Data readers (CoNLL, plain text), tagging schemes and the dataset registry."""

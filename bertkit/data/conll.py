@@ -1,0 +1,185 @@
+"""CoNLL-style token/tag files: read, validate, convert to IOB2, write.
+
+Format: one token a line, the token in the first column and the tag in the last, separated by tabs
+(or, where a line has no tab, by spaces); two or more columns; a blank line between sentences;
+``-DOCSTART-`` lines skipped; CRLF line ends and a UTF-8 byte-order mark accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from bertkit.data.tagging import Tag, detect_scheme, parse_tag, to_iob2
+from bertkit.errors import BertkitError
+
+
+@dataclass
+class Sentence:
+    """One sentence: ``tokens`` (W words), IOB2 ``tags`` (W, or empty when unlabelled) and the
+    1-based ``line`` of its first token in ``file`` (for error messages)."""
+
+    tokens: list[str]
+    tags: list[str] = field(default_factory=list)
+    file: str = ""
+    line: int = 0
+
+
+@dataclass
+class ConllFile:
+    """The sentences of one file, with the tagging scheme detected in it."""
+
+    path: Path
+    sentences: list[Sentence]
+    scheme: str
+
+
+def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for each line of a UTF-8 file, without line ends.
+
+    Raises:
+        BertkitError: the file does not exist, is a directory, or a line is not valid UTF-8
+        (the message gives the line and byte offset).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise BertkitError("file not found", file=path)
+    if path.is_dir():
+        raise BertkitError("is a directory", file=path, expected="a text file")
+    offset = 0
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise BertkitError(
+                    f"not valid UTF-8 at byte {offset + exc.start} of the file", file=path,
+                    line=number, expected="UTF-8 text") from None
+            if number == 1:
+                text = text.lstrip("\ufeff")
+            if "\x00" in text:
+                raise BertkitError("binary data (NUL byte)", file=path, line=number,
+                                   expected="UTF-8 text")
+            offset += len(raw)
+            yield number, text.rstrip("\r\n")
+
+
+def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
+    """Read a CoNLL token/tag file and convert its tags to IOB2.
+
+    Args:
+        path: the file.
+        labelled: expect a tag column (two or more columns). If False, lines may have a single
+            column (tokens only) and tags are kept only when every line has one.
+
+    Returns:
+        the sentences with IOB2 tags, and the scheme detected in the file (IOB1, IOB2 or IOBES).
+
+    Raises:
+        BertkitError: missing file, bad encoding, a line with one column, an unknown tag or scheme,
+            an ``I-`` tag with no type, or a file with no sentences. Messages name file and line.
+    """
+    path = Path(path)
+    sentences: list[Sentence] = []
+    raw_tags: list[list[Tag]] = []
+    tokens: list[str] = []
+    tags: list[Tag] = []
+    start = 0
+    any_untagged = False
+
+    def flush() -> None:
+        if tokens:
+            sentences.append(Sentence(list(tokens), [], str(path), start))
+            raw_tags.append(list(tags))
+            tokens.clear()
+            tags.clear()
+
+    for number, text in read_lines(path):
+        if not text.strip():
+            flush()
+            continue
+        cols = text.split("\t") if "\t" in text else text.split()
+        cols = [c.strip() for c in cols]
+        if cols[0] == "-DOCSTART-":
+            flush()
+            continue
+        if not cols[0]:
+            raise BertkitError("empty token in the first column", file=path, line=number,
+                               expected="TOKEN<TAB>TAG")
+        if len(cols) < 2 or not cols[-1]:
+            if labelled:
+                raise BertkitError(f"only one column in {text.strip()!r}", file=path, line=number,
+                                   expected="two or more columns: TOKEN ... TAG")
+            any_untagged = True
+        else:
+            tags.append(parse_tag(cols[-1], file=str(path), line=number))
+        if not tokens:
+            start = number
+        tokens.append(cols[0])
+    flush()
+    if not sentences:
+        raise BertkitError("no sentences found", file=path,
+                           expected="lines TOKEN<TAB>TAG with a blank line between sentences")
+    if any_untagged:
+        return ConllFile(path, sentences, "none")
+    scheme = detect_scheme(raw_tags)
+    for sentence, seq in zip(sentences, raw_tags):
+        sentence.tags = to_iob2(seq, scheme)
+    return ConllFile(path, sentences, scheme)
+
+
+def read_text(path: str | Path, pre_tokenize) -> list[Sentence]:
+    """Read plain text, one sentence a line, splitting words with ``pre_tokenize``.
+
+    Args:
+        pre_tokenize: ``str -> list[(word, (char_start, char_end))]``, e.g. the BERT pre-tokeniser.
+
+    Returns:
+        one unlabelled :class:`Sentence` per non-blank line (blank lines are skipped).
+
+    Raises:
+        BertkitError: missing file, bad encoding, or no text at all.
+    """
+    out = []
+    for number, text in read_lines(path):
+        words = [w for w, _ in pre_tokenize(text)]
+        if words:
+            out.append(Sentence(words, [], str(path), number))
+    if not out:
+        raise BertkitError("no text found", file=path, expected="one sentence a line")
+    return out
+
+
+def looks_like_conll(path: str | Path) -> bool:
+    """Guess whether ``path`` is CoNLL (one token a line) rather than plain text (one sentence a line).
+
+    CoNLL if the first 200 non-blank lines all hold a tab, or each is a single token or ends in a
+    tag-like field (``O``, ``B-X``, ``I-X``, ...).
+    """
+    lines = []
+    for _, text in read_lines(path):
+        if text.strip():
+            lines.append(text)
+            if len(lines) >= 200:
+                break
+    if not lines:
+        return False
+    if all("\t" in t for t in lines):
+        return True
+    tag = re.compile(r"^(O|[BIES]-\S+)$")
+    return all(len(t.split()) == 1 or tag.match(t.split()[-1]) for t in lines) and any(
+        len(t.split()) > 1 for t in lines) or len(lines) > 1 and all(len(t.split()) == 1 for t in lines)
+
+
+def format_conll(sentences: Iterable[Sentence], predictions: Iterable[list[str]]) -> str:
+    """CoNLL text with columns token, gold (when known) and predicted tag; blank line between."""
+    parts = []
+    for sentence, pred in zip(sentences, predictions):
+        rows = []
+        for i, token in enumerate(sentence.tokens):
+            cols = [token] + ([sentence.tags[i]] if sentence.tags else []) + [pred[i]]
+            rows.append("\t".join(cols))
+        parts.append("\n".join(rows) + "\n")
+    return "\n".join(parts)

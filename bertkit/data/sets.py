@@ -1,0 +1,116 @@
+"""The dataset registry: named sets resolve under ``$BERTKIT_DATA``, else from the hub, else fail.
+
+Layout under the data root: ``<task>/<name>/{train,dev,test}.<ext>`` (``ner/bc5cdr/train.tsv``).
+A directory given instead of a name must hold ``train``, ``dev`` and ``test`` files with one of the
+task's extensions (``dev`` may also be called ``valid`` or ``validation``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+SPLITS = ("train", "dev", "test")
+_SPLIT_ALIASES = {"train": ("train",), "dev": ("dev", "valid", "validation", "devel"),
+                  "test": ("test",)}
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """A registered data set: its task, name, hub id (for machines with a network) and source."""
+
+    task: str
+    name: str
+    hub_id: str
+    description: str
+
+
+_REGISTRY: dict[tuple[str, str], DatasetEntry] = {}
+
+
+def register(entry: DatasetEntry) -> DatasetEntry:
+    """Add ``entry`` to the registry (one per task and name)."""
+    _REGISTRY[(entry.task, entry.name)] = entry
+    return entry
+
+
+def registered(task: str) -> list[str]:
+    """The registered set names for ``task``, sorted."""
+    return sorted(name for t, name in _REGISTRY if t == task)
+
+
+for _name, _hub, _desc in [
+    ("bc5cdr", "tner/bc5cdr", "BioCreative V CDR: Chemical and Disease (Li et al., 2016)"),
+    ("ncbi-disease", "ncbi/ncbi_disease", "NCBI Disease corpus (Dogan et al., 2014)"),
+    ("jnlpba", "jnlpba/jnlpba", "JNLPBA 2004: protein, DNA, RNA, cell line, cell type"),
+    ("bc2gm", "spyysalo/bc2gm_corpus", "BioCreative II gene mention (Smith et al., 2008)"),
+]:
+    register(DatasetEntry("ner", _name, _hub, _desc))
+
+
+def data_root() -> Path | None:
+    """The data root from ``$BERTKIT_DATA``, or None when unset."""
+    root = os.environ.get("BERTKIT_DATA")
+    return Path(root).expanduser() if root else None
+
+
+def _split_file(directory: Path, split: str, extensions: tuple[str, ...]) -> Path | None:
+    for stem in _SPLIT_ALIASES[split]:
+        for ext in extensions:
+            candidate = directory / f"{stem}{ext}"
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def resolve_local(data: str, task: str, extensions: tuple[str, ...],
+                  splits: tuple[str, ...] = SPLITS) -> dict[str, Path] | None:
+    """Find the split files of ``data`` (a directory or a registered name) on disk.
+
+    Returns:
+        ``{split: path}`` for each requested split, or None when ``data`` is a registered name
+        that is not under the data root (the caller may then try the hub).
+
+    Raises:
+        BertkitError: ``data`` is neither an existing directory nor a registered name, or the
+            directory lacks a requested split.
+    """
+    path = Path(data).expanduser()
+    if path.is_dir():
+        directory = path
+    elif (task, data) in _REGISTRY:
+        root = data_root()
+        if root is None or not (root / task / data).is_dir():
+            return None
+        directory = root / task / data
+    else:
+        names = ", ".join(registered(task)) or "none"
+        raise BertkitError(
+            f"'{data}' is neither a directory nor a registered {task} data set",
+            expected=f"a directory with train/dev/test files or one of: {names}")
+    files = {}
+    for split in splits:
+        found = _split_file(directory, split, extensions)
+        if found is None:
+            raise BertkitError(
+                f"no {split} file", file=directory,
+                expected=f"{split} file named " + " or ".join(
+                    f"{s}{e}" for s in _SPLIT_ALIASES[split] for e in extensions))
+        files[split] = found
+    return files
+
+
+def missing_message(task: str, name: str, layout: str) -> str:
+    """The message for a registered set found neither under the data root nor on the hub."""
+    root = data_root()
+    where = f"BERTKIT_DATA={root} has no {task}/{name}/" if root else "BERTKIT_DATA is not set"
+    return (f"data set '{name}' is not available offline: {where}. Set BERTKIT_DATA to a folder "
+            f"holding {layout}, or run where the Hugging Face hub can be reached")
+
+
+def entry(task: str, name: str) -> DatasetEntry | None:
+    """The registry entry for ``name``, or None."""
+    return _REGISTRY.get((task, name))

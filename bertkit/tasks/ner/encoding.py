@@ -1,0 +1,245 @@
+"""Words -> WordPiece windows with aligned labels, and length-grouped batches.
+
+* Alignment (as Hugging Face's ``run_ner.py``): the first piece of each word carries its label, the
+  other pieces ``-100``; with ``label_all_subwords`` they carry it too, ``B-X`` turned into ``I-X``.
+* Windowing: a sentence longer than the model's window is split, on word boundaries, into windows
+  overlapping by about half a window; each word is *owned* by the window where it sits farthest
+  from an edge, and is trained and predicted there only. Every word gets exactly one prediction.
+* A word that the tokenizer reduces to no pieces (soft hyphen, zero-width space, control
+  character) is fed as ``[UNK]`` so that it still gets a prediction; a warning says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from bertkit.data.conll import Sentence
+
+IGNORE = -100
+
+
+@dataclass
+class Window:
+    """One model input. ``T`` = pieces incl. ``[CLS]``/``[SEP]``, ``K`` = words owned here.
+
+    Attributes:
+        sentence: index of the sentence in the encoded list.
+        input_ids: ``[T]`` int64 piece ids.
+        labels: ``[T]`` int64 token labels, ``-100`` where not trained.
+        word_pos: ``[K]`` int64, position of each owned word's first piece.
+        word_index: ``[K]`` int64, the owned words' indices in the sentence (contiguous, ascending).
+        word_labels: ``[K]`` int64 gold label ids (0 when unlabelled).
+    """
+
+    sentence: int
+    input_ids: np.ndarray
+    labels: np.ndarray
+    word_pos: np.ndarray
+    word_index: np.ndarray
+    word_labels: np.ndarray
+
+
+@dataclass
+class EncodeReport:
+    """What encoding had to work around, for warnings: (sentence, word) pairs."""
+
+    empty_words: list[tuple[int, int]]
+    long_words: list[tuple[int, int]]
+    windowed_sentences: int
+
+
+def window_bounds(counts: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Split words with piece ``counts`` ``[W]`` into windows of at most ``budget`` pieces.
+
+    Returns:
+        ``(start, end)`` word ranges (end exclusive) covering all words; consecutive windows overlap
+        by about ``budget / 2`` pieces. A single word longer than ``budget`` forms its own window.
+
+    >>> window_bounds(np.array([1, 1, 1, 1, 1]), 2)
+    [(0, 2), (1, 3), (2, 4), (3, 5)]
+    """
+    W = len(counts)
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    if cum[-1] <= budget:
+        return [(0, W)]
+    bounds = []
+    start = 0
+    while True:
+        end = int(np.searchsorted(cum, cum[start] + budget, side="right")) - 1
+        end = min(max(end, start + 1), W)
+        bounds.append((start, end))
+        if end >= W:
+            return bounds
+        nxt = int(np.searchsorted(cum, cum[end] - budget // 2, side="left"))
+        start = min(max(nxt, start + 1), end)
+
+
+def owners(bounds: list[tuple[int, int]], W: int) -> np.ndarray:
+    """``[W]`` index of the window owning each word: the one where the word is farthest from an edge."""
+    words = np.arange(W)
+    best = np.full(W, -1)
+    best_margin = np.full(W, -1)
+    for k, (s, e) in enumerate(bounds):
+        inside = (words >= s) & (words < e)
+        margin = np.minimum(words - s, e - 1 - words)
+        better = inside & (margin > best_margin)
+        best[better], best_margin[better] = k, margin[better]
+    return best
+
+
+def encode(sentences: Sequence[Sentence], tokenizer, label2id: dict[str, int], max_length: int,
+           label_all_subwords: bool = False) -> tuple[list[Window], EncodeReport]:
+    """Encode sentences into model windows (see module docstring).
+
+    Args:
+        sentences: words (and IOB2 tags, or none for unlabelled text).
+        tokenizer: a fast WordPiece tokenizer (``word_ids()`` support).
+        label2id: label -> id; a gold label missing from it (seen only in dev/test) is encoded as
+            ``O`` for the loss while scoring keeps the gold string.
+        max_length: pieces per window including ``[CLS]`` and ``[SEP]``.
+        label_all_subwords: train continuation pieces too (``B-X`` -> ``I-X``).
+
+    Returns:
+        the windows, in sentence order, and a report of empty and over-long words.
+    """
+    budget = max_length - 2
+    words = [list(s.tokens) for s in sentences]
+    enc = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
+    empty: list[tuple[int, int]] = []
+    long_words: list[tuple[int, int]] = []
+    fixed = {}
+    for i, s in enumerate(sentences):
+        counts = np.bincount(np.asarray(enc.word_ids(i), dtype=np.int64), minlength=len(s.tokens)) \
+            if len(enc["input_ids"][i]) else np.zeros(len(s.tokens), dtype=np.int64)
+        if (counts == 0).any():
+            zero = np.flatnonzero(counts == 0)
+            empty.extend((i, int(j)) for j in zero)
+            repl = list(s.tokens)
+            for j in zero:
+                repl[j] = tokenizer.unk_token
+            fixed[i] = repl
+    if fixed:
+        keys = {k: j for j, k in enumerate(fixed)}
+        enc2 = tokenizer(list(fixed.values()), is_split_into_words=True, add_special_tokens=False)
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    o_id = label2id.get("O", 0)
+    i_of = np.arange(len(label2id))  # B-X -> I-X id map for continuation pieces
+    for lab, idx in label2id.items():
+        if lab.startswith("B-") and f"I-{lab[2:]}" in label2id:
+            i_of[idx] = label2id[f"I-{lab[2:]}"]
+    windows: list[Window] = []
+    windowed = 0
+    for i, s in enumerate(sentences):
+        if i in fixed:
+            j = keys[i]
+            ids, wids = enc2["input_ids"][j], enc2.word_ids(j)
+        else:
+            ids, wids = enc["input_ids"][i], enc.word_ids(i)
+        ids = np.asarray(ids, dtype=np.int64)
+        wids = np.asarray(wids, dtype=np.int64)
+        W = len(s.tokens)
+        counts = np.bincount(wids, minlength=W)
+        if (counts > budget).any():
+            # keep the first `budget` pieces of an over-long word (its first piece is what counts)
+            over = np.flatnonzero(counts > budget)
+            long_words.extend((i, int(j)) for j in over)
+            rank = np.arange(len(wids)) - np.concatenate([[0], np.cumsum(counts)])[wids]
+            keep = rank < budget
+            ids, wids = ids[keep], wids[keep]
+            counts = np.minimum(counts, budget)
+        word_labels = (np.asarray([label2id.get(t, o_id) for t in s.tags], dtype=np.int64)
+                       if s.tags else np.zeros(W, dtype=np.int64))
+        cum = np.concatenate([[0], np.cumsum(counts)])
+        bounds = window_bounds(counts, budget)
+        windowed += len(bounds) > 1
+        own = owners(bounds, W)
+        for k, (ws, we) in enumerate(bounds):
+            owned = np.flatnonzero(own == k)
+            piece_ids = ids[cum[ws]:cum[we]]
+            input_ids = np.concatenate([[cls_id], piece_ids, [sep_id]])
+            word_pos = 1 + cum[owned] - cum[ws]
+            labels = np.full(len(input_ids), IGNORE, dtype=np.int64)
+            if s.tags:
+                if label_all_subwords:
+                    local = wids[cum[ws]:cum[we]]
+                    is_owned = own[local] == k
+                    cont = labels[1:-1]
+                    cont[is_owned] = i_of[word_labels[local[is_owned]]]
+                labels[word_pos] = word_labels[owned]
+            windows.append(Window(i, input_ids, labels, word_pos.astype(np.int64),
+                                  owned.astype(np.int64), word_labels[owned]))
+    return windows, EncodeReport(empty, long_words, windowed)
+
+
+def collate(windows: Sequence[Window], pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad windows to the batch's longest (no further): ``[B, T]`` and word-level ``[B, K]`` tensors.
+
+    Returns:
+        ``input_ids``, ``attention_mask``, ``labels`` (``-100`` padded) ``[B, T]``; ``word_pos``,
+        ``word_mask``, ``word_labels`` ``[B, K]`` (K = most owned words in the batch).
+    """
+    B = len(windows)
+    T = max(len(w.input_ids) for w in windows)
+    K = max(max(len(w.word_pos) for w in windows), 1)
+    input_ids = np.full((B, T), pad_id, dtype=np.int64)
+    labels = np.full((B, T), IGNORE, dtype=np.int64)
+    mask = np.zeros((B, T), dtype=np.int64)
+    word_pos = np.zeros((B, K), dtype=np.int64)
+    word_mask = np.zeros((B, K), dtype=bool)
+    word_labels = np.zeros((B, K), dtype=np.int64)
+    for b, w in enumerate(windows):
+        n, k = len(w.input_ids), len(w.word_pos)
+        input_ids[b, :n], labels[b, :n], mask[b, :n] = w.input_ids, w.labels, 1
+        word_pos[b, :k], word_mask[b, :k], word_labels[b, :k] = w.word_pos, True, w.word_labels
+    return {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(mask),
+            "labels": torch.from_numpy(labels), "word_pos": torch.from_numpy(word_pos),
+            "word_mask": torch.from_numpy(word_mask), "word_labels": torch.from_numpy(word_labels)}
+
+
+def length_grouped_batches(lengths: np.ndarray, batch_size: int, seed: int,
+                           group: int = 50) -> list[np.ndarray]:
+    """Shuffled batches of similar length (as Hugging Face's ``group_by_length``).
+
+    Indices are shuffled with ``seed``, cut into mega-batches of ``group * batch_size``, each sorted
+    by length, cut into batches, and the batch order shuffled again: padding is nearly minimal
+    while the data order stays random. Deterministic given ``seed``.
+    """
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(lengths))
+    batches = []
+    mega = batch_size * group
+    for m in range(0, len(perm), mega):
+        chunk = perm[m:m + mega]
+        chunk = chunk[np.argsort(-lengths[chunk], kind="stable")]
+        batches.extend(chunk[b:b + batch_size] for b in range(0, len(chunk), batch_size))
+    order = rng.permutation(len(batches))
+    return [batches[o] for o in order]
+
+
+def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Batches for inference: indices sorted by length (longest first), so padding is minimal."""
+    order = np.argsort(-lengths, kind="stable")
+    return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+
+
+class WindowBatches:
+    """The training :class:`~bertkit.training.loop.BatchSource` over encoded windows."""
+
+    def __init__(self, windows: Sequence[Window], batch_size: int, seed: int, pad_id: int) -> None:
+        self.windows = list(windows)
+        self.lengths = np.asarray([len(w.input_ids) for w in self.windows])
+        self.batch_size, self.seed, self.pad_id = batch_size, seed, pad_id
+
+    def _plan(self, epoch: int) -> list[np.ndarray]:
+        return length_grouped_batches(self.lengths, self.batch_size, self.seed + epoch)
+
+    def num_batches(self, epoch: int) -> int:
+        return -(-len(self.windows) // self.batch_size)
+
+    def iter_batches(self, epoch: int, start: int = 0) -> Iterator[dict[str, torch.Tensor]]:
+        for idx in self._plan(epoch)[start:]:
+            yield collate([self.windows[i] for i in idx], self.pad_id)

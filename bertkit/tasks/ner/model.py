@@ -1,0 +1,163 @@
+"""The NER model: a Hugging Face token-classification encoder plus an optional CRF.
+
+The encoder and its linear head are a plain ``BertForTokenClassification`` (saved with
+``save_pretrained``, so ``AutoModelForTokenClassification`` and ``pipeline("token-classification")``
+load it). The CRF transition scores, when used, are saved beside it in ``crf.safetensors``;
+bertkit's own ``evaluate``/``predict`` use them, while the plain pipeline decodes per token.
+Decoding in bertkit is constrained Viterbi over word-level scores, so every output is valid IOB2
+(with a CRF: its learned transitions; without: log-softmax scores and the IOB2 constraints only).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from bertkit.decoding.viterbi import viterbi_decode
+from bertkit.encoders import _short, check_model_source, quiet_transformers
+from bertkit.errors import BertkitError
+from bertkit.heads.crf import FORBIDDEN, LinearChainCRF
+from bertkit.data.tagging import allowed_transitions
+
+META_FILE = "bertkit.json"
+CRF_FILE = "crf.safetensors"
+
+
+class TokenTagger(nn.Module):
+    """Encoder + linear head (+ CRF) over IOB2 labels.
+
+    Args:
+        encoder: a ``*ForTokenClassification`` model with ``num_labels == len(labels)``.
+        labels: the C labels in id order (sorted IOB2 strings).
+        crf: add a :class:`LinearChainCRF` over first-piece (word-level) scores.
+        label_all_subwords: with a CRF, also train continuation pieces with cross-entropy.
+    """
+
+    def __init__(self, encoder: nn.Module, labels: Sequence[str], crf: bool = False,
+                 label_all_subwords: bool = False) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.labels = list(labels)
+        self.label_all_subwords = label_all_subwords
+        self.crf = LinearChainCRF(self.labels) if crf else None
+        start_ok, trans_ok = allowed_transitions(self.labels)
+        self.register_buffer("start_mask", (~torch.tensor(start_ok)).float() * FORBIDDEN,
+                             persistent=False)
+        self.register_buffer("trans_mask", (~torch.tensor(trans_ok)).float() * FORBIDDEN,
+                             persistent=False)
+
+    def forward(self, input_ids, attention_mask, labels=None, word_pos=None, word_mask=None,
+                word_labels=None) -> dict[str, torch.Tensor]:
+        """Args: ``[B, T]`` pieces, mask, token labels; ``[B, K]`` word positions, mask, labels.
+
+        Returns:
+            ``{"logits": [B, T, C], "loss": scalar}`` (loss when labels are given): token
+            cross-entropy over labelled pieces, or the CRF negative log-likelihood averaged over
+            windows (plus subword cross-entropy with ``label_all_subwords``).
+        """
+        logits = self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits
+        out = {"logits": logits}
+        if labels is None:
+            return out
+        if self.crf is None:
+            out["loss"] = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
+                                          ignore_index=-100)
+            return out
+        emissions = self.word_scores(logits, word_pos)
+        loss = self.crf(emissions, word_labels, word_mask) / max(input_ids.shape[0], 1)
+        if self.label_all_subwords:
+            cont = labels.clone()
+            cont.scatter_(1, word_pos, -100)  # first pieces are the CRF's
+            if (cont != -100).any():
+                loss = loss + F.cross_entropy(logits.flatten(0, 1).float(), cont.flatten(),
+                                              ignore_index=-100)
+        out["loss"] = loss
+        return out
+
+    @staticmethod
+    def word_scores(logits: torch.Tensor, word_pos: torch.Tensor) -> torch.Tensor:
+        """Scores at each word's first piece: ``[B, T, C]`` gathered at ``[B, K]`` -> ``[B, K, C]``."""
+        return logits.gather(1, word_pos.unsqueeze(2).expand(-1, -1, logits.shape[2]))
+
+    @torch.inference_mode()
+    def decode(self, input_ids, attention_mask, word_pos, word_mask, **_) -> torch.Tensor:
+        """Best valid IOB2 label ids per owned word, ``[B, K]`` long (0 where ``word_mask`` is False)."""
+        logits = self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits
+        emissions = self.word_scores(logits, word_pos).float()
+        if self.crf is not None:
+            return self.crf.decode(emissions, word_mask)
+        C = emissions.shape[2]
+        return viterbi_decode(emissions.log_softmax(-1), word_mask, self.trans_mask,
+                              self.start_mask, torch.zeros(C, device=emissions.device))
+
+    def save(self, directory: Path, tokenizer, meta: dict) -> None:
+        """Write the Hugging Face model and tokenizer, ``bertkit.json`` and the CRF (if any)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        self.encoder.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        meta = {**meta, "task": "ner", "labels": self.labels, "crf": self.crf is not None,
+                "label_all_subwords": self.label_all_subwords}
+        (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        if self.crf is not None:
+            save_file({k: v.detach().cpu().contiguous() for k, v in self.crf.state_dict().items()},
+                      str(directory / CRF_FILE))
+
+
+def build_tagger(model_name: str, labels: Sequence[str], crf: bool, label_all_subwords: bool,
+                 dropout: float | None = None) -> TokenTagger:
+    """A new tagger from a pretrained encoder (directory or hub id), with a fresh head.
+
+    Raises:
+        BertkitError: the encoder cannot be loaded.
+    """
+    from transformers import AutoModelForTokenClassification
+
+    quiet_transformers()
+    check_model_source(model_name)
+    id2label = dict(enumerate(labels))
+    try:
+        encoder = AutoModelForTokenClassification.from_pretrained(
+            model_name, num_labels=len(labels), id2label=id2label,
+            label2id={v: k for k, v in id2label.items()}, ignore_mismatched_sizes=True,
+            attn_implementation="sdpa")
+    except (OSError, ValueError) as exc:
+        raise BertkitError(f"cannot load model '{model_name}': {_short(exc)}",
+                           expected="a directory saved with save_pretrained, or a hub id "
+                                    "where the hub can be reached") from None
+    return TokenTagger(encoder, labels, crf=crf, label_all_subwords=label_all_subwords)
+
+
+def load_tagger(directory: str | Path) -> tuple[TokenTagger, dict]:
+    """Load a tagger saved by :meth:`TokenTagger.save` (labels exactly as saved).
+
+    Accepts a run directory (uses its ``model/``) or the model directory itself.
+
+    Raises:
+        BertkitError: no saved bertkit NER model there.
+    """
+    from transformers import AutoModelForTokenClassification
+
+    quiet_transformers()
+    path = Path(directory).expanduser()
+    if (path / "model" / META_FILE).is_file():
+        path = path / "model"
+    if not (path / META_FILE).is_file():
+        raise BertkitError("no saved bertkit NER model here", file=path,
+                           expected=f"a run directory with model/{META_FILE}, or a model directory")
+    meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+    encoder = AutoModelForTokenClassification.from_pretrained(path, attn_implementation="sdpa")
+    id2label = encoder.config.id2label
+    labels = [id2label[i] for i in range(len(id2label))]
+    tagger = TokenTagger(encoder, labels, crf=meta.get("crf", False),
+                         label_all_subwords=meta.get("label_all_subwords", False))
+    if tagger.crf is not None:
+        tagger.crf.load_state_dict(load_file(str(path / CRF_FILE)))
+    tagger.eval()
+    meta["path"] = str(path)
+    return tagger, meta

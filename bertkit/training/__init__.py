@@ -1,0 +1,10 @@
+"""The shared training core: one loop for every task. It imports no task.
+
+A task hands :func:`bertkit.training.loop.train` a model whose ``forward(**batch)`` returns a dict
+with ``"loss"``, a :class:`~bertkit.training.loop.BatchSource` and an evaluation function.
+"""
+
+from bertkit.training.config import TrainConfig
+from bertkit.training.loop import BatchSource, TrainResult, train
+
+__all__ = ["TrainConfig", "BatchSource", "TrainResult", "train"]

@@ -1,0 +1,54 @@
+"""Metrics logging (``metrics.jsonl``, one JSON object a line) and the rich progress display."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+from bertkit.io import write_text
+
+
+class MetricsLog:
+    """Appends records to ``path`` (JSON lines), flushed after each, so a killed run keeps its log.
+
+    Args:
+        path: the ``metrics.jsonl`` file, or None to log nowhere (non-main processes).
+        keep_until_step: on resume, drop records after this optimiser step (they are redone).
+    """
+
+    def __init__(self, path: Path | None, keep_until_step: int | None = None) -> None:
+        self.path = path
+        self.start = time.time()
+        if path is not None and keep_until_step is not None and path.exists():
+            kept = [line for line in path.read_text(encoding="utf-8").splitlines()
+                    if line.strip() and json.loads(line).get("step", 0) <= keep_until_step]
+            write_text(path, "".join(line + "\n" for line in kept))
+        self._handle = path.open("a", encoding="utf-8") if path is not None else None
+
+    def log(self, record: dict[str, Any]) -> None:
+        """Write one record (a ``time_s`` field, seconds since the log opened, is added)."""
+        if self._handle is None:
+            return
+        record = {**record, "time_s": round(time.time() - self.start, 3)}
+        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def make_progress(console: Console | None = None, disable: bool = False) -> Progress:
+    """A progress bar with step count, throughput (set in the ``rate`` field), elapsed time and ETA."""
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"),
+        TimeRemainingColumn(), console=console, disable=disable, transient=False,
+    )

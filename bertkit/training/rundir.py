@@ -1,0 +1,47 @@
+"""The run directory: refuse to mix two runs, check it is writable before training starts."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+RUN_MARKERS = ("config.yaml", "results.json", "metrics.jsonl", "checkpoints", "model")
+
+
+def default_run_dir(task: str, data: str) -> Path:
+    """``runs/<task>-<data name>-<YYYYmmdd-HHMMSS>`` under the current directory."""
+    name = Path(data).name or "data"
+    return Path("runs") / f"{task}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:
+    """Create ``path`` (or check it for ``resume``) and make sure files can be written there.
+
+    Raises:
+        BertkitError: the directory holds another run (without ``resume``/``overwrite``),
+            ``resume`` with no run there, or it cannot be written (read-only, full disk).
+    """
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise BertkitError("output path exists and is not a directory", file=path)
+    holds_run = path.is_dir() and any((path / m).exists() for m in RUN_MARKERS)
+    if resume and not holds_run:
+        raise BertkitError("--resume given but there is no run to resume", file=path,
+                           expected="the --output-dir of an earlier run")
+    if holds_run and not (resume or overwrite):
+        raise BertkitError("output directory already holds a run", file=path,
+                           expected="--resume to continue it, --overwrite to replace it, "
+                                    "or another --output-dir")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-") as handle:
+            handle.write(b"\0" * 65536)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        raise BertkitError(f"cannot write to the output directory: {exc.strerror}", file=path) from None
+    return path

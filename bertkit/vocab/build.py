@@ -1,0 +1,180 @@
+"""``bertkit vocab build``: train a WordPiece vocabulary on a corpus and save it as a tokenizer.
+
+The output directory holds ``vocab.txt`` (one token a line, id = line number - 1, special
+tokens first), ``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_map.json``
+(loadable with ``AutoTokenizer.from_pretrained(DIR)`` and ``BertTokenizerFast``) and
+``stats.json``. The directory is written atomically: on any error nothing is left behind.
+
+Reference:
+    Beltagy et al. (2019), SciBERT, sec. 2 (SciVocab: 30K tokens built on the scientific
+    corpus); Devlin et al. (2019), BERT, sec. 3.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from bertkit.errors import BertkitError
+from bertkit.io import atomic_path
+from bertkit.vocab.corpus import (CorpusStats, corpus_size, iter_corpus_batches, progress_bar,
+                                  resolve_corpus_files)
+from bertkit.vocab.wordpiece import BERT_SPECIAL_TOKENS, finalize_vocab, train_wordpiece
+
+ALGORITHMS = ("wordpiece", "sentencepiece")
+VOCAB_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json",
+               "special_tokens_map.json", "stats.json")
+
+
+def peak_memory_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (``getrusage`` ``ru_maxrss``)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(rss / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
+def check_output_dir(out: str | Path, overwrite: bool) -> Path:
+    """Refuse to replace an existing vocabulary or a non-empty directory without ``overwrite``.
+
+    Raises:
+        BertkitError: ``out`` is a file, or a directory that is not empty (and no ``overwrite``).
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BertkitError("the output path is a file", file=out, expected="a directory")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        what = ("already holds a vocabulary" if any((out / f).exists() for f in VOCAB_FILES)
+                else "is not empty")
+        raise BertkitError(f"the output directory {what}", file=out,
+                           expected="a new or empty directory, or --overwrite to replace it")
+    return out
+
+
+def _check_special_tokens(special_tokens: Sequence[str]) -> list[str]:
+    tokens = [t.strip() for t in special_tokens]
+    if any(not t or any(c.isspace() for c in t) for t in tokens):
+        raise BertkitError("a special token is empty or holds whitespace",
+                           expected="tokens such as [PAD] [UNK] [CLS] [SEP] [MASK]")
+    if len(set(tokens)) != len(tokens):
+        raise BertkitError(f"duplicate special tokens: {', '.join(tokens)}",
+                           expected="each special token once")
+    missing = [t for t in BERT_SPECIAL_TOKENS if t not in tokens]
+    if missing:
+        raise BertkitError(f"--special-tokens lacks {', '.join(missing)}",
+                           expected="BERT's five special tokens, plus any extra ones")
+    return tokens
+
+
+def save_tokenizer_dir(directory: Path, vocab: Sequence[str], *, uncased: bool,
+                       special_tokens: Sequence[str], extra: dict | None = None) -> None:
+    """Write a BERT WordPiece tokenizer for ``vocab`` into ``directory`` (created).
+
+    Args:
+        directory: target directory (a temporary one; the caller renames it into place).
+        vocab: tokens, index = id.
+        uncased: BERT uncased normalisation (lower case, strip accents) or cased.
+        special_tokens: all special tokens (the BERT five and any extra ones).
+        extra: ``stats.json`` content, written when given.
+    """
+    from transformers import BertTokenizerFast
+
+    directory.mkdir(parents=True)
+    extras = [t for t in special_tokens if t not in BERT_SPECIAL_TOKENS]
+    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)}, do_lower_case=uncased,
+                            model_max_length=512,
+                            **({"extra_special_tokens": extras} if extras else {}))
+    tok.save_pretrained(str(directory))
+    (directory / "vocab.txt").write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
+    smap = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+            "cls_token": "[CLS]", "mask_token": "[MASK]"}
+    if extras:
+        smap["additional_special_tokens"] = extras
+    (directory / "special_tokens_map.json").write_text(json.dumps(smap, indent=2) + "\n",
+                                                       encoding="utf-8")
+    if extra is not None:
+        (directory / "stats.json").write_text(json.dumps(extra, indent=2, ensure_ascii=False)
+                                              + "\n", encoding="utf-8")
+
+
+def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30000,
+                uncased: bool = True, algorithm: str = "wordpiece", min_frequency: int = 2,
+                limit_alphabet: int | None = None,
+                special_tokens: Sequence[str] = BERT_SPECIAL_TOKENS,
+                skip_bad_lines: bool = False, overwrite: bool = False,
+                show_progress: bool = False) -> dict:
+    """Build a WordPiece vocabulary on ``corpus`` and save it as a tokenizer directory.
+
+    Args:
+        corpus: text files, ``.gz`` files or directories of them (read streaming).
+        out: output directory (see the module docstring for its files).
+        size: the vocabulary size in tokens, special tokens included (SciVocab: 30,000).
+        uncased: lower case and strip accents (BERT uncased); ``False`` keeps both (cased).
+        algorithm: ``"wordpiece"`` (``tokenizers``' trainer, default) or ``"sentencepiece"``
+            (SentencePiece BPE converted to WordPiece form, SciBERT's route).
+        min_frequency: minimum count of a merge (WordPiece route).
+        limit_alphabet: keep at most this many characters (WordPiece route).
+        special_tokens: reserved tokens placed first; must include BERT's five.
+        skip_bad_lines: drop non-UTF-8 or binary lines instead of failing.
+        overwrite: replace an existing output directory.
+        show_progress: show progress bars (reading and training) on stderr.
+
+    Returns:
+        The ``stats.json`` content: requested and actual size, case, algorithm, corpus files,
+        lines, words and bytes, skipped lines, alphabet size, seconds, peak memory (MiB).
+
+    Raises:
+        BertkitError: empty or missing corpus, a binary or non-UTF-8 file, a size below the
+            alphabet plus special tokens, an existing output directory, a bad option.
+    """
+    start = time.perf_counter()
+    if algorithm not in ALGORITHMS:
+        raise BertkitError(f"unknown --algorithm {algorithm!r}", expected=" or ".join(ALGORITHMS))
+    if size < 1:
+        raise BertkitError(f"--size must be positive, got {size}")
+    if min_frequency < 0 or (limit_alphabet is not None and limit_alphabet < 1):
+        raise BertkitError("--min-frequency must be >= 0 and --limit-alphabet >= 1")
+    specials = _check_special_tokens(special_tokens)
+    out = check_output_dir(out, overwrite)
+    files = resolve_corpus_files(corpus)
+    total = corpus_size(files)
+    if total == 0:
+        raise BertkitError("the corpus is empty", file=files[0] if len(files) == 1 else None,
+                           expected="text, one sentence or paragraph a line")
+    stats = CorpusStats()
+    with progress_bar("reading + training", total, show_progress) as advance:
+        batches = iter_corpus_batches(files, skip_bad_lines=skip_bad_lines, stats=stats,
+                                      progress=advance)
+        if algorithm == "wordpiece":
+            learned = train_wordpiece(batches, size=size, uncased=uncased,
+                                      special_tokens=specials, min_frequency=min_frequency,
+                                      limit_alphabet=limit_alphabet,
+                                      show_progress=show_progress)
+        else:
+            from bertkit.vocab.sentencepiece import train_sentencepiece
+
+            learned = train_sentencepiece(batches, size=size, uncased=uncased,
+                                          special_tokens=specials,
+                                          limit_alphabet=limit_alphabet,
+                                          show_progress=show_progress)
+    if stats.lines == 0:
+        raise BertkitError("the corpus has no text (only blank or skipped lines)",
+                           file=files[0] if len(files) == 1 else None,
+                           expected="text, one sentence or paragraph a line")
+    vocab = finalize_vocab(learned, specials, size)
+    alphabet = {t for t in vocab if len(t) == 1}
+    info = {
+        "size": len(vocab), "requested_size": size, "case": "uncased" if uncased else "cased",
+        "algorithm": algorithm, "min_frequency": min_frequency, "limit_alphabet": limit_alphabet,
+        "special_tokens": specials, "alphabet": len(alphabet),
+        "corpus": {"files": [str(f) for f in stats.files], "bytes": stats.bytes,
+                   "lines": stats.lines, "words": stats.words,
+                   "skipped_lines": stats.skipped_lines},
+        "seconds": round(time.perf_counter() - start, 2),
+        "peak_memory_mb": peak_memory_mb(),
+    }
+    with atomic_path(out) as tmp:
+        save_tokenizer_dir(tmp, vocab, uncased=uncased, special_tokens=specials, extra=info)
+    return info
