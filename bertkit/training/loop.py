@@ -91,6 +91,8 @@ def train(
         raise BertkitError("epochs and gradient accumulation must be >= 1 and lr > 0")
     main = is_main_process()
     ckpt_dir = output_dir / "checkpoints"
+    if main:
+        output_dir.mkdir(parents=True, exist_ok=True)
     seed_everything(cfg.seed)
     model.to(runtime.device)
     accum = cfg.gradient_accumulation
@@ -122,7 +124,7 @@ def train(
                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 "scaler": scaler.state_dict(), "position": pos}, keep=cfg.save_total_limit)
 
-    progress = make_progress(console, disable=not main)
+    progress = make_progress(console, disable=not main or console is None)
     window_loss, window_batches, window_examples, window_tokens = 0.0, 0, 0, 0
     window_start = time.perf_counter()
     with progress:
@@ -181,7 +183,8 @@ def train(
             pos["epoch"], pos["batch"] = epoch + 1, 0
             if evaluate is not None:
                 model.eval()
-                metrics = evaluate(model)
+                with torch.no_grad():
+                    metrics = evaluate(model)
                 record = {"type": "eval", "split": "dev", "step": pos["step"], "epoch": epoch + 1,
                           **{k: v for k, v in metrics.items() if isinstance(v, (int, float))}}
                 log.log(record)

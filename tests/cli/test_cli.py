@@ -1,0 +1,84 @@
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from bertkit import __version__
+from bertkit.cli import app
+from tests.conftest import write_ner_dir
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_version_and_help_on_every_level():
+    assert invoke("--version").output.strip() == f"bertkit {__version__}"
+    for args in ([], ["finetune"], ["finetune", "ner"], ["evaluate", "ner"], ["predict", "ner"]):
+        res = invoke(*args, "--help")
+        assert res.exit_code == 0 and "Usage" in res.output
+
+
+def test_python_dash_m():
+    out = subprocess.run([sys.executable, "-m", "bertkit", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == f"bertkit {__version__}"
+
+
+def test_bad_conll_is_a_message_not_a_traceback(tmp_path, tiny_encoder):
+    d = write_ner_dir(tmp_path / "d", train="a\tO\nb\n")
+    res = invoke("finetune", "ner", "--data", str(d), "--model", tiny_encoder, "-o", str(tmp_path / "run"))
+    assert res.exit_code == 1
+    assert f"{d / 'train.tsv'}:2: only one column" in res.output.replace("\n", "")
+    assert "Traceback" not in res.output
+    assert not (tmp_path / "run").exists()  # nothing written before the data was checked
+
+
+def test_unknown_recipe_key(tmp_path, ner_dir):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("learning_rate: 1e-4\n")
+    res = invoke("finetune", "ner", "--data", str(ner_dir), "--recipe", str(recipe))
+    assert res.exit_code == 1 and "unknown option 'learning_rate'" in res.output
+
+
+def test_finetune_evaluate_predict_tiny(tmp_path, ner_dir, tiny_encoder):
+    run = tmp_path / "run"
+    res = invoke("finetune", "ner", "--data", str(ner_dir), "--model", tiny_encoder, "-o", str(run),
+                 "--epochs", "2", "--batch-size", "2", "--lr", "1e-3", "--crf", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    for name in ("config.yaml", "metrics.jsonl", "results.json", "test_predictions.conll",
+                 "model/config.json", "model/bertkit.json", "model/crf.safetensors"):
+        assert (run / name).exists(), name
+    results = json.loads((run / "results.json").read_text())
+    assert set(results["test"]["per_type"]) <= {"Chemical", "Disease"}
+    evals = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [e["epoch"] for e in evals if e["type"] == "eval"] == [1, 2]
+    pred_lines = (run / "test_predictions.conll").read_text().strip().split("\n\n")
+    assert len(pred_lines) == 3 and all(len(l.split("\t")) == 3 for l in pred_lines[0].splitlines())
+
+    # the same run directory again is refused; --overwrite is needed
+    again = invoke("finetune", "ner", "--data", str(ner_dir), "--model", tiny_encoder, "-o", str(run))
+    assert again.exit_code == 1 and "already holds a run" in again.output
+
+    res = invoke("evaluate", "ner", "--model", str(run), "--data", str(ner_dir), "--split", "dev",
+                 "--output", str(tmp_path / "m.json"))
+    assert res.exit_code == 0, res.output
+    assert "micro (strict)" in res.output
+    assert 0 <= json.loads((tmp_path / "m.json").read_text())["f1"] <= 1
+
+    text = tmp_path / "in.txt"
+    text.write_text("Aspirin induced renal failure .\nCisplatin \u200b nephrotoxicity\n", encoding="utf-8")
+    res = invoke("predict", "ner", "--model", str(run), "--input", str(text), "--format", "jsonl")
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
+    assert [len(r["tags"]) for r in rows] == [len(r["tokens"]) for r in rows] == [5, 3]
+    out = tmp_path / "pred.conll"
+    res = invoke("predict", "ner", "--model", str(run), "--input", str(ner_dir / "test.tsv"), "-o", str(out))
+    assert res.exit_code == 0 and len(out.read_text().strip().split("\n\n")) == 3
+
+
+def test_predict_missing_model_and_input(tmp_path):
+    res = invoke("predict", "ner", "--model", str(tmp_path), "--input", str(tmp_path / "x.txt"))
+    assert res.exit_code == 1 and "no saved bertkit NER model" in res.output

@@ -1,0 +1,89 @@
+from pathlib import Path
+
+import pytest
+
+from bertkit.data.conll import format_conll, looks_like_conll, read_conll, read_text
+from bertkit.errors import BertkitError
+
+
+def write(tmp_path: Path, text: str | bytes, name="f.tsv") -> Path:
+    p = tmp_path / name
+    p.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return p
+
+
+def test_reads_tabs_docstart_crlf_and_bom(tmp_path):
+    p = write(tmp_path, "\ufeff-DOCSTART-\tO\r\n\r\nAspirin\tB-Chem\r\nworks\tO\r\n\r\n\r\nX\tO\r\n")
+    f = read_conll(p)
+    assert [s.tokens for s in f.sentences] == [["Aspirin", "works"], ["X"]]
+    assert f.sentences[0].tags == ["B-Chem", "O"]
+    assert f.sentences[0].line == 3 and f.sentences[1].line == 7
+    assert f.scheme == "IOB2"
+
+
+def test_space_separated_multi_column_uses_first_and_last(tmp_path):
+    p = write(tmp_path, "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n")
+    f = read_conll(p)
+    assert f.sentences[0].tokens == ["EU", "rejects"]
+    assert f.sentences[0].tags == ["B-ORG", "O"]
+
+
+def test_iob1_detected_and_converted(tmp_path):
+    p = write(tmp_path, "a\tI-Entity\nb\tI-Entity\nc\tB-Entity\nd\tO\ne\tI-Entity\n")
+    f = read_conll(p)
+    assert f.scheme == "IOB1"
+    assert f.sentences[0].tags == ["B-Entity", "I-Entity", "B-Entity", "O", "B-Entity"]
+
+
+def test_iobes_detected_and_converted(tmp_path):
+    p = write(tmp_path, "a\tB-X\nb\tE-X\nc\tS-Y\nd\tO\n")
+    f = read_conll(p)
+    assert f.scheme == "IOBES"
+    assert f.sentences[0].tags == ["B-X", "I-X", "B-Y", "O"]
+
+
+@pytest.mark.parametrize("text,line,words", [
+    ("a\tO\nb\n", 2, "one column"),
+    ("a\tO\nb\tENTITY\n", 2, "unknown tag"),
+    ("a\tO\n\nb\tI-\n", 3, "no entity type"),
+    ("a\tO\nb\tX-Chem\n", 2, "unknown tag"),
+])
+def test_malformed_lines_name_file_and_line(tmp_path, text, line, words):
+    p = write(tmp_path, text)
+    with pytest.raises(BertkitError) as err:
+        read_conll(p)
+    assert err.value.line == line and err.value.file == str(p)
+    assert words in str(err.value) and f"{p}:{line}:" in str(err.value)
+
+
+def test_bad_encoding_reports_line_and_byte(tmp_path):
+    p = write(tmp_path, b"a\tO\nb\xff\tO\n")
+    with pytest.raises(BertkitError, match=r"f.tsv:2: not valid UTF-8 at byte 5"):
+        read_conll(p)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "-DOCSTART-\tO\n\n"])
+def test_empty_file(tmp_path, text):
+    with pytest.raises(BertkitError, match="no sentences"):
+        read_conll(write(tmp_path, text))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(BertkitError, match="file not found"):
+        read_conll(tmp_path / "nope.tsv")
+
+
+def test_unlabelled_conll_and_text(tmp_path):
+    p = write(tmp_path, "Aspirin\nworks\n\nfine\n")
+    f = read_conll(p, labelled=False)
+    assert [s.tokens for s in f.sentences] == [["Aspirin", "works"], ["fine"]]
+    assert looks_like_conll(p)
+    t = write(tmp_path, "Aspirin induced renal failure in two patients .\n\nSecond line here .\n", "t.txt")
+    assert not looks_like_conll(t)
+    sents = read_text(t, lambda s: [(w, None) for w in s.split()])
+    assert [len(s.tokens) for s in sents] == [8, 4] and sents[1].line == 3
+
+
+def test_format_conll_has_gold_and_prediction(tmp_path):
+    f = read_conll(write(tmp_path, "a\tB-X\nb\tO\n"))
+    assert format_conll(f.sentences, [["O", "O"]]) == "a\tB-X\tO\nb\tO\tO\n"

@@ -1,0 +1,102 @@
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from bertkit.errors import BertkitError
+from bertkit.training import TrainConfig, train
+from bertkit.training.devices import make_runtime
+from bertkit.training.optim import build_scheduler, parameter_groups, warmup_steps
+
+
+class Toy(nn.Module):
+    """Regression with dropout, so that resuming must restore the RNG to match."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.3), nn.LayerNorm(16), nn.Linear(16, 1))
+
+    def forward(self, x, y, attention_mask=None):
+        return {"loss": ((self.net(x).squeeze(-1) - y) ** 2).mean()}
+
+
+class Source:
+    def __init__(self, n=10, crash_at=None):
+        g = torch.Generator().manual_seed(1)
+        self.x = torch.randn(n * 4, 4, generator=g)
+        self.y = self.x.sum(1)
+        self.n, self.crash_at, self.seen = n, crash_at, 0
+
+    def num_batches(self, epoch):
+        return self.n
+
+    def iter_batches(self, epoch, start=0):
+        order = torch.randperm(self.n, generator=torch.Generator().manual_seed(100 + epoch))
+        for b in order[start:].tolist():
+            if self.crash_at is not None and self.seen == self.crash_at:
+                raise KeyboardInterrupt("simulated kill")
+            self.seen += 1
+            yield {"x": self.x[4 * b:4 * b + 4], "y": self.y[4 * b:4 * b + 4]}
+
+
+def run(tmp_path, source, **kw):
+    cfg = TrainConfig(epochs=3, lr=1e-2, save_steps=2, logging_steps=1, warmup=0.2, **kw)
+    model = Toy()
+    res = train(model, source, cfg, make_runtime("cpu", "fp32"), tmp_path,
+                evaluate=lambda m: {"f1": -float(m(source.x, source.y)["loss"])})
+    return model, res
+
+
+def test_resume_is_exact(tmp_path):
+    full, res_full = run(tmp_path / "a", Source())
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "b", Source(crash_at=15))  # mid-epoch 2, after the checkpoint at step 14
+    resumed, res = run(tmp_path / "b", Source(), resume=True)
+    for p, q in zip(full.state_dict().values(), resumed.state_dict().values()):
+        assert torch.equal(p, q)
+    assert res.steps == res_full.steps == 30
+    assert res.best_epoch == res_full.best_epoch
+    steps = [json.loads(l)["step"] for l in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
+             if json.loads(l)["type"] == "train"]
+    assert steps == list(range(1, 31))  # records after the checkpoint are redone, not doubled
+
+
+def test_gradient_accumulation_counts_steps_and_keeps_last_checkpoints(tmp_path):
+    _, res = run(tmp_path, Source(n=7), gradient_accumulation=3)
+    assert res.steps == 3 * 3  # ceil(7 / 3) per epoch
+    ckpts = sorted(p.name for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith("step_"))
+    assert ckpts == ["step_8", "step_9"]
+
+
+def test_resume_without_checkpoint_is_an_error(tmp_path):
+    with pytest.raises(BertkitError, match="no checkpoint"):
+        run(tmp_path, Source(), resume=True)
+
+
+def test_non_finite_loss_stops_with_step(tmp_path):
+    src = Source()
+    src.y[:] = float("nan")
+    with pytest.raises(BertkitError, match="non-finite training loss .* step 0"):
+        run(tmp_path, src)
+
+
+def test_warmup_then_linear_decay():
+    assert warmup_steps(0.1, 100) == 10 and warmup_steps(25, 100) == 25
+    p = nn.Parameter(torch.zeros(1))
+    opt = torch.optim.AdamW([p], lr=1.0)
+    sched = build_scheduler(opt, 0.1, 100)
+    lrs = []
+    for _ in range(100):
+        lrs.append(sched.get_last_lr()[0])
+        opt.step()
+        sched.step()
+    assert lrs[0] == 0 and lrs[5] == pytest.approx(0.5) and lrs[10] == pytest.approx(1.0)
+    assert lrs[55] == pytest.approx(0.5) and sched.get_last_lr()[0] == 0
+
+
+def test_no_weight_decay_on_bias_and_norm():
+    decay, no_decay = parameter_groups(Toy(), 0.01)
+    assert len(decay["params"]) == 2 and len(no_decay["params"]) == 4
+    assert no_decay["weight_decay"] == 0
