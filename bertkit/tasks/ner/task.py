@@ -69,15 +69,19 @@ def _warn_encoding(report, sentences: Sequence[Sentence], console: Console | Non
 
 
 def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence], runtime: Runtime,
-                  max_length: int, batch_size: int = 64,
-                  console: Console | None = None) -> list[list[str]]:
+                  max_length: int, batch_size: int = 64, console: Console | None = None,
+                  windows: list | None = None) -> list[list[str]]:
     """Predict IOB2 tags for every word of every sentence (one tag per input word, always).
 
     Windows are sorted by length so each batch is padded only to its own longest window.
+
+    Args:
+        windows: the sentences already encoded with :func:`encode` (reused across epochs).
     """
-    label2id = {lab: i for i, lab in enumerate(tagger.labels)}
-    windows, report = encode(sentences, tokenizer, label2id, max_length)
-    _warn_encoding(report, sentences, console)
+    if windows is None:
+        label2id = {lab: i for i, lab in enumerate(tagger.labels)}
+        windows, report = encode(sentences, tokenizer, label2id, max_length)
+        _warn_encoding(report, sentences, console)
     lengths = np.asarray([len(w.input_ids) for w in windows])
     out = [np.zeros(len(s.tokens), dtype=np.int64) for s in sentences]
     tagger.eval()
@@ -111,6 +115,8 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
         BertkitError: bad data, model, settings or output directory.
     """
     model_name = cfg.model or default_model()
+    if cfg.resume and not cfg.output_dir:
+        raise BertkitError("--resume needs the --output-dir of the run to continue")
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("ner", cfg.data)
     cfg.output_dir = str(run_dir)
     if cfg.batch_size < 1 or cfg.eval_batch_size < 1 or cfg.max_length < 8:
@@ -145,8 +151,11 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
                       highlight=False)
     batches = WindowBatches(windows, cfg.batch_size, cfg.seed, tokenizer.pad_token_id)
 
+    dev_windows, _ = encode(dev_s, tokenizer, label2id, cfg.max_length)
+
     def evaluate_dev(model: TokenTagger) -> dict:
-        pred = tag_sentences(model, tokenizer, dev_s, runtime, cfg.max_length, cfg.eval_batch_size)
+        pred = tag_sentences(model, tokenizer, dev_s, runtime, cfg.max_length, cfg.eval_batch_size,
+                             windows=dev_windows)
         return entity_scores([s.tags for s in dev_s], pred)
 
     result = train(tagger, batches, cfg, runtime, run_dir, evaluate=evaluate_dev,
