@@ -68,9 +68,37 @@ def _check_special_tokens(special_tokens: Sequence[str]) -> list[str]:
     return tokens
 
 
+def bert_tokenizer(vocab: Sequence[str], *, uncased: bool, special_tokens: Sequence[str]):
+    """A ``tokenizers.Tokenizer`` equal to ``transformers``' ``BertTokenizerFast`` for ``vocab``.
+
+    BERT's normaliser (lower case and accent stripping only when ``uncased``), pre-tokeniser,
+    WordPiece model (``##`` prefix, 100-character words), ``[CLS] A [SEP] B [SEP]`` template
+    and WordPiece decoder; ``special_tokens`` are registered as special added tokens.
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
+    from tokenizers import pre_tokenizers
+
+    ids = {t: i for i, t in enumerate(vocab)}
+    tok = Tokenizer(models.WordPiece(ids, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                strip_accents=None, lowercase=uncased)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])])
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tok.add_special_tokens([AddedToken(t, normalized=False, special=True)
+                            for t in special_tokens])
+    return tok
+
+
 def save_tokenizer_dir(directory: Path, vocab: Sequence[str], *, uncased: bool,
                        special_tokens: Sequence[str], extra: dict | None = None) -> None:
     """Write a BERT WordPiece tokenizer for ``vocab`` into ``directory`` (created).
+
+    The files are those ``BertTokenizerFast.save_pretrained`` writes plus ``vocab.txt`` and
+    ``special_tokens_map.json``, built with ``tokenizers`` alone (importing ``transformers``
+    would cost more than a small build).
 
     Args:
         directory: target directory (a temporary one; the caller renames it into place).
@@ -79,24 +107,24 @@ def save_tokenizer_dir(directory: Path, vocab: Sequence[str], *, uncased: bool,
         special_tokens: all special tokens (the BERT five and any extra ones).
         extra: ``stats.json`` content, written when given.
     """
-    from transformers import BertTokenizerFast
-
     directory.mkdir(parents=True)
-    extras = [t for t in special_tokens if t not in BERT_SPECIAL_TOKENS]
-    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)}, do_lower_case=uncased,
-                            model_max_length=512,
-                            **({"extra_special_tokens": extras} if extras else {}))
-    tok.save_pretrained(str(directory))
+    bert_tokenizer(vocab, uncased=uncased, special_tokens=special_tokens).save(
+        str(directory / "tokenizer.json"))
     (directory / "vocab.txt").write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
     smap = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
             "cls_token": "[CLS]", "mask_token": "[MASK]"}
+    config = {"tokenizer_class": "BertTokenizer", "do_lower_case": uncased,
+              "strip_accents": None, "tokenize_chinese_chars": True, "model_max_length": 512,
+              **smap}
+    extras = [t for t in special_tokens if t not in BERT_SPECIAL_TOKENS]
     if extras:
         smap["additional_special_tokens"] = extras
-    (directory / "special_tokens_map.json").write_text(json.dumps(smap, indent=2) + "\n",
-                                                       encoding="utf-8")
-    if extra is not None:
-        (directory / "stats.json").write_text(json.dumps(extra, indent=2, ensure_ascii=False)
-                                              + "\n", encoding="utf-8")
+        config["extra_special_tokens"] = extras
+    for name, data in (("special_tokens_map.json", smap), ("tokenizer_config.json", config),
+                       ("stats.json", extra)):
+        if data is not None:
+            (directory / name).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n",
+                                          encoding="utf-8")
 
 
 def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30000,
@@ -128,6 +156,10 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
     Raises:
         BertkitError: empty or missing corpus, a binary or non-UTF-8 file, a size below the
             alphabet plus special tokens, an existing output directory, a bad option.
+
+    Reference:
+        Beltagy et al. (2019), SciBERT, sec. 2; Wu et al. (2016), sec. 4.1; Devlin et al.
+        (2019), sec. 3.
     """
     start = time.perf_counter()
     if algorithm not in ALGORITHMS:

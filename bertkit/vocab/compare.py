@@ -43,9 +43,19 @@ def split_words(tokenizer, words: Sequence[str]) -> list[list[str]]:
     Returns:
         The pieces of each word, shape ``[len(words)][n_pieces]``.
     """
-    backend = tokenizer.backend_tokenizer
+    backend = plain_backend(tokenizer)
     encodings = backend.encode_batch(list(words), add_special_tokens=False)
     return [enc.tokens for enc in encodings]
+
+
+def plain_backend(tokenizer):
+    """A copy of ``tokenizer``'s ``tokenizers.Tokenizer`` with padding and truncation off."""
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    backend.no_padding()
+    backend.no_truncation()
+    return backend
 
 
 def split_stats(pieces: Sequence[list[str]], counts: Sequence[int], unk: str | None) -> dict:
@@ -86,6 +96,9 @@ def compare_vocabs(a: str | Path, b: str | Path, corpus: Sequence[str | Path] | 
 
     Raises:
         BertkitError: a vocabulary or corpus cannot be read.
+
+    Reference:
+        Beltagy et al. (2019), SciBERT, sec. 2 (42% SciVocab/BaseVocab overlap).
     """
     tok_a, tok_b = load_tokenizer(a), load_tokenizer(b)
     va, vb = set(tok_a.get_vocab()), set(tok_b.get_vocab())

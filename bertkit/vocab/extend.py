@@ -30,6 +30,7 @@ from typing import Sequence
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path
 from bertkit.vocab.build import check_output_dir, peak_memory_mb
+from bertkit.vocab.compare import plain_backend
 from bertkit.vocab.corpus import count_words, resolve_corpus_files
 from bertkit.vocab.registry import load_tokenizer, resolve_vocab
 
@@ -64,7 +65,7 @@ def select_new_words(tokenizer, candidates: Sequence[str], add: int) -> list[tup
     Returns:
         ``(word, piece_ids)`` pairs, at most ``add`` of them.
     """
-    backend = tokenizer.backend_tokenizer
+    backend = plain_backend(tokenizer)
     vocab = tokenizer.get_vocab()
     pre = backend.pre_tokenizer
     pool = [w for w in candidates if w and w not in vocab and w.isalnum() and not w.isdigit()
@@ -104,6 +105,9 @@ def extend_model(model: str | Path, out: str | Path, *, add: int,
     Raises:
         BertkitError: neither V nor a corpus, bad ``add``, a model that cannot be loaded or is
             not WordPiece, an existing output directory.
+
+    Reference:
+        Beltagy et al. (2019), SciBERT, sec. 2-3; Devlin et al. (2019), sec. 3.
     """
     start = time.perf_counter()
     if vocab is None and not corpus:

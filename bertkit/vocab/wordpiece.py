@@ -67,10 +67,11 @@ def alphabet_forms(tokens: Iterable[str]) -> list[str]:
 
 
 def finalize_vocab(learned: Sequence[str], special_tokens: Sequence[str], size: int) -> list[str]:
-    """Special tokens first, then learned tokens in rank order, with the full alphabet kept.
+    """Special tokens first, then the full alphabet (sorted), then learned tokens in rank order.
 
-    Missing one-character forms (see :func:`alphabet_forms`) replace the lowest-ranked
-    multi-character tokens, so the result never exceeds ``size`` entries.
+    The one-character forms (see :func:`alphabet_forms`) are always kept, in sorted order (so
+    the file does not depend on the trainer's hash order); multi-character tokens fill the
+    remaining ``size`` entries in rank order, the lowest-ranked ones dropped.
 
     Args:
         learned: trained tokens, most important first; special tokens are removed from it.
@@ -84,12 +85,7 @@ def finalize_vocab(learned: Sequence[str], special_tokens: Sequence[str], size: 
         BertkitError: ``size`` is smaller than the special tokens plus the alphabet.
     """
     specials = set(special_tokens)
-    seen: set[str] = set()
-    body = []
-    for tok in learned:
-        if tok and tok not in specials and tok not in seen and tok != PREFIX:
-            seen.add(tok)
-            body.append(tok)
+    body = list(dict.fromkeys(t for t in learned if t and t not in specials and t != PREFIX))
     required = alphabet_forms(body)
     minimum = len(special_tokens) + len(required)
     if size < minimum:
@@ -98,16 +94,8 @@ def finalize_vocab(learned: Sequence[str], special_tokens: Sequence[str], size: 
             f"{len(required)} one-character tokens of the corpus alphabet",
             expected=f"--size of at least {minimum}, or a smaller --limit-alphabet")
     required_set = set(required)
-    budget = size - minimum
-    kept = []
-    for tok in body:
-        if tok in required_set:
-            kept.append(tok)
-        elif budget > 0:
-            kept.append(tok)
-            budget -= 1
-    kept_set = set(kept)
-    return list(special_tokens) + kept + [t for t in required if t not in kept_set]
+    rest = [t for t in body if t not in required_set][:size - minimum]
+    return list(special_tokens) + required + rest
 
 
 @contextmanager

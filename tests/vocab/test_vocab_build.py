@@ -161,3 +161,25 @@ def test_bad_special_tokens(corpus_file, tmp_path):
     with pytest.raises(BertkitError, match="duplicate"):
         build_vocab([corpus_file], tmp_path / "o",
                     special_tokens=list(BERT_SPECIAL_TOKENS) + ["[PAD]"])
+
+
+def test_cli_build_and_errors(corpus_file, tmp_path):
+    from typer.testing import CliRunner
+
+    from bertkit.cli._app import app
+    import bertkit.cli.vocab  # noqa: F401  (registers the commands)
+
+    runner = CliRunner()
+    out = tmp_path / "v"
+    args = ["vocab", "build", "--corpus", str(corpus_file), str(corpus_file), "--size", "300",
+            "--cased", "--no-progress", "--out", str(out)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "stats.json").read_text())["corpus"]["lines"] == 4000
+    res = runner.invoke(app, args)
+    assert res.exit_code == 1 and "already holds a vocabulary" in res.output
+    assert "Traceback" not in res.output
+    res = runner.invoke(app, ["vocab", "build", "--corpus", str(corpus_file), "--size", "300",
+                              "--special-tokens", "[PAD],[UNK]", "--out", str(tmp_path / "w")])
+    assert res.exit_code == 1 and "lacks [CLS], [SEP], [MASK]" in res.output
+    assert not (tmp_path / "w").exists()
