@@ -7,6 +7,7 @@ key is an error naming the valid ones. Every run writes the resolved config as `
 from __future__ import annotations
 
 import dataclasses
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,7 +31,8 @@ def load_recipe(path: str | Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise BertkitError(f"not valid YAML: {exc}", file=path,
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise BertkitError(f"not valid YAML: {problem}", file=path,
                            line=None if line is None else line + 1) from None
     if data is None:
         return {}
@@ -47,18 +49,43 @@ def build_config(cls: type[C], *layers: dict[str, Any] | None, source: str = "op
     Raises:
         BertkitError: a key that ``cls`` does not have (the message lists the valid keys).
     """
-    names = {f.name for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
     for layer in layers:
         for key, value in (layer or {}).items():
-            if key not in names:
+            if key not in fields:
                 raise BertkitError(
                     f"unknown option '{key}' in {source}",
-                    expected="one of " + ", ".join(sorted(names)),
+                    expected="one of " + ", ".join(sorted(fields)),
                 )
             if value is not None:
-                values[key] = value
+                values[key] = _coerce(key, value, hints[key], source)
     return cls(**values)
+
+
+def _coerce(key: str, value: Any, hint: Any, source: str) -> Any:
+    """Check ``value`` against the field's type (int, float, bool, str, optionally None).
+
+    Raises:
+        BertkitError: a value of the wrong type, naming the option and the source.
+    """
+    args = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    kind = args[0]
+    ok = ((kind is bool and isinstance(value, bool))
+          or (kind is int and isinstance(value, int) and not isinstance(value, bool))
+          or (kind is float and isinstance(value, (int, float)) and not isinstance(value, bool))
+          or (kind is str and isinstance(value, (str, Path))))
+    if kind is float and isinstance(value, str):  # YAML reads 1e-4 (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    if not ok:
+        name = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+        raise BertkitError(f"option '{key}' has the value {value!r}", file=None if source == "options"
+                           else source, expected=name.get(kind, str(kind)))
+    return float(value) if kind is float else str(value) if kind is str else value
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:

@@ -6,7 +6,11 @@ The default encoder is MiniLM-L6-H384 (uncased BERT WordPiece vocabulary), shipp
 
 from __future__ import annotations
 
+import functools
+import os
+import socket
 from pathlib import Path
+from urllib.parse import urlparse
 
 from bertkit.errors import BertkitError
 
@@ -36,6 +40,7 @@ def load_tokenizer(name: str):
     from transformers import AutoTokenizer
 
     quiet_transformers()
+    name = resolve_model_source(name)
     try:
         tok = AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError) as exc:
@@ -53,6 +58,47 @@ def check_model_source(name: str) -> None:
     if (name.startswith((".", "/", "~")) or Path(name).suffix) and not Path(name).expanduser().exists():
         raise BertkitError("model directory not found", file=name,
                            expected="a directory saved with save_pretrained, or a hub id")
+
+
+@functools.lru_cache(maxsize=1)
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face hub answers a TCP connection (False when ``HF_HUB_OFFLINE`` is set).
+
+    One quick probe, so that an offline machine fails in seconds instead of retrying for a minute.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
+                                 timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def resolve_model_source(name: str) -> str:
+    """A local directory for ``name`` where possible, else the hub id (when the hub is reachable).
+
+    Order: an existing path; a hub id when the hub answers; a copy in the local Hugging Face cache.
+
+    Raises:
+        BertkitError: a missing path, or a hub id that is neither cached nor reachable.
+    """
+    check_model_source(name)
+    if Path(name).expanduser().exists():
+        return str(Path(name).expanduser())
+    if hub_reachable():
+        return name
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(name, local_files_only=True)
+    except Exception:
+        raise BertkitError(
+            f"'{name}' is not a local directory, not in the Hugging Face cache, and the hub "
+            f"cannot be reached from here",
+            expected="a local model directory (the default model needs no network)") from None
 
 
 def _short(exc: Exception) -> str:

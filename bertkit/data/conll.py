@@ -25,6 +25,11 @@ class Sentence:
     tags: list[str] = field(default_factory=list)
     file: str = ""
     line: int = 0
+    one_line: bool = False  # plain text: every word sits on ``line``
+
+    def line_of(self, word: int) -> int:
+        """1-based line of word ``word`` in ``file``."""
+        return self.line if self.one_line else self.line + word
 
 
 @dataclass
@@ -146,7 +151,7 @@ def read_text(path: str | Path, pre_tokenize) -> list[Sentence]:
     for number, text in read_lines(path):
         words = [w for w, _ in pre_tokenize(text)]
         if words:
-            out.append(Sentence(words, [], str(path), number))
+            out.append(Sentence(words, [], str(path), number, one_line=True))
     if not out:
         raise BertkitError("no text found", file=path, expected="one sentence a line")
     return out

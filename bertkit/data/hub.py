@@ -14,6 +14,10 @@ def load_hub_ner(hub_id: str, splits: tuple[str, ...]) -> dict[str, list[Sentenc
     Returns None when the hub cannot be reached or the set has no such columns, so that the
     caller can report what to set instead.
     """
+    from bertkit.encoders import hub_reachable
+
+    if not hub_reachable():
+        return None
     try:
         import datasets
 

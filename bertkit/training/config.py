@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bertkit.errors import BertkitError
+
 
 @dataclass
 class TrainConfig:
@@ -46,3 +48,37 @@ class TrainConfig:
     output_dir: str | None = None
     resume: bool = False
     overwrite: bool = False
+
+    def validate(self) -> None:
+        """Check every setting before anything is loaded or written (ranges, --resume needs a run).
+
+        Raises:
+            BertkitError: naming the first option at fault and what it must be.
+        """
+        self.check_ranges()
+        if self.resume and not self.output_dir:
+            raise BertkitError("--resume needs the --output-dir of the run to continue")
+
+    def check_ranges(self) -> None:
+        """Check the loop settings' ranges (what :func:`~bertkit.training.loop.train` needs).
+
+        Raises:
+            BertkitError: naming the first option out of range and what it must be.
+        """
+        checks = [
+            ("epochs", self.epochs >= 1, "an integer >= 1"),
+            ("lr", self.lr > 0, "a number > 0"),
+            ("batch_size", self.batch_size >= 1, "an integer >= 1"),
+            ("gradient_accumulation", self.gradient_accumulation >= 1, "an integer >= 1"),
+            ("warmup", self.warmup >= 0, "a ratio in [0, 1) or a step count >= 1"),
+            ("weight_decay", self.weight_decay >= 0, "a number >= 0"),
+            ("max_grad_norm", self.max_grad_norm >= 0, "a number >= 0 (0: no clipping)"),
+            ("precision", self.precision in ("auto", "fp32", "bf16", "fp16"), "auto, fp32, bf16 or fp16"),
+            ("save_steps", self.save_steps >= 0, "an integer >= 0"),
+            ("save_total_limit", self.save_total_limit >= 1, "an integer >= 1"),
+            ("logging_steps", self.logging_steps >= 1, "an integer >= 1"),
+        ]
+        for name, ok, expected in checks:
+            if not ok:
+                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
+                                   expected=expected)

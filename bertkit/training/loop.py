@@ -87,8 +87,7 @@ def train(
         BertkitError: ``cfg.resume`` with no checkpoint, bad settings, a non-finite loss, or
             running out of device memory (with a hint).
     """
-    if cfg.epochs < 1 or cfg.gradient_accumulation < 1 or cfg.lr <= 0:
-        raise BertkitError("epochs and gradient accumulation must be >= 1 and lr > 0")
+    cfg.check_ranges()
     main = is_main_process()
     ckpt_dir = output_dir / "checkpoints"
     if main:
@@ -132,7 +131,7 @@ def train(
         for epoch in range(pos["epoch"], cfg.epochs):
             model.train()
             n_batches = data.num_batches(epoch)
-            epoch_start = time.perf_counter()
+            epoch_start = window_start = time.perf_counter()
             for i, batch in enumerate(data.iter_batches(epoch, pos["batch"]), start=pos["batch"]):
                 examples, tokens = _batch_examples(batch)
                 batch = runtime.to_device(batch)
@@ -180,6 +179,13 @@ def train(
                     epoch_start = time.perf_counter()
                     checkpoint()
             pos["train_seconds"] += time.perf_counter() - epoch_start
+            if window_batches:  # the epoch's last steps, so short runs log a loss too
+                elapsed = time.perf_counter() - window_start
+                log.log({"type": "train", "step": pos["step"], "epoch": epoch + 1,
+                         "loss": window_loss / window_batches, "lr": scheduler.get_last_lr()[0],
+                         "examples_per_s": window_examples / max(elapsed, 1e-9),
+                         "tokens_per_s": window_tokens / max(elapsed, 1e-9)})
+                window_loss, window_batches, window_examples, window_tokens = 0.0, 0, 0, 0
             pos["epoch"], pos["batch"] = epoch + 1, 0
             if evaluate is not None:
                 model.eval()

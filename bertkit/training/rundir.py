@@ -18,12 +18,11 @@ def default_run_dir(task: str, data: str) -> Path:
     return Path("runs") / f"{task}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:
-    """Create ``path`` (or check it for ``resume``) and make sure files can be written there.
+def check_run_dir(path: Path, resume: bool, overwrite: bool) -> None:
+    """The checks of :func:`prepare_run_dir` that need no writing, to run before any loading.
 
     Raises:
-        BertkitError: the directory holds another run (without ``resume``/``overwrite``),
-            ``resume`` with no run there, or it cannot be written (read-only, full disk).
+        BertkitError: as :func:`prepare_run_dir`, except for write failures.
     """
     path = Path(path).expanduser()
     if path.exists() and not path.is_dir():
@@ -36,6 +35,17 @@ def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:
         raise BertkitError("output directory already holds a run", file=path,
                            expected="--resume to continue it, --overwrite to replace it, "
                                     "or another --output-dir")
+
+
+def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:
+    """Create ``path`` (or check it for ``resume``) and make sure files can be written there.
+
+    Raises:
+        BertkitError: the directory holds another run (without ``resume``/``overwrite``),
+            ``resume`` with no run there, or it cannot be written (read-only, full disk).
+    """
+    path = Path(path).expanduser()
+    check_run_dir(path, resume, overwrite)
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-") as handle:

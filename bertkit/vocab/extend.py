@@ -27,6 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+from bertkit.encoders import _short, resolve_model_source
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path
 from bertkit.vocab.build import check_output_dir, peak_memory_mb
@@ -123,10 +124,11 @@ def extend_model(model: str | Path, out: str | Path, *, add: int,
         raise BertkitError("extend supports WordPiece (BERT-family) tokenizers only",
                            file=str(model))
     where = resolve_vocab(model)
+    source = resolve_model_source(str(where))
     try:
-        net = AutoModelForMaskedLM.from_pretrained(str(where))
+        net = AutoModelForMaskedLM.from_pretrained(source)
     except Exception as exc:
-        raise BertkitError(f"cannot load a masked-LM model: {type(exc).__name__}: {exc}",
+        raise BertkitError(f"cannot load a masked-LM model: {_short(exc)}",
                            file=str(where), expected="a model directory or hub id") from None
     candidates = _candidate_words(tokenizer, vocab, corpus, skip_bad_lines)
     chosen = select_new_words(tokenizer, candidates, add)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bertkit.encoders import _short, resolve_model_source
 from bertkit.errors import BertkitError
 
 VOCAB_ROOT = Path(__file__).resolve().parents[2] / "vocab"
@@ -87,10 +88,11 @@ def load_tokenizer(spec: str | Path):
                                expected="a vocab.txt, one token a line")
         vocab = {t: i for i, t in enumerate(tokens)}
         return BertTokenizerFast(vocab=vocab, do_lower_case=_guess_uncased(tokens))
+    source = resolve_model_source(str(where))
     try:
-        tok = AutoTokenizer.from_pretrained(str(where))
+        tok = AutoTokenizer.from_pretrained(source)
     except Exception as exc:  # hub errors, bad files: all user errors here
-        raise BertkitError(f"cannot load a tokenizer: {type(exc).__name__}: {exc}",
+        raise BertkitError(f"cannot load a tokenizer: {_short(exc)}",
                            file=str(where),
                            expected=f"one of {', '.join(NAMES)}, a vocab.txt, a tokenizer or "
                                     "model directory, or a reachable hub id") from None

@@ -82,3 +82,37 @@ def test_finetune_evaluate_predict_tiny(tmp_path, ner_dir, tiny_encoder):
 def test_predict_missing_model_and_input(tmp_path):
     res = invoke("predict", "ner", "--model", str(tmp_path), "--input", str(tmp_path / "x.txt"))
     assert res.exit_code == 1 and "no saved bertkit NER model" in res.output
+
+
+def test_recipe_value_of_wrong_type_is_refused_before_any_output(tmp_path, ner_dir):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("epochs: two\n")
+    out = tmp_path / "run"
+    res = invoke("finetune", "ner", "--data", str(ner_dir), "--recipe", str(recipe), "-o", str(out))
+    assert res.exit_code == 1 and "option 'epochs' has the value 'two'" in res.output
+    assert "expected an integer" in res.output and not out.exists()
+
+
+def test_out_of_range_setting_named_before_any_output(tmp_path, ner_dir):
+    out = tmp_path / "run"
+    res = invoke("finetune", "ner", "--data", str(ner_dir), "--lr", "-1", "-o", str(out))
+    assert res.exit_code == 1 and "--lr is -1.0" in res.output and not out.exists()
+
+
+def test_yaml_syntax_error_is_one_line(tmp_path, ner_dir):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("epochs: [1\nlr: 2\n")
+    res = invoke("finetune", "ner", "--data", str(ner_dir), "--recipe", str(recipe))
+    assert res.exit_code == 1 and f"{recipe}:" in res.output and "not valid YAML" in res.output
+    assert len(res.output.strip().splitlines()) <= 2
+
+
+def test_unreachable_hub_model_fails_fast(tmp_path, ner_dir, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from bertkit.encoders import hub_reachable
+
+    hub_reachable.cache_clear()
+    res = invoke("finetune", "ner", "--data", str(ner_dir), "--model", "no-such/model-xyz",
+                 "-o", str(tmp_path / "run"))
+    assert res.exit_code == 1 and "hub cannot be reached" in res.output
+    assert not (tmp_path / "run").exists()

@@ -55,5 +55,5 @@ def unseen_labels(train: list[Sentence], other: list[Sentence]) -> dict[str, tup
     for s in other:
         for k, tag in enumerate(s.tags):
             if tag != "O" and tag[2:] not in known and tag[2:] not in found:
-                found[tag[2:]] = (s.file, s.line + k)
+                found[tag[2:]] = (s.file, s.line_of(k))
     return found

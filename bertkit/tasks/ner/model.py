@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from bertkit.decoding.viterbi import viterbi_decode
-from bertkit.encoders import _short, check_model_source, quiet_transformers
+from bertkit.encoders import _short, quiet_transformers, resolve_model_source
 from bertkit.errors import BertkitError
 from bertkit.heads.crf import FORBIDDEN, LinearChainCRF
 from bertkit.data.tagging import allowed_transitions
@@ -119,7 +119,7 @@ def build_tagger(model_name: str, labels: Sequence[str], crf: bool, label_all_su
     from transformers import AutoModelForTokenClassification
 
     quiet_transformers()
-    check_model_source(model_name)
+    model_name = resolve_model_source(model_name)
     id2label = dict(enumerate(labels))
     try:
         encoder = AutoModelForTokenClassification.from_pretrained(

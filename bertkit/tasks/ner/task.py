@@ -18,7 +18,7 @@ from rich.console import Console
 from bertkit.config import dump_yaml, to_dict
 from bertkit.data.conll import Sentence, format_conll, looks_like_conll, read_conll, read_text
 from bertkit.data.tagging import iob2_label_set
-from bertkit.encoders import default_model, load_tokenizer
+from bertkit.encoders import default_model, load_tokenizer, resolve_model_source
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path, write_json, write_text
 from bertkit.metrics.ner import entity_scores
@@ -28,7 +28,7 @@ from bertkit.tasks.ner.model import TokenTagger, build_tagger, load_tagger
 from bertkit.tasks.ner.spans import sentence_spans
 from bertkit.training import TrainConfig, train
 from bertkit.training.devices import Runtime, make_runtime, seed_everything
-from bertkit.training.rundir import default_run_dir, prepare_run_dir
+from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
 
 
 @dataclass
@@ -54,6 +54,22 @@ class NERConfig(TrainConfig):
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
 
+    def validate(self) -> None:
+        """Check every setting (see :meth:`TrainConfig.validate`) before anything is loaded.
+
+        Raises:
+            BertkitError: naming the option out of range.
+        """
+        super().validate()
+        for name, ok, expected in (
+                ("max_length", 8 <= self.max_length, "an integer >= 8"),
+                ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
+                ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
+                ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")):
+            if not ok:
+                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
+                                   expected=expected)
+
 
 def _warn_encoding(report, sentences: Sequence[Sentence], console: Console | None) -> None:
     if console is None:
@@ -64,7 +80,7 @@ def _warn_encoding(report, sentences: Sequence[Sentence], console: Console | Non
             s, w = items[0]
             first = sentences[s]
             console.print(f"[yellow]warning:[/] {len(items)} word(s) with {kind}; first at "
-                          f"{first.file}:{first.line + w} ({first.tokens[w]!r}); each still gets "
+                          f"{first.file}:{first.line_of(w)} ({first.tokens[w]!r}); each still gets "
                           f"one prediction", highlight=False)
 
 
@@ -114,13 +130,12 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
     Raises:
         BertkitError: bad data, model, settings or output directory.
     """
+    cfg.validate()
     model_name = cfg.model or default_model()
-    if cfg.resume and not cfg.output_dir:
-        raise BertkitError("--resume needs the --output-dir of the run to continue")
+    model_name = resolve_model_source(model_name)
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("ner", cfg.data)
     cfg.output_dir = str(run_dir)
-    if cfg.batch_size < 1 or cfg.eval_batch_size < 1 or cfg.max_length < 8:
-        raise BertkitError("batch sizes must be >= 1 and --max-length >= 8")
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite)
     runtime = make_runtime(cfg.device, cfg.precision)
     data = load_ner_data(cfg.data)
     train_s = _limit(data.splits["train"], cfg.max_train_samples)
@@ -136,11 +151,11 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
                 console.print(f"[yellow]warning:[/] {file}:{line}: entity type '{etype}' occurs in "
                               f"{split} but not in train: the model cannot predict it (scored as "
                               f"missed)", highlight=False)
-    run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
-    write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
     seed_everything(cfg.seed)
     tokenizer = load_tokenizer(model_name)
     tagger = build_tagger(model_name, labels, cfg.crf, cfg.label_all_subwords)
+    run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
     label2id = {lab: i for i, lab in enumerate(labels)}
     windows, report = encode(train_s, tokenizer, label2id, cfg.max_length, cfg.label_all_subwords)
     _warn_encoding(report, train_s, console)
@@ -193,8 +208,9 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
     Raises:
         BertkitError: no saved model there, bad data, or an unknown split.
     """
+    split = {"valid": "dev", "validation": "dev"}.get(split, split)
     if split not in ("train", "dev", "test"):
-        raise BertkitError(f"unknown split '{split}'", expected="train, dev or test")
+        raise BertkitError(f"unknown split '{split}'", expected="train, dev (valid) or test")
     tagger, meta = load_tagger(model_dir)
     tokenizer = load_tokenizer(meta["path"])
     runtime = make_runtime(device, precision)
@@ -247,7 +263,7 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
     else:
         import json
 
-        text = "".join(json.dumps({"tokens": s.tokens, "tags": p,
+        text = "".join(json.dumps({"line": s.line, "tokens": s.tokens, "tags": p,
                                    "spans": sentence_spans(s.tokens, p)}, ensure_ascii=False) + "\n"
                        for s, p in zip(sents, pred))
     if output:
