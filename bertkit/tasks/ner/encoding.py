@@ -131,6 +131,12 @@ def encode(sentences: Sequence[Sentence], tokenizer, label2id: dict[str, int], m
     for lab, idx in label2id.items():
         if lab.startswith("B-") and f"I-{lab[2:]}" in label2id:
             i_of[idx] = label2id[f"I-{lab[2:]}"]
+    # label ids of all words at once: unique tag strings -> ids, then a gather (no per-word loop)
+    offsets = np.concatenate([[0], np.cumsum([len(s.tags) for s in sentences])])
+    flat = np.concatenate([np.asarray(s.tags, dtype=object) for s in sentences]) \
+        if offsets[-1] else np.zeros(0, dtype=object)
+    names, inverse = np.unique(flat.astype(str), return_inverse=True)
+    all_labels = np.asarray([label2id.get(n, o_id) for n in names], dtype=np.int64)[inverse]
     windows: list[Window] = []
     windowed = 0
     for i, s in enumerate(sentences):
@@ -151,8 +157,7 @@ def encode(sentences: Sequence[Sentence], tokenizer, label2id: dict[str, int], m
             keep = rank < budget
             ids, wids = ids[keep], wids[keep]
             counts = np.minimum(counts, budget)
-        word_labels = (np.asarray([label2id.get(t, o_id) for t in s.tags], dtype=np.int64)
-                       if s.tags else np.zeros(W, dtype=np.int64))
+        word_labels = all_labels[offsets[i]:offsets[i + 1]] if s.tags else np.zeros(W, dtype=np.int64)
         cum = np.concatenate([[0], np.cumsum(counts)])
         bounds = window_bounds(counts, budget)
         windowed += len(bounds) > 1
