@@ -3,7 +3,8 @@
 Stock recipe (as ``examples/pytorch/token-classification/run_ner.py``): AutoModelForTokenClassification,
 first-subword labels, DataCollatorForTokenClassification, Trainer (random batches, padding to the
 batch's longest), prediction with ``Trainer.predict`` (its default eval batch of 8), seqeval.
-bertkit: ``finetune_ner`` with the same model, epochs, learning rate, batch size and seed.
+bertkit: ``finetune_ner`` with the same model, epochs, learning rate, batch size and seed, and the
+Trainer's defaults for the rest (no warm-up, no weight decay, gradient clipping at 1.0).
 Then bertkit's own default recipe (``recipes/finetune/ner_bc5cdr.yaml``, chosen on dev only).
 
 Usage:
@@ -46,6 +47,7 @@ def stock_recipe(data, epochs: int, lr: float, batch_size: int, seed: int, max_t
     import datasets
 
     quiet_transformers()
+    datasets.disable_progress_bars()
     train_s = data.splits["train"][:max_train] if max_train else data.splits["train"]
     test_s = data.splits["test"]
     labels = sorted({t for s in train_s for t in s.tags})
@@ -130,9 +132,10 @@ def main() -> None:
             results["stock"] = stock_recipe(data, args.epochs, args.lr, args.batch_size, args.seed,
                                             args.max_train, f"{tmp}/stock")
             print(row("stock HF recipe", results["stock"]), flush=True)
+        # the stock Trainer's defaults too: no warm-up, no weight decay, clipping at 1.0
         same = NERConfig(data=args.data, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
                          seed=args.seed, output_dir=f"{tmp}/bertkit", max_train_samples=args.max_train,
-                         logging_steps=10**9)
+                         warmup=0.0, weight_decay=0.0, max_grad_norm=1.0, logging_steps=10**9)
         results["bertkit"] = bertkit_run(same)
         print(row("bertkit, same settings", results["bertkit"]), flush=True)
         if not args.skip_recipe:

@@ -55,7 +55,8 @@ def test_bad_vocabulary_argument(tmp_path):
     bad.write_text("just\nwords\n", encoding="utf-8")
     with pytest.raises(BertkitError, match="no \\[UNK\\] token"):
         compare_vocabs(bad, bad)
-    with pytest.raises(BertkitError, match="cannot load a tokenizer"):
+    # offline here: an unknown name is neither a path, a cached model nor reachable on the hub
+    with pytest.raises(BertkitError, match="cannot load a tokenizer|hub cannot be reached"):
         compare_vocabs("no-such-vocabulary-anywhere", bad)
 
 
