@@ -19,7 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bertkit.tasks.ner import NERConfig  # noqa: E402
 from bertkit.tasks.ner import task as ner_task  # noqa: E402
-from bertkit.tasks.ner.data import load_ner_data  # noqa: E402
 
 DEFAULT_GRID = ["lr=1e-4,crf=0", "lr=2e-4,crf=0", "lr=1e-4,crf=1"]
 
