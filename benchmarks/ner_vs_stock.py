@@ -5,7 +5,7 @@ first-subword labels, DataCollatorForTokenClassification, Trainer (random batche
 batch's longest), prediction with ``Trainer.predict`` (its default eval batch of 8), seqeval.
 bertkit: ``finetune_ner`` with the same model, epochs, learning rate, batch size and seed, and the
 Trainer's defaults for the rest (no warm-up, no weight decay, gradient clipping at 1.0).
-Then bertkit's own default recipe (``recipes/finetune/ner_bc5cdr.yaml``, chosen on dev only).
+Then bertkit's own default recipe (``recipes/finetune/bc5cdr-ner-minilm.yaml``, chosen on dev only).
 
 Usage:
     BERTKIT_DATA=../shared/data python benchmarks/ner_vs_stock.py [--epochs 2 --lr 5e-5 --batch-size 32]
@@ -139,7 +139,7 @@ def main() -> None:
         results["bertkit"] = bertkit_run(same)
         print(row("bertkit, same settings", results["bertkit"]), flush=True)
         if not args.skip_recipe:
-            recipe = load_recipe(ROOT / "recipes" / "finetune" / "ner_bc5cdr.yaml")
+            recipe = load_recipe(ROOT / "recipes" / "finetune" / "bc5cdr-ner-minilm.yaml")
             cfg = build_config(NERConfig, recipe, {"output_dir": f"{tmp}/recipe", "data": args.data,
                                                    "max_train_samples": args.max_train,
                                                    "logging_steps": 10**9})

@@ -18,15 +18,21 @@ from bertkit.errors import BertkitError
 C = TypeVar("C")
 
 
-def load_recipe(path: str | Path) -> dict[str, Any]:
+def load_recipe(path: str | Path, command: str | None = None) -> dict[str, Any]:
     """Read a recipe YAML file into a flat ``{key: value}`` dict.
 
+    Accepts a flat mapping of option values, or the ``bertkit run`` form (``command`` +
+    ``settings``, see :mod:`bertkit.recipes`) whose command must be ``command`` when given.
+
     Raises:
-        BertkitError: the file is missing, is not valid YAML, or is not a mapping.
+        BertkitError: the file is missing, is not valid YAML, is not a mapping, is for another
+            command or has several stages.
     """
     path = Path(path)
     if not path.is_file():
-        raise BertkitError("recipe file not found", file=path)
+        from bertkit.recipes import find  # a named recipe (bertkit recipes lists them)
+
+        path = find(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except yaml.YAMLError as exc:
@@ -38,6 +44,16 @@ def load_recipe(path: str | Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise BertkitError("a recipe must be a mapping of option names to values", file=path)
+    if "stages" in data:
+        raise BertkitError("this recipe has several stages", file=path,
+                           expected=f"bertkit run {path}")
+    if "command" in data:  # the `bertkit run` form: command + settings
+        if command is not None and " ".join(str(data["command"]).split()) != command:
+            raise BertkitError(f"this recipe is for '{data['command']}', not '{command}'",
+                               file=path, expected=f"bertkit run {path}")
+        data = data.get("settings") or {}
+        if not isinstance(data, dict):
+            raise BertkitError("'settings' must be a mapping of option names to values", file=path)
     return {str(k).replace("-", "_"): v for k, v in data.items()}
 
 

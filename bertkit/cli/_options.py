@@ -27,7 +27,7 @@ SaveSteps = Annotated[Optional[int], typer.Option("--save-steps", help="Checkpoi
 LoggingSteps = Annotated[Optional[int], typer.Option("--logging-steps", help="Log loss and throughput every N steps. [default: 50]", min=1)]
 Resume = Annotated[Optional[bool], typer.Option("--resume", help="Continue the run in --output-dir from its newest checkpoint.")]
 Overwrite = Annotated[Optional[bool], typer.Option("--overwrite", help="Allow an --output-dir that holds another run.")]
-Recipe = Annotated[Optional[Path], typer.Option("--recipe", help="YAML file of option values (keys as flags in snake_case); flags override it.")]
+Recipe = Annotated[Optional[Path], typer.Option("--recipe", help="A recipe: YAML file or name from `bertkit recipes` (keys as flags in snake_case); flags override it.")]
 Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Encoder directory or hub id. [default: the packaged MiniLM-L6-H384 encoder]")]
 
 

@@ -46,7 +46,7 @@ def ner_cli(
         logging_steps=logging_steps, resume=resume, overwrite=overwrite,
         eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples)
-    cfg = build_config(NERConfig, load_recipe(recipe) if recipe else None, flags,
+    cfg = build_config(NERConfig, load_recipe(recipe, "finetune ner") if recipe else None, flags,
                        source=str(recipe) if recipe else "options")
     console = Console()
     results = finetune_ner(cfg, console)

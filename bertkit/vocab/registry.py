@@ -10,12 +10,15 @@ Reference:
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from bertkit.encoders import _short, resolve_model_source
 from bertkit.errors import BertkitError
 
-VOCAB_ROOT = Path(__file__).resolve().parents[2] / "vocab"
+VOCAB_ROOTS = (Path(__file__).resolve().parents[2] / "vocab",  # a source checkout
+               Path(sys.prefix) / "share" / "bertkit" / "vocab")  # an installed wheel
+VOCAB_ROOT = VOCAB_ROOTS[0]
 SHIPPED = ("scivocab-uncased", "scivocab-cased")
 NAMES = SHIPPED + ("minilm",)
 
@@ -35,7 +38,8 @@ def resolve_vocab(spec: str | Path) -> Path | str:
     """
     text = str(spec)
     if text in SHIPPED:
-        path = VOCAB_ROOT / text
+        path = next((root / text for root in VOCAB_ROOTS if (root / text / "vocab.txt").is_file()),
+                    VOCAB_ROOT / text)
         if not (path / "vocab.txt").is_file():
             raise BertkitError(f"the shipped vocabulary {text!r} is missing", file=path,
                                expected="a bertkit checkout with its vocab/ folder")

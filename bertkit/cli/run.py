@@ -1,0 +1,47 @@
+"""``bertkit run RECIPE`` and ``bertkit recipes``: thin wrappers over :mod:`bertkit.recipes`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from bertkit.cli._app import app, user_errors
+
+
+@app.command("run")
+@user_errors
+def run_cli(
+    recipe: Annotated[str, typer.Argument(help="Recipe file or name (see `bertkit recipes`).")],
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a setting: key=value (every stage that has it) or stage.key=value. Repeatable.")] = None,
+    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory (one sub-folder per stage for multi-stage recipes). [default: runs/<recipe>-<time>]")] = None,
+) -> None:
+    """Run a recipe: one command, or several stages in order (vocab build, pretraining phases,
+    fine-tuning), each with the settings the recipe gives and your --set overrides."""
+    from bertkit.recipes import apply_overrides, load, run_recipe
+
+    rec = apply_overrides(load(recipe), list(set_ or []))
+    root = output_dir or Path("runs") / f"{rec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    console = Console()
+    console.print(f"recipe {rec.name} ({rec.path}): {rec.description}", highlight=False)
+    results = run_recipe(rec, root, console)
+    console.print(f"done: {len(results)} stage(s) under {root}", highlight=False)
+
+
+@app.command("recipes")
+@user_errors
+def recipes_cli() -> None:
+    """List the named recipes with one line each."""
+    from bertkit.recipes import list_recipes
+
+    table = Table(title="bertkit recipes (bertkit run NAME)")
+    table.add_column("name", style="bold")
+    table.add_column("command(s)")
+    table.add_column("description")
+    for rec in list_recipes():
+        table.add_row(rec.name, " -> ".join(s.command for s in rec.stages), rec.description)
+    Console().print(table)

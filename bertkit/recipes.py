@@ -1,0 +1,262 @@
+"""Recipes: YAML descriptions of complete setups, run with ``bertkit run RECIPE``.
+
+A recipe is a mapping with a ``description`` (one line, shown by ``bertkit recipes``) and either
+one command::
+
+    description: BC5CDR NER with SciBERT's fine-tuning hyper-parameters
+    command: finetune ner
+    settings: {data: bc5cdr, lr: 2.0e-5, epochs: 4, crf: true}
+
+or several stages run in order, a later stage naming an earlier one's output as ``"@stage"``::
+
+    stages:
+      - {name: vocab,  command: vocab build, settings: {corpus: corpus.txt, size: 30000}}
+      - {name: phase1, command: pretrain,    settings: {vocab: "@vocab", max_seq_length: 128}}
+      - {name: phase2, command: pretrain,    settings: {model: "@phase1", max_seq_length: 512}}
+
+Settings use the command's option names in snake_case. ``--set key=value`` overrides a key in
+every stage that has it, ``--set stage.key=value`` in one stage; values are read as YAML
+(``--set lr=3e-5``, ``--set crf=false``). Named recipes live in the top-level ``recipes/`` folder
+(installed under ``<prefix>/share/bertkit/recipes``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from bertkit.errors import BertkitError
+
+# command -> (config dataclass, function taking (cfg, console) and returning the results dict).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "finetune ner": ("bertkit.tasks.ner:NERConfig", "bertkit.tasks.ner:finetune_ner"),
+    "finetune re": ("bertkit.tasks.re:REConfig", "bertkit.tasks.re:finetune_re"),
+    "finetune dep": ("bertkit.tasks.dep:DepConfig", "bertkit.tasks.dep:finetune_dep"),
+    "pretrain": ("bertkit.tasks.pretrain:PretrainConfig", "bertkit.tasks.pretrain:pretrain"),
+}
+# What "@stage" resolves to, per command: a key of the settings plus a sub-path.
+_PRODUCT = {"vocab build": ("out", "")}  # the rest: output_dir/model
+
+
+def recipe_dirs() -> list[Path]:
+    """Folders searched for named recipes: the source checkout's, then the installed copy."""
+    here = Path(__file__).resolve().parents[1] / "recipes"
+    return [here, Path(sys.prefix) / "share" / "bertkit" / "recipes"]
+
+
+@dataclass
+class Stage:
+    """One command of a recipe with its settings (option names in snake_case)."""
+
+    name: str
+    command: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Recipe:
+    """A parsed recipe: its name, file, one-line description and stages (at least one)."""
+
+    name: str
+    path: Path
+    description: str
+    stages: list[Stage]
+
+
+def list_recipes() -> list[Recipe]:
+    """Every named recipe (``*.yaml`` under :func:`recipe_dirs`), sorted by name; the first
+    folder wins on a name clash."""
+    found: dict[str, Recipe] = {}
+    for folder in recipe_dirs():
+        if folder.is_dir():
+            for path in sorted(folder.rglob("*.yaml")):
+                if path.stem not in found:
+                    found[path.stem] = load(path)
+    return [found[k] for k in sorted(found)]
+
+
+def find(spec: str | Path) -> Path:
+    """A recipe file from a path or a name (``bc5cdr-ner``).
+
+    Raises:
+        BertkitError: neither a file nor a known name (the message lists the names).
+    """
+    path = Path(spec).expanduser()
+    if path.is_file():
+        return path
+    for folder in recipe_dirs():
+        hits = sorted(folder.rglob(f"{spec}.yaml")) if folder.is_dir() else []
+        if hits:
+            return hits[0]
+    names = ", ".join(r.name for r in list_recipes()) or "none found"
+    raise BertkitError(f"no recipe file or named recipe {str(spec)!r}",
+                       expected=f"a YAML file or one of: {names}")
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise BertkitError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=path,
+                           line=None if mark is None else mark.line + 1) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BertkitError(f"cannot read the recipe: {exc}", file=path) from None
+
+
+def _settings(raw: Any, path: Path, where: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise BertkitError(f"{where}: 'settings' must be a mapping of option names to values",
+                           file=path)
+    return {str(k).replace("-", "_"): v for k, v in raw.items()}
+
+
+def _check_command(command: Any, path: Path, where: str) -> str:
+    known = sorted(set(COMMANDS) | {"vocab build"})
+    if not isinstance(command, str) or " ".join(command.split()) not in known:
+        raise BertkitError(f"{where}: unknown command {command!r}", file=path,
+                           expected="one of: " + ", ".join(known))
+    return " ".join(command.split())
+
+
+def load(spec: str | Path) -> Recipe:
+    """Parse a recipe (file or name) into a :class:`Recipe`.
+
+    Raises:
+        BertkitError: unreadable YAML, a missing ``command``/``stages``, an unknown command, a
+            duplicated stage name or settings that are not a mapping (file and line named).
+    """
+    path = find(spec)
+    data = _read_yaml(path)
+    if not isinstance(data, dict):
+        raise BertkitError("a recipe must be a mapping", file=path,
+                           expected="keys description and command + settings, or stages")
+    description = str(data.get("description", "")).strip()
+    if "stages" in data:
+        raw = data["stages"]
+        if not isinstance(raw, list) or not raw:
+            raise BertkitError("'stages' must be a non-empty list", file=path)
+        stages = []
+        for i, item in enumerate(raw, 1):
+            if not isinstance(item, dict):
+                raise BertkitError(f"stage {i} must be a mapping", file=path)
+            name = str(item.get("name", f"stage{i}"))
+            stages.append(Stage(name, _check_command(item.get("command"), path, f"stage {name}"),
+                                _settings(item.get("settings"), path, f"stage {name}")))
+        names = [s.name for s in stages]
+        if len(set(names)) != len(names):
+            raise BertkitError(f"stage names repeat: {names}", file=path)
+    elif "command" in data:
+        stages = [Stage("main", _check_command(data["command"], path, "recipe"),
+                        _settings(data.get("settings"), path, "recipe"))]
+    else:
+        raise BertkitError("a recipe needs 'command' (with 'settings') or 'stages'", file=path)
+    return Recipe(path.stem, path, description, stages)
+
+
+def apply_overrides(recipe: Recipe, overrides: list[str]) -> Recipe:
+    """Apply ``--set key=value`` / ``--set stage.key=value`` overrides (values read as YAML).
+
+    Raises:
+        BertkitError: an override without ``=``, or naming an unknown stage.
+    """
+    stages = {s.name: s for s in recipe.stages}
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise BertkitError(f"--set {item!r}: expected key=value or stage.key=value")
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            value = text
+        if isinstance(value, str):  # YAML 1.1 reads 3e-5 (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        stage_name, dot, name = key.strip().rpartition(".")
+        name = name.replace("-", "_")
+        if dot:
+            if stage_name not in stages:
+                raise BertkitError(f"--set {item!r}: no stage {stage_name!r}",
+                                   expected="one of " + ", ".join(stages))
+            stages[stage_name].settings[name] = value
+        else:
+            for stage in recipe.stages:
+                stage.settings[name] = value
+    return recipe
+
+
+def _resolve_refs(settings: dict[str, Any], products: dict[str, str]) -> dict[str, Any]:
+    out = {}
+    for key, value in settings.items():
+        if isinstance(value, str) and value.startswith("@"):
+            if value[1:] not in products:
+                raise BertkitError(f"setting {key}: {value!r} names no earlier stage",
+                                   expected="@" + " or @".join(products) if products else
+                                   "a stage defined above this one")
+            value = products[value[1:]]
+        out[key] = value
+    return out
+
+
+def _load_attr(spec: str) -> Any:
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def run_stage(stage: Stage, output_dir: Path, console=None) -> tuple[dict, str]:
+    """Run one stage, writing to ``output_dir`` unless its settings name an output; returns
+    (its results, the path that ``@stage`` resolves to)."""
+    settings = dict(stage.settings)
+    key, sub = _PRODUCT.get(stage.command, ("output_dir", "model"))
+    settings.setdefault(key, str(output_dir))
+    if stage.command == "vocab build":
+        from bertkit.vocab.build import build_vocab
+
+        corpus = settings.pop("corpus", None)
+        if not corpus:
+            raise BertkitError(f"stage {stage.name}: vocab build needs a 'corpus' setting")
+        try:
+            results = build_vocab([corpus] if isinstance(corpus, str) else list(corpus),
+                                  **settings)
+        except TypeError as exc:
+            raise BertkitError(f"stage {stage.name}: {exc}") from None
+    else:
+        from bertkit.config import build_config
+
+        cls_spec, fn_spec = COMMANDS.get(stage.command, (None, None))
+        if cls_spec is None:
+            raise BertkitError(f"stage {stage.name}: command {stage.command!r} is not available")
+        cls: type = _load_attr(cls_spec)
+        fn: Callable = _load_attr(fn_spec)
+        cfg = build_config(cls, settings, source=f"recipe stage {stage.name}")
+        results = fn(cfg, console)
+    product = Path(settings[key]) / sub if sub else Path(settings[key])
+    return results, str(product)
+
+
+def run_recipe(recipe: Recipe, output_root: Path, console=None) -> dict[str, dict]:
+    """Run every stage of ``recipe`` in order, writing to ``output_root/<stage>`` (``output_root``
+    itself for a one-stage recipe) unless a stage sets its own output; ``"@stage"`` values become that stage's product (a vocabulary directory or a
+    saved model). Returns ``{stage name: results}``.
+
+    Raises:
+        BertkitError: from any stage; earlier stages' outputs stay in place.
+    """
+    products: dict[str, str] = {}
+    results: dict[str, dict] = {}
+    for stage in recipe.stages:
+        stage = Stage(stage.name, stage.command, _resolve_refs(stage.settings, products))
+        if console:
+            console.rule(f"{recipe.name}: stage {stage.name} ({stage.command})")
+        out = output_root if len(recipe.stages) == 1 else output_root / stage.name
+        results[stage.name], products[stage.name] = run_stage(stage, out, console)
+    return results

@@ -1,0 +1,117 @@
+"""Recipes: every shipped recipe parses, overrides and stage references work, `bertkit run`."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pytest
+from typer.testing import CliRunner
+
+from bertkit import recipes
+from bertkit.cli import app
+from bertkit.config import load_recipe
+from bertkit.errors import BertkitError
+from tests.conftest import write_ner_dir
+
+runner = CliRunner()
+
+
+def test_every_shipped_recipe_parses_with_a_description_and_known_commands():
+    found = {r.name: r for r in recipes.list_recipes()}
+    assert {"bc5cdr-ner", "bc5cdr-ner-minilm", "chemprot-re", "genia-dep"} <= set(found)
+    for rec in found.values():
+        assert rec.description, rec.path
+        for stage in rec.stages:
+            assert stage.command in set(recipes.COMMANDS) | {"vocab build"}
+
+
+def test_recipes_command_lists_them():
+    res = runner.invoke(app, ["recipes"])
+    assert res.exit_code == 0
+    assert "bc5cdr-ner-minilm" in res.output and "finetune ner" in res.output
+
+
+def test_overrides_global_and_per_stage(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text("description: two\nstages:\n"
+                    "  - {name: a, command: finetune ner, settings: {lr: 1.0e-4, epochs: 3}}\n"
+                    "  - {name: b, command: finetune ner, settings: {lr: 2.0e-4}}\n")
+    rec = recipes.apply_overrides(recipes.load(path), ["lr=3e-5", "b.epochs=1", "crf=false"])
+    assert rec.stages[0].settings == {"lr": 3e-5, "epochs": 3, "crf": False}
+    assert rec.stages[1].settings == {"lr": 3e-5, "epochs": 1, "crf": False}
+    with pytest.raises(BertkitError, match="no stage 'c'"):
+        recipes.apply_overrides(rec, ["c.lr=1"])
+    with pytest.raises(BertkitError, match="key=value"):
+        recipes.apply_overrides(rec, ["lr"])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("just text\n", "must be a mapping"),
+    ("description: x\n", "needs 'command'"),
+    ("command: finetune nope\n", "unknown command 'finetune nope'"),
+    ("stages: []\n", "non-empty list"),
+    ("stages:\n  - {name: a, command: finetune ner}\n  - {name: a, command: finetune ner}\n",
+     "stage names repeat"),
+    ("command: finetune ner\nsettings: [1, 2]\n", "'settings' must be a mapping"),
+    ("command: [unclosed\n", "not valid YAML"),
+])
+def test_bad_recipes_are_named_with_the_file(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(BertkitError, match=message) as err:
+        recipes.load(path)
+    assert str(path) in str(err.value)
+
+
+def test_stage_references_resolve_to_earlier_products(tmp_path, monkeypatch):
+    calls = []
+    fake = types.ModuleType("fake_stage_module")
+
+    from dataclasses import dataclass
+
+    @dataclass
+    class FakeConfig:
+        model: str | None = None
+        output_dir: str | None = None
+
+    def fake_run(cfg, console):
+        calls.append((cfg.model, cfg.output_dir))
+        return {"ok": True}
+
+    fake.FakeConfig, fake.fake_run = FakeConfig, fake_run
+    monkeypatch.setitem(sys.modules, "fake_stage_module", fake)
+    monkeypatch.setitem(recipes.COMMANDS, "finetune fake",
+                        ("fake_stage_module:FakeConfig", "fake_stage_module:fake_run"))
+    path = tmp_path / "r.yaml"
+    path.write_text("stages:\n  - {name: one, command: finetune fake, settings: {model: base}}\n"
+                    "  - {name: two, command: finetune fake, settings: {model: '@one'}}\n")
+    out = recipes.run_recipe(recipes.load(path), tmp_path / "runs")
+    assert out == {"one": {"ok": True}, "two": {"ok": True}}
+    assert calls == [("base", str(tmp_path / "runs" / "one")),
+                     (str(tmp_path / "runs" / "one" / "model"), str(tmp_path / "runs" / "two"))]
+    path.write_text("stages:\n  - {name: one, command: finetune fake, settings: {model: '@two'}}\n")
+    with pytest.raises(BertkitError, match="names no earlier stage"):
+        recipes.run_recipe(recipes.load(path), tmp_path / "runs2")
+
+
+def test_load_recipe_accepts_the_run_form_for_its_command_only(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text("description: d\ncommand: finetune ner\nsettings: {lr: 1.0e-4, crf: true}\n")
+    assert load_recipe(path, "finetune ner") == {"lr": 1e-4, "crf": True}
+    with pytest.raises(BertkitError, match="not 'finetune re'"):
+        load_recipe(path, "finetune re")
+    assert load_recipe("bc5cdr-ner-minilm", "finetune ner")["crf"] is True  # by name
+
+
+def test_run_a_one_stage_recipe_end_to_end(tmp_path, tiny_encoder):
+    data = write_ner_dir(tmp_path / "d")
+    path = tmp_path / "r.yaml"
+    path.write_text(f"description: tiny\ncommand: finetune ner\nsettings:\n  data: {data}\n"
+                    f"  model: {tiny_encoder}\n  epochs: 2\n  lr: 1.0e-3\n")
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["run", str(path), "--set", "epochs=1", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    results = json.loads((out / "results.json").read_text())
+    assert results["steps"] == 1 and (out / "model" / "config.json").is_file()
