@@ -1,4 +1,5 @@
-"""``bertkit run RECIPE`` and ``bertkit recipes``: thin wrappers over :mod:`bertkit.recipes`."""
+"""``bertkit run RECIPE``, ``bertkit recipes`` and ``bertkit plot RUN_DIR``: thin wrappers over
+:mod:`bertkit.recipes` and :mod:`bertkit.plots`."""
 
 from __future__ import annotations
 
@@ -45,3 +46,15 @@ def recipes_cli() -> None:
     for rec in list_recipes():
         table.add_row(rec.name, " -> ".join(s.command for s in rec.stages), rec.description)
     Console().print(table)
+
+
+@app.command("plot")
+@user_errors
+def plot_cli(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (with metrics.jsonl).")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG file. [default: RUN_DIR/curves.png]")] = None,
+) -> None:
+    """Draw a run's training-loss and evaluation curves (from metrics.jsonl) as a PNG."""
+    from bertkit.plots import plot_run
+
+    Console().print(f"wrote {plot_run(run_dir, out)}", highlight=False)
