@@ -55,3 +55,25 @@ def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:
     except OSError as exc:
         raise BertkitError(f"cannot write to the output directory: {exc.strerror}", file=path) from None
     return path
+
+
+def checkpoint_bytes(model) -> int:
+    """Rough size of one training checkpoint of ``model``: fp32 weights plus AdamW's two moment
+    tensors, plus the saved model (bytes)."""
+    params = sum(p.numel() for p in model.parameters())
+    return params * 4 * 4
+
+
+def check_free_space(path: Path, need_bytes: int) -> None:
+    """Refuse to start when the disk holding ``path`` has less than ``need_bytes`` free.
+
+    Raises:
+        BertkitError: not enough free space (both sizes given in MiB).
+    """
+    import shutil
+
+    free = shutil.disk_usage(Path(path).expanduser()).free
+    if free < need_bytes:
+        raise BertkitError(f"only {free / 2**20:.0f} MiB free on the output disk; a checkpoint "
+                           f"and the saved model need about {need_bytes / 2**20:.0f} MiB",
+                           file=path, expected="free disk space or another --output-dir")
