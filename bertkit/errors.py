@@ -16,6 +16,8 @@ class BertkitError(Exception):
         file: the file at fault, if any.
         line: 1-based line number in ``file``, if known.
         expected: what bertkit expected to find instead.
+        exit_code: the process exit status the CLI uses (1; 130/143 for a run stopped by
+            SIGINT/SIGTERM after saving its checkpoint).
     """
 
     def __init__(
@@ -25,8 +27,10 @@ class BertkitError(Exception):
         file: str | Path | None = None,
         line: int | None = None,
         expected: str | None = None,
+        exit_code: int = 1,
     ) -> None:
         self.message = message
+        self.exit_code = exit_code
         self.file = str(file) if file is not None else None
         self.line = line
         self.expected = expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from bertkit.cli._app import app
-from bertkit.cli import finetune, evaluate, predict, vocab, run  # noqa: F401,E402  (register commands)
+from bertkit.cli import finetune, evaluate, predict, vocab, run, pretrain  # noqa: F401,E402  (register commands)
 
 
 def main() -> None:

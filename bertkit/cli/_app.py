@@ -57,6 +57,6 @@ def user_errors(fn):
 
             Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
                                        soft_wrap=True)
-            raise typer.Exit(1) from None
+            raise typer.Exit(exc.exit_code) from None
 
     return wrapper

@@ -22,3 +22,46 @@ def entity_table(metrics: dict, title: str) -> Table:
     table.add_row("micro (conlleval)", f"{100 * metrics['conlleval_precision']:.2f}",
                   f"{100 * metrics['conlleval_recall']:.2f}", f"{100 * metrics['conlleval_f1']:.2f}", "")
     return table
+
+
+def relation_table(metrics: dict, title: str) -> Table:
+    """Per-label and averaged relation precision/recall/F1 (percent), every average named."""
+    neg = metrics.get("negative_label")
+    table = Table(title=title, caption="scikit-learn; micro and macro exclude the negative label "
+                                       f"({neg!r}); accuracy counts every pair" if neg else
+                  "scikit-learn; no negative label: micro-F1 = accuracy")
+    for col in ("label", "precision", "recall", "F1", "support"):
+        table.add_column(col, justify="left" if col == "label" else "right")
+    for name, row in sorted(metrics["per_label"].items()):
+        name_cell = f"{name} (negative)" if name == neg else name
+        table.add_row(name_cell, f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
+                      f"{100 * row['f1']:.2f}", str(row["support"]))
+    table.add_section()
+    table.add_row("[bold]micro", f"{100 * metrics['micro_precision']:.2f}",
+                  f"{100 * metrics['micro_recall']:.2f}", f"[bold]{100 * metrics['micro_f1']:.2f}",
+                  str(metrics["support"]))
+    table.add_row("macro", "", "", f"{100 * metrics['macro_f1']:.2f}", "")
+    table.add_row("accuracy", "", "", f"{100 * metrics['accuracy']:.2f}", "")
+    return table
+
+
+def parse_table(metrics: dict, title: str) -> Table:
+    """Dependency parsing scores (percent): UAS/LAS without and with punctuation, complete match,
+    non-projective share, then LAS/precision/F1 per gold relation; the punctuation rule as caption."""
+    table = Table(title=title, caption=metrics["punct_rule_text"] + "; bertkit always decodes "
+                                                                    "well-formed trees")
+    for col in ("relation", "LAS", "precision", "F1", "support"):
+        table.add_column(col, justify="left" if col == "relation" else "right")
+    for name, row in sorted(metrics["per_rel"].items()):
+        table.add_row(name, f"{100 * row['las']:.2f}", f"{100 * row['precision']:.2f}",
+                      f"{100 * row['f1']:.2f}", str(row["support"]))
+    table.add_section()
+    table.add_row("[bold]UAS / LAS (no punct)", f"[bold]{100 * metrics['uas']:.2f} / "
+                  f"{100 * metrics['las']:.2f}", "", "", str(metrics["scored_words"]))
+    table.add_row("UAS / LAS (with punct)", f"{100 * metrics['uas_punct']:.2f} / "
+                  f"{100 * metrics['las_punct']:.2f}", "", "", str(metrics["words"]))
+    table.add_row("UCM / LCM (no punct)", f"{100 * metrics['ucm']:.2f} / {100 * metrics['lcm']:.2f}",
+                  "", "", str(metrics["sentences"]))
+    table.add_row("non-projective trees", f"{100 * metrics['nonprojective']:.2f} "
+                  f"(gold {100 * metrics['gold_nonprojective']:.2f})", "", "", "")
+    return table

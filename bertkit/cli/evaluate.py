@@ -36,3 +36,67 @@ def ner_cli(
         write_json(output, metrics)
     if predictions:
         write_text(predictions, format_conll(sents, pred))
+
+
+@evaluate_app.command("re")
+@user_errors
+def re_cli(
+    model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
+    data: Annotated[str, typer.Option("--data", "-d", help="Registered set or directory with split .jsonl files.")],
+    split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
+    output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
+    predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write each pair with its predicted label as JSON lines here.")] = None,
+    confusion: Annotated[Optional[Path], typer.Option("--confusion", help="Also write the confusion matrix as PATH.csv and PATH.png.")] = None,
+    negative_label: Annotated[Optional[str], typer.Option("--negative-label", help="Label left out of micro/macro-F1 (auto, a label, or -). [default: the one saved with the model]")] = None,
+    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count unreadable lines.")] = False,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
+    precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Pairs per batch.", min=1)] = 64,
+) -> None:
+    """Score a saved relation model on a labelled split: micro/macro-F1, accuracy, per label."""
+    from bertkit.cli._report import relation_table
+    from bertkit.io import write_json, write_text
+    from bertkit.metrics.re import save_confusion
+    from bertkit.tasks.re import evaluate_re
+    from bertkit.tasks.re.task import prediction_lines
+
+    console = Console()
+    metrics, xs, pred, prob, labels = evaluate_re(model, data, split, device, precision, batch_size,
+                                                  skip_bad_lines, negative_label, console)
+    console.print(relation_table(metrics, f"{split}: {data}"))
+    if output:
+        write_json(output, metrics)
+    if predictions:
+        write_text(predictions, prediction_lines(xs, labels, pred, prob))
+    if confusion:
+        save_confusion(confusion, metrics["labels"], metrics["confusion"], f"{split}: {data}")
+
+
+@evaluate_app.command("dep")
+@user_errors
+def dep_cli(
+    model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
+    data: Annotated[str, typer.Option("--data", "-d", help="Registered set (genia) or directory with .conllu split files.")],
+    split: Annotated[str, typer.Option("--split", help="train, dev or test (genia: dev is the held-out tenth of dev.conllu).")] = "test",
+    decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. [default: as trained]")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
+    predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write the parses as CoNLL-U here.")] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
+    precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sentences per batch.", min=1)] = 64,
+) -> None:
+    """Score a saved dependency parser on a labelled split: UAS/LAS without and with punctuation,
+    per relation, complete match."""
+    from bertkit.cli._report import parse_table
+    from bertkit.data.conllu import format_conllu
+    from bertkit.io import write_json, write_text
+    from bertkit.tasks.dep import evaluate_dep
+
+    console = Console()
+    metrics, sents, heads, rels = evaluate_dep(model, data, split, device, precision, batch_size,
+                                               decoder, console)
+    console.print(parse_table(metrics, f"{split}: {data}"))
+    if output:
+        write_json(output, metrics)
+    if predictions:
+        write_text(predictions, format_conllu(sents, heads, rels))

@@ -30,3 +30,46 @@ def ner_cli(
                        device, precision, batch_size, Console(stderr=True))
     if output is None:
         typer.echo(text, nl=False)
+
+
+@predict_app.command("re")
+@user_errors
+def re_cli(
+    model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
+    input: Annotated[Path, typer.Option("--input", "-i", help="JSON lines (marker, span or TACRED form; label optional) or plain text, one << >>/[[ ]]-marked sentence a line.")],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
+    input_format: Annotated[str, typer.Option("--input-format", help="auto, jsonl or text.")] = "auto",
+    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count unreadable lines.")] = False,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
+    precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Pairs per batch.", min=1)] = 64,
+) -> None:
+    """Classify entity pairs with a saved relation model: JSON lines with predicted and probability."""
+    from bertkit.tasks.re import predict_re
+
+    text = predict_re(model, str(input), str(output) if output else None, input_format, device,
+                      precision, batch_size, skip_bad_lines, Console(stderr=True))
+    if output is None:
+        typer.echo(text, nl=False)
+
+
+@predict_app.command("dep")
+@user_errors
+def dep_cli(
+    model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
+    input: Annotated[Path, typer.Option("--input", "-i", help="CoNLL-U file (HEAD/DEPREL may be _) or plain text, one sentence a line.")],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
+    input_format: Annotated[str, typer.Option("--input-format", help="auto, conllu or text.")] = "auto",
+    decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. [default: as trained]")] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
+    precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sentences per batch.", min=1)] = 64,
+) -> None:
+    """Parse new text with a saved dependency parser; writes CoNLL-U with HEAD and DEPREL filled
+    in (every sentence a well-formed tree) and every other column as it came."""
+    from bertkit.tasks.dep import predict_dep
+
+    text = predict_dep(model, str(input), str(output) if output else None, input_format, device,
+                       precision, batch_size, decoder, Console(stderr=True))
+    if output is None:
+        typer.echo(text, nl=False)

@@ -50,6 +50,16 @@ for _name, _hub, _desc in [
 ]:
     register(DatasetEntry("ner", _name, _hub, _desc))
 
+# dependency parsing: dep/<name>/{train,dev,test}.conllu under BERTKIT_DATA only (no hub loader);
+# the shared GENIA release has no train.conllu: bertkit.tasks.dep.data trains on dev.conllu less
+# every tenth sentence (held out for model selection) and reports on test.conllu
+register(DatasetEntry("dep", "genia", "", "GENIA treebank in UD (SciBERT's release); dev/test "
+                                          "only"))
+
+# relation extraction: re/<name>/{train,dev,test}.jsonl under BERTKIT_DATA only (no hub loader)
+register(DatasetEntry("re", "chemprot", "", "ChemProt (Krallinger et al., 2017), SciBERT's "
+                                            "entity-marker release (Beltagy et al., 2019)"))
+
 
 def data_root() -> Path | None:
     """The data root from ``$BERTKIT_DATA``, or None when unset."""

@@ -27,6 +27,13 @@ class TrainConfig:
         save_steps: write a checkpoint every this many optimiser steps (0: at epoch ends only).
         save_total_limit: keep at most this many step checkpoints (the newest).
         logging_steps: log training loss and throughput every this many optimiser steps.
+        max_steps: train for exactly this many optimiser steps, over as many epochs as that
+            takes (the last one partial); 0: train for ``epochs`` epochs.
+        eval_steps: run the evaluation every this many optimiser steps and at the last step;
+            0: after each epoch.
+        skip_nonfinite: skip up to this many batches whose loss is not finite (each reported
+            with its source lines); 0: the first one stops the run.
+        report_to: ``none`` or ``tensorboard`` (event files beside ``metrics.jsonl``).
         output_dir: the run directory (created); None means ``runs/<task>-<data>-<time>``.
         resume: continue the run in ``output_dir`` from its newest checkpoint.
         overwrite: allow writing into an output directory that holds another run.
@@ -45,6 +52,10 @@ class TrainConfig:
     save_steps: int = 0
     save_total_limit: int = 2
     logging_steps: int = 50
+    max_steps: int = 0
+    eval_steps: int = 0
+    skip_nonfinite: int = 0
+    report_to: str = "none"
     output_dir: str | None = None
     resume: bool = False
     overwrite: bool = False
@@ -77,6 +88,10 @@ class TrainConfig:
             ("save_steps", self.save_steps >= 0, "an integer >= 0"),
             ("save_total_limit", self.save_total_limit >= 1, "an integer >= 1"),
             ("logging_steps", self.logging_steps >= 1, "an integer >= 1"),
+            ("max_steps", self.max_steps >= 0, "an integer >= 0 (0: use --epochs)"),
+            ("eval_steps", self.eval_steps >= 0, "an integer >= 0 (0: after each epoch)"),
+            ("skip_nonfinite", self.skip_nonfinite >= 0, "an integer >= 0"),
+            ("report_to", self.report_to in ("none", "tensorboard"), "none or tensorboard"),
         ]
         for name, ok, expected in checks:
             if not ok:

@@ -20,10 +20,26 @@ class MetricsLog:
     Args:
         path: the ``metrics.jsonl`` file, or None to log nowhere (non-main processes).
         keep_until_step: on resume, drop records after this optimiser step (they are redone).
+        tensorboard: also write each numeric field as a TensorBoard scalar (``train/loss``,
+            ``dev/f1``, ...) to event files in ``path``'s folder.
+
+    Raises:
+        BertkitError: ``tensorboard`` asked for but the ``tensorboard`` package is missing.
     """
 
-    def __init__(self, path: Path | None, keep_until_step: int | None = None) -> None:
+    def __init__(self, path: Path | None, keep_until_step: int | None = None,
+                 tensorboard: bool = False) -> None:
         self.path = path
+        self._writer = None
+        if tensorboard and path is not None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                from bertkit.errors import BertkitError
+
+                raise BertkitError("--report-to tensorboard needs the tensorboard package",
+                                   expected="pip install tensorboard") from None
+            self._writer = SummaryWriter(log_dir=str(path.parent / "tensorboard"))
         self.start = time.time()
         if path is not None and keep_until_step is not None and path.exists():
             kept = [line for line in path.read_text(encoding="utf-8").splitlines()
@@ -38,8 +54,18 @@ class MetricsLog:
         record = {**record, "time_s": round(time.time() - self.start, 3)}
         self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._handle.flush()
+        if self._writer is not None and "step" in record:
+            group = record.get("split") or record.get("type", "train")
+            for key, value in record.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in (
+                        "step", "epoch", "time_s"):
+                    self._writer.add_scalar(f"{group}/{key}", value, record["step"])
+            self._writer.flush()
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         if self._handle is not None:
             self._handle.close()
             self._handle = None

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from bertkit.errors import BertkitError
+from bertkit.training.devices import is_main_process
 
 RUN_MARKERS = ("config.yaml", "results.json", "metrics.jsonl", "checkpoints", "model")
 
@@ -25,6 +26,8 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool) -> None:
         BertkitError: as :func:`prepare_run_dir`, except for write failures.
     """
     path = Path(path).expanduser()
+    if not is_main_process():  # rank 0 checks and writes; the others must not race it
+        return
     if path.exists() and not path.is_dir():
         raise BertkitError("output path exists and is not a directory", file=path)
     holds_run = path.is_dir() and any((path / m).exists() for m in RUN_MARKERS)
@@ -45,6 +48,8 @@ def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:
             ``resume`` with no run there, or it cannot be written (read-only, full disk).
     """
     path = Path(path).expanduser()
+    if not is_main_process():
+        return path
     check_run_dir(path, resume, overwrite)
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,8 @@ class Source:
 
 
 def run(tmp_path, source, **kw):
-    cfg = TrainConfig(epochs=3, lr=1e-2, save_steps=2, logging_steps=1, warmup=0.2, **kw)
+    cfg = TrainConfig(**{"epochs": 3, "lr": 1e-2, "save_steps": 2, "logging_steps": 1,
+                         "warmup": 0.2, **kw})
     model = Toy()
     res = train(model, source, cfg, make_runtime("cpu", "fp32"), tmp_path,
                 evaluate=lambda m: {"f1": -float(m(source.x, source.y)["loss"])})
@@ -78,8 +79,74 @@ def test_resume_without_checkpoint_is_an_error(tmp_path):
 def test_non_finite_loss_stops_with_step(tmp_path):
     src = Source()
     src.y[:] = float("nan")
-    with pytest.raises(BertkitError, match="non-finite training loss .* step 0"):
+    with pytest.raises(BertkitError, match="non-finite training loss .* step 1, epoch 1, on "
+                                           "batch 1 of epoch 1"):
         run(tmp_path, src)
+
+
+class Described(Source):
+    """Batch 3 of every epoch has a NaN target; the source names its lines."""
+
+    def iter_batches(self, epoch, start=0):
+        for i, batch in enumerate(super().iter_batches(epoch, start), start=start):
+            if i == 3:
+                batch = {"x": batch["x"], "y": batch["y"] * float("nan")}
+            yield batch
+
+    def describe(self, epoch, index):
+        return f"train.tsv lines {10 * index + 1}-{10 * index + 10}"
+
+
+def test_non_finite_batches_are_named_and_can_be_skipped(tmp_path):
+    with pytest.raises(BertkitError, match="on train.tsv lines 31-40 .*--skip-nonfinite"):
+        run(tmp_path / "a", Described())
+    _, res = run(tmp_path / "b", Described(), skip_nonfinite=3)
+    assert res.steps == 3 * 9  # one batch of 10 skipped per epoch
+    skips = [json.loads(line) for line in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
+             if json.loads(line)["type"] == "skipped_batch"]
+    assert [s["source"] for s in skips] == ["train.tsv lines 31-40"] * 3
+    with pytest.raises(BertkitError, match="non-finite"):
+        run(tmp_path / "c", Described(), skip_nonfinite=2)  # the third one is one too many
+
+
+class Signalled(Source):
+    """Sends this process SIGTERM (a scheduler's pre-emption) while yielding batch ``at``."""
+
+    def __init__(self, at, **kw):
+        super().__init__(**kw)
+        self.at = at
+
+    def iter_batches(self, epoch, start=0):
+        import os
+        import signal
+
+        for batch in super().iter_batches(epoch, start):
+            if self.seen == self.at:
+                os.kill(os.getpid(), signal.SIGTERM)
+            yield batch
+
+
+def test_sigterm_saves_a_checkpoint_and_resume_matches_an_uninterrupted_run(tmp_path):
+    model_full, res_full = run(tmp_path / "full", Source())
+    with pytest.raises(BertkitError, match="stopped by SIGTERM at step 13") as err:
+        run(tmp_path / "cut", Signalled(13), save_steps=0)
+    assert err.value.exit_code == 143
+    assert (tmp_path / "cut" / "checkpoints" / "step_13").is_dir()
+    model_res, res = run(tmp_path / "cut", Source(), save_steps=0, resume=True)
+    assert res.steps == res_full.steps == 30
+    for a, b in zip(model_full.state_dict().values(), model_res.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_run_records_environment_curves_and_tensorboard(tmp_path):
+    pytest.importorskip("tensorboard")
+    run(tmp_path, Source(), report_to="tensorboard")
+    env = json.loads((tmp_path / "environment.json").read_text())
+    assert env["seed"] == 42 and env["packages"]["torch"] == torch.__version__
+    assert env["device"] == "cpu" and env["world_size"] == 1
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
+    assert events and events[0].stat().st_size > 100
 
 
 def test_warmup_then_linear_decay():

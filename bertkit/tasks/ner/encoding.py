@@ -232,12 +232,21 @@ def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
 
 
 class WindowBatches:
-    """The training :class:`~bertkit.training.loop.BatchSource` over encoded windows."""
+    """The training :class:`~bertkit.training.loop.BatchSource` over encoded windows.
 
-    def __init__(self, windows: Sequence[Window], batch_size: int, seed: int, pad_id: int) -> None:
+    With ``token_weighted`` each batch carries ``loss_scale`` = its labelled pieces over the mean
+    per batch, so the model's mean token loss times it weighs every labelled token alike whatever
+    the (length-grouped) batch it falls in.
+    """
+
+    def __init__(self, windows: Sequence[Window], batch_size: int, seed: int, pad_id: int,
+                 token_weighted: bool = True, sources: Sequence[str] | None = None) -> None:
         self.windows = list(windows)
         self.lengths = np.asarray([len(w.input_ids) for w in self.windows])
+        self.labelled = np.asarray([int((w.labels != IGNORE).sum()) for w in self.windows])
         self.batch_size, self.seed, self.pad_id = batch_size, seed, pad_id
+        self.token_weighted = token_weighted
+        self.sources = sources
 
     def _plan(self, epoch: int) -> list[np.ndarray]:
         return length_grouped_batches(self.lengths, self.batch_size, self.seed + epoch)
@@ -245,6 +254,21 @@ class WindowBatches:
     def num_batches(self, epoch: int) -> int:
         return -(-len(self.windows) // self.batch_size)
 
+    def mean_labelled_tokens(self) -> float:
+        """Labelled pieces (label != -100) per batch, averaged over an epoch's batches."""
+        return max(float(self.labelled.sum()) / max(self.num_batches(0), 1), 1.0)
+
+    def describe(self, epoch: int, index: int) -> str:
+        """The source lines of batch ``index`` of ``epoch`` (for a non-finite loss report)."""
+        idx = self._plan(epoch)[index]
+        if self.sources is None:
+            return f"training sentences {sorted(int(self.windows[i].sentence) for i in idx)}"
+        return ", ".join(sorted({self.sources[self.windows[i].sentence] for i in idx}))
+
     def iter_batches(self, epoch: int, start: int = 0) -> Iterator[dict[str, torch.Tensor]]:
+        norm = self.mean_labelled_tokens()
         for idx in self._plan(epoch)[start:]:
-            yield collate([self.windows[i] for i in idx], self.pad_id)
+            batch = collate([self.windows[i] for i in idx], self.pad_id)
+            if self.token_weighted:
+                batch["loss_scale"] = torch.tensor(float(self.labelled[idx].sum()) / norm)
+            yield batch

@@ -53,21 +53,29 @@ class TokenTagger(nn.Module):
                              persistent=False)
 
     def forward(self, input_ids, attention_mask, labels=None, word_pos=None, word_mask=None,
-                word_labels=None) -> dict[str, torch.Tensor]:
-        """Args: ``[B, T]`` pieces, mask, token labels; ``[B, K]`` word positions, mask, labels.
+                word_labels=None, loss_scale=None) -> dict[str, torch.Tensor]:
+        """Args: ``[B, T]`` pieces, mask, token labels; ``[B, K]`` word positions, mask, labels;
+        ``loss_scale``: a scalar multiplying the token cross-entropy (see below).
 
         Returns:
-            ``{"logits": [B, T, C], "loss": scalar}`` (loss when labels are given): token
-            cross-entropy over labelled pieces, or the CRF negative log-likelihood averaged over
-            windows (plus subword cross-entropy with ``label_all_subwords``).
+            ``{"logits": [B, T, C], "loss": scalar, "loss_count": scalar}`` (losses when labels
+            are given): token cross-entropy averaged over labelled pieces (``loss_count`` of them),
+            or the CRF negative log-likelihood averaged over windows (plus subword cross-entropy
+            with ``label_all_subwords``).
+
+        ``loss_scale`` (from :class:`~bertkit.tasks.ner.encoding.WindowBatches`) is the batch's
+        labelled pieces over their mean per batch, so that every labelled token weighs the same
+        whatever its batch: length-grouped batches would otherwise over-weight the tokens of short
+        sentences (a batch of 32 titles counting as much as a batch of 32 long sentences), which
+        random batches, as in the stock recipe, do not.
         """
         logits = self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits
         out = {"logits": logits}
         if labels is None:
             return out
         if self.crf is None:
-            out["loss"] = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
-                                          ignore_index=-100)
+            out["loss"] = self._token_loss(logits, labels, loss_scale)
+            out["loss_count"] = (labels != -100).sum()
             return out
         emissions = self.word_scores(logits, word_pos)
         loss = self.crf(emissions, word_labels, word_mask) / max(input_ids.shape[0], 1)
@@ -75,10 +83,16 @@ class TokenTagger(nn.Module):
             cont = labels.clone()
             cont.scatter_(1, word_pos, -100)  # first pieces are the CRF's
             if (cont != -100).any():
-                loss = loss + F.cross_entropy(logits.flatten(0, 1).float(), cont.flatten(),
-                                              ignore_index=-100)
+                loss = loss + self._token_loss(logits, cont, loss_scale)
         out["loss"] = loss
         return out
+
+    @staticmethod
+    def _token_loss(logits: torch.Tensor, labels: torch.Tensor,
+                    loss_scale: torch.Tensor | None) -> torch.Tensor:
+        """Mean cross-entropy over pieces labelled != -100, times ``loss_scale`` if given."""
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+        return loss if loss_scale is None else loss * loss_scale
 
     @staticmethod
     def word_scores(logits: torch.Tensor, word_pos: torch.Tensor) -> torch.Tensor:

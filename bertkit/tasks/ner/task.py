@@ -27,7 +27,7 @@ from bertkit.tasks.ner.encoding import WindowBatches, collate, encode, sorted_ba
 from bertkit.tasks.ner.model import TokenTagger, build_tagger, load_tagger
 from bertkit.tasks.ner.spans import sentence_spans
 from bertkit.training import TrainConfig, train
-from bertkit.training.devices import Runtime, make_runtime, seed_everything
+from bertkit.training.devices import Runtime, is_main_process, make_runtime, rank, seed_everything
 from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
 
 
@@ -155,7 +155,9 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
     tokenizer = load_tokenizer(model_name)
     tagger = build_tagger(model_name, labels, cfg.crf, cfg.label_all_subwords)
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
-    write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
+    main = is_main_process()
+    if main:
+        write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
     label2id = {lab: i for i, lab in enumerate(labels)}
     windows, report = encode(train_s, tokenizer, label2id, cfg.max_length, cfg.label_all_subwords)
     _warn_encoding(report, train_s, console)
@@ -164,7 +166,8 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
                       f"(train/dev/test), schemes {data.schemes}; labels {labels}; "
                       f"model {model_name}; device {runtime.device}, {runtime.precision}",
                       highlight=False)
-    batches = WindowBatches(windows, cfg.batch_size, cfg.seed, tokenizer.pad_token_id)
+    batches = WindowBatches(windows, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
+                            sources=[f"{s.file}:{s.line}" for s in train_s])
 
     dev_windows, _ = encode(dev_s, tokenizer, label2id, cfg.max_length)
 
@@ -174,7 +177,9 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
         return entity_scores([s.tags for s in dev_s], pred)
 
     result = train(tagger, batches, cfg, runtime, run_dir, evaluate=evaluate_dev,
-                   select_metric="f1", console=console)
+                   select_metric="f1", console=console if main else None)
+    if not main:  # rank 0 scores test and writes every output
+        return {"task": "ner", "rank": rank(), "steps": result.steps}
     start = time.perf_counter()
     test_pred = tag_sentences(tagger, tokenizer, test_s, runtime, cfg.max_length,
                               cfg.eval_batch_size, console)

@@ -1,0 +1,152 @@
+"""The dependency parser: a Hugging Face encoder plus the biaffine head, saved side by side.
+
+``model/`` holds the encoder and tokenizer in Hugging Face format (``AutoModel`` and
+``AutoTokenizer`` load them), ``parser.safetensors`` (the biaffine head's weights) and
+``bertkit.json`` (the relation labels in id order and the head's settings).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from bertkit.decoding.eisner import eisner_decode
+from bertkit.decoding.mst import mst_decode
+from bertkit.encoders import _short, quiet_transformers, resolve_model_source
+from bertkit.errors import BertkitError
+from bertkit.heads.biaffine import BiaffineHead
+
+META_FILE = "bertkit.json"
+HEAD_FILE = "parser.safetensors"
+DECODERS = {"mst": mst_decode, "eisner": eisner_decode}
+
+
+class BiaffineParser(nn.Module):
+    """Encoder -> word vectors ``[B, N+1, H]`` (root first) -> :class:`BiaffineHead`.
+
+    Args:
+        encoder: a Hugging Face base model (``AutoModel``).
+        rels: the R relation labels in id order.
+        arc_mlp / rel_mlp / mlp_dropout: head sizes and dropout (Dozat & Manning table 2).
+        scalar_mix: mix all hidden layers with learned weights instead of using the last one.
+    """
+
+    def __init__(self, encoder: nn.Module, rels: Sequence[str], arc_mlp: int = 500,
+                 rel_mlp: int = 100, mlp_dropout: float = 0.33, scalar_mix: bool = False) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.rels = list(rels)
+        cfg = encoder.config
+        self.settings = {"arc_mlp": arc_mlp, "rel_mlp": rel_mlp, "mlp_dropout": mlp_dropout,
+                         "scalar_mix": scalar_mix}
+        self.head = BiaffineHead(cfg.hidden_size, len(self.rels), arc_mlp, rel_mlp, mlp_dropout,
+                                 cfg.num_hidden_layers + 1 if scalar_mix else 0)
+
+    def word_vectors(self, input_ids, attention_mask, piece_slot, mask) -> torch.Tensor:
+        """``[W, T]`` windows -> ``[B, N+1, H]`` sentence-level vectors: each slot the sum of the
+        pieces ``piece_slot`` sends there divided by their count (first piece or mean)."""
+        mix = self.head.mix is not None
+        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
+                           output_hidden_states=mix)
+        h = self.head.mix(out.hidden_states) if mix else out.last_hidden_state
+        B, N1 = mask.shape
+        H = h.shape[-1]
+        slot = piece_slot.reshape(-1)
+        keep = slot >= 0
+        flat = h.reshape(-1, H)[keep]
+        idx = slot[keep]
+        words = torch.zeros(B * N1, H, dtype=flat.dtype, device=flat.device).index_add_(0, idx, flat)
+        count = torch.zeros(B * N1, dtype=flat.dtype, device=flat.device).index_add_(
+            0, idx, torch.ones_like(idx, dtype=flat.dtype))
+        return (words / count.clamp(min=1).unsqueeze(1)).view(B, N1, H)
+
+    def forward(self, mask, word_mask, input_ids, attention_mask, piece_slot, heads=None,
+                rels=None) -> dict[str, torch.Tensor]:
+        """Returns ``{"arc_scores": [B, N+1, N+1], "loss": scalar}`` (loss when ``heads`` given)."""
+        words = self.word_vectors(input_ids, attention_mask, piece_slot, mask)
+        if heads is None:
+            return {"arc_scores": self.head.arc_scores(words, mask)}
+        loss, s_arc = self.head.loss(words, mask, heads, rels, word_mask)
+        return {"loss": loss, "arc_scores": s_arc}
+
+    @torch.inference_mode()
+    def parse(self, mask, word_mask, input_ids, attention_mask, piece_slot, decoder: str = "mst",
+              **_) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Decode a batch: per sentence ``[n]`` heads (a well-formed tree) and ``[n]`` label ids.
+
+        Arc scores are log-softmax normalised over heads before tree decoding; labels are the
+        argmax of the label scorer given the decoded heads.
+        """
+        words = self.word_vectors(input_ids, attention_mask, piece_slot, mask)
+        s_arc = self.head.arc_scores(words, mask).log_softmax(-1).cpu().numpy()
+        lengths = word_mask.sum(1).cpu().numpy()
+        decode = DECODERS[decoder]
+        heads = [decode(s_arc[b, :n + 1, :n + 1]) for b, n in enumerate(lengths)]
+        padded = np.zeros(mask.shape, dtype=np.int64)
+        for b, h in enumerate(heads):
+            padded[b, 1:len(h) + 1] = h
+        rel = self.head.rel_scores(words, torch.from_numpy(padded).to(words.device)).argmax(-1)
+        rel = rel.cpu().numpy()
+        return heads, [rel[b, 1:n + 1] for b, n in enumerate(lengths)]
+
+    def save(self, directory: Path, tokenizer, meta: dict) -> None:
+        """Write the encoder and tokenizer (Hugging Face format), the head and ``bertkit.json``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        self.encoder.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()},
+                  str(directory / HEAD_FILE))
+        meta = {**meta, "task": "dep", "rels": self.rels, **self.settings}
+        (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+
+def _load_encoder(source: str):
+    from transformers import AutoModel
+
+    quiet_transformers()
+    try:
+        return AutoModel.from_pretrained(source, attn_implementation="sdpa")
+    except (OSError, ValueError) as exc:
+        raise BertkitError(f"cannot load model '{source}': {_short(exc)}",
+                           expected="a directory saved with save_pretrained, or a hub id "
+                                    "where the hub can be reached") from None
+
+
+def build_parser(model_name: str, rels: Sequence[str], arc_mlp: int = 500, rel_mlp: int = 100,
+                 mlp_dropout: float = 0.33, scalar_mix: bool = False) -> BiaffineParser:
+    """A new parser from a pretrained encoder (directory or hub id) with a fresh head.
+
+    Raises:
+        BertkitError: the encoder cannot be loaded.
+    """
+    encoder = _load_encoder(resolve_model_source(model_name))
+    return BiaffineParser(encoder, rels, arc_mlp, rel_mlp, mlp_dropout, scalar_mix)
+
+
+def load_parser(directory: str | Path) -> tuple[BiaffineParser, dict]:
+    """Load a parser saved by :meth:`BiaffineParser.save` (a run directory or its ``model/``).
+
+    Raises:
+        BertkitError: no saved bertkit dependency parser there.
+    """
+    path = Path(directory).expanduser()
+    if (path / "model" / META_FILE).is_file():
+        path = path / "model"
+    meta_file = path / META_FILE
+    meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    if meta.get("task") != "dep" or not (path / HEAD_FILE).is_file():
+        raise BertkitError("no saved bertkit dependency parser here", file=path,
+                           expected=f"a run directory with model/{META_FILE} and model/{HEAD_FILE}, "
+                                    "or such a model directory")
+    parser = BiaffineParser(_load_encoder(str(path)), meta["rels"], meta["arc_mlp"],
+                            meta["rel_mlp"], meta["mlp_dropout"], meta["scalar_mix"])
+    parser.head.load_state_dict(load_file(str(path / HEAD_FILE)))
+    parser.eval()
+    meta["path"] = str(path)
+    return parser, meta

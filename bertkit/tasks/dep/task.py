@@ -1,0 +1,255 @@
+"""``finetune dep``, ``evaluate dep`` and ``predict dep`` as importable functions.
+
+The CLI in ``bertkit/cli`` is a thin wrapper over :func:`finetune_dep`, :func:`evaluate_dep` and
+:func:`predict_dep`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+import numpy as np
+from rich.console import Console
+
+from bertkit.config import dump_yaml, to_dict
+from bertkit.data.conllu import DepSentence, format_conllu, read_conllu, text_sentences
+from bertkit.encoders import default_model, load_tokenizer, resolve_model_source
+from bertkit.errors import BertkitError
+from bertkit.io import atomic_path, write_json, write_text
+from bertkit.metrics.dep import punct_rule
+from bertkit.tasks.dep.data import load_dep_data, relations
+from bertkit.tasks.dep.encoding import SentenceBatches, encode
+from bertkit.tasks.dep.model import DECODERS, BiaffineParser, build_parser, load_parser
+from bertkit.tasks.dep.parse import warn_encoding, parse_sentences, score
+from bertkit.training import TrainConfig, train
+from bertkit.training.devices import make_runtime, seed_everything
+from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
+
+WORD_REPRS = ("first", "mean")
+
+
+@dataclass
+class DepConfig(TrainConfig):
+    """``finetune dep`` settings: the training-loop fields plus these.
+
+    Defaults for ``epochs``, ``lr`` and ``batch_size`` are the ones tuned on GENIA's held-out
+    tenth with the packaged MiniLM encoder (see ``benchmarks/dep_genia.py``).
+
+    Attributes:
+        model: encoder directory or hub id (None: the packaged MiniLM encoder).
+        data: registered set name or a directory with train/dev/test ``.conllu`` files.
+        max_length: pieces per window, ``[CLS]``/``[SEP]`` included; longer sentences are windowed.
+        word_repr: ``first`` (first subword) or ``mean`` (mean of the word's subwords).
+        scalar_mix: learned scalar mix of all encoder layers instead of the last layer.
+        arc_mlp / rel_mlp: MLP sizes of the arc and label scorers (Dozat & Manning: 500 / 100).
+        mlp_dropout: dropout after each MLP (Dozat & Manning: 0.33).
+        decoder: ``mst`` (Chu-Liu/Edmonds, single root) or ``eisner`` (projective).
+        eval_batch_size: sentences per forward pass when evaluating and predicting.
+        max_train_samples / max_eval_samples: use only the first N sentences (quick runs).
+    """
+
+    epochs: int = 10
+    lr: float = 1e-4
+    batch_size: int = 16
+    model: str | None = None
+    data: str = "genia"
+    max_length: int = 512
+    word_repr: str = "first"
+    scalar_mix: bool = False
+    arc_mlp: int = 500
+    rel_mlp: int = 100
+    mlp_dropout: float = 0.33
+    decoder: str = "mst"
+    eval_batch_size: int = 64
+    max_train_samples: int | None = None
+    max_eval_samples: int | None = None
+
+    def validate(self) -> None:
+        """Check every setting (see :meth:`TrainConfig.validate`) before anything is loaded.
+
+        Raises:
+            BertkitError: naming the option out of range.
+        """
+        super().validate()
+        for name, ok, expected in (
+                ("max_length", 8 <= self.max_length, "an integer >= 8"),
+                ("word_repr", self.word_repr in WORD_REPRS, "first or mean"),
+                ("decoder", self.decoder in DECODERS, "mst or eisner"),
+                ("arc_mlp", self.arc_mlp >= 1, "an integer >= 1"),
+                ("rel_mlp", self.rel_mlp >= 1, "an integer >= 1"),
+                ("mlp_dropout", 0 <= self.mlp_dropout < 1, "a number in [0, 1)"),
+                ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
+                ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
+                ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")):
+            if not ok:
+                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
+                                   expected=expected)
+
+
+def _limit(sentences: list[DepSentence], n: int | None) -> list[DepSentence]:
+    return sentences if n is None else sentences[:n]
+
+
+def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
+    """Fine-tune, keep the best dev epoch (LAS, punctuation excluded), score test, write the run.
+
+    Writes ``config.yaml``, ``metrics.jsonl``, ``results.json``, ``test_predictions.conllu`` and
+    ``model/`` (Hugging Face encoder + tokenizer, ``parser.safetensors``, ``bertkit.json``).
+
+    Returns:
+        the results dict also written to ``results.json``.
+
+    Raises:
+        BertkitError: bad data, model, settings or output directory.
+    """
+    cfg.validate()
+    model_name = resolve_model_source(cfg.model or default_model())
+    run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("dep", cfg.data)
+    cfg.output_dir = str(run_dir)
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    runtime = make_runtime(cfg.device, cfg.precision)
+    data = load_dep_data(cfg.data)
+    train_s = _limit(data.splits["train"], cfg.max_train_samples)
+    dev_s = _limit(data.splits["dev"], cfg.max_eval_samples)
+    test_s = _limit(data.splits["test"], cfg.max_eval_samples)
+    rels = relations(train_s)
+    rule = punct_rule([s.upos for s in test_s])
+    seed_everything(cfg.seed)
+    tokenizer = load_tokenizer(model_name)
+    parser = build_parser(model_name, rels, cfg.arc_mlp, cfg.rel_mlp, cfg.mlp_dropout,
+                          cfg.scalar_mix)
+    run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
+    rel2id = {r: i for i, r in enumerate(rels)}
+    items, report = encode(train_s, tokenizer, rel2id, cfg.max_length)
+    warn_encoding(report, train_s, console)
+    if console:
+        if data.note:
+            console.print(f"note: {data.note}", highlight=False)
+        console.print(f"data: {len(train_s)}/{len(dev_s)}/{len(test_s)} sentences "
+                      f"(train/dev/test); {len(rels)} relations; model {model_name}; "
+                      f"device {runtime.device}, {runtime.precision}; scoring: "
+                      f"{'UPOS PUNCT/SYM' if rule == 'upos' else 'punctuation by word form'} "
+                      f"excluded", highlight=False)
+    mean = cfg.word_repr == "mean"
+    batches = SentenceBatches(items, cfg.batch_size, cfg.seed, tokenizer.pad_token_id, mean)
+    dev_items, _ = encode(dev_s, tokenizer, rel2id, cfg.max_length)
+
+    def evaluate_dev(model: BiaffineParser) -> dict:
+        h, r = parse_sentences(model, tokenizer, dev_s, runtime, cfg.max_length,
+                               cfg.eval_batch_size, cfg.decoder, cfg.word_repr,
+                               encoded=dev_items)
+        return score(dev_s, h, r, rule)
+
+    result = train(parser, batches, cfg, runtime, run_dir, evaluate=evaluate_dev,
+                   select_metric="las", console=console)
+    start = time.perf_counter()
+    heads, test_rels = parse_sentences(parser, tokenizer, test_s, runtime, cfg.max_length,
+                                       cfg.eval_batch_size, cfg.decoder, cfg.word_repr, console)
+    predict_seconds = time.perf_counter() - start
+    test_metrics = score(test_s, heads, test_rels, rule)
+    write_text(run_dir / "test_predictions.conllu", format_conllu(test_s, heads, test_rels))
+    with atomic_path(run_dir / "model") as tmp:
+        parser.save(tmp, tokenizer, {"max_length": cfg.max_length, "base_model": model_name,
+                                     "data": cfg.data, "word_repr": cfg.word_repr,
+                                     "decoder": cfg.decoder})
+    dev = result.history[result.best_epoch - 1] if result.best_epoch else None
+    results = {
+        "task": "dep", "data": cfg.data, "model": model_name, "splits": data.sources,
+        "split_note": data.note, "best_epoch": result.best_epoch, "dev": dev, "test": test_metrics,
+        "train_seconds": result.train_seconds,
+        "train_sentences_per_second": len(train_s) * cfg.epochs / max(result.train_seconds, 1e-9),
+        "predict_seconds": predict_seconds, "steps": result.steps, "decoder": cfg.decoder,
+        "scoring": "uas/las exclude punctuation (" + test_metrics["punct_rule_text"] + "); "
+                   "*_punct include it; ucm/lcm complete match without punctuation",
+    }
+    write_json(run_dir / "results.json", results)
+    return results
+
+
+def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "auto",
+                 precision: str = "auto", batch_size: int = 64, decoder: str | None = None,
+                 console: Console | None = None
+                 ) -> tuple[dict, list[DepSentence], list[np.ndarray], list[list[str]]]:
+    """Score a saved parser on one split of ``data`` (for a set without a train file, ``dev`` is
+    the held-out tenth of ``dev.conllu``).
+
+    Returns:
+        (metrics as in :func:`~bertkit.metrics.dep.attachment_scores`, gold sentences, predicted
+        heads, predicted relations).
+
+    Raises:
+        BertkitError: no saved model there, bad data, unknown split or decoder.
+    """
+    split = {"valid": "dev", "validation": "dev"}.get(split, split)
+    if split not in ("train", "dev", "test"):
+        raise BertkitError(f"unknown split '{split}'", expected="train, dev (valid) or test")
+    if decoder is not None and decoder not in DECODERS:
+        raise BertkitError(f"unknown decoder '{decoder}'", expected="mst or eisner")
+    parser, meta = load_parser(model_dir)
+    tokenizer = load_tokenizer(meta["path"])
+    runtime = make_runtime(device, precision)
+    loaded = load_dep_data(data, (split,))
+    if console and loaded.note:
+        console.print(f"note: {loaded.note}", highlight=False)
+    sents = loaded.splits[split]
+    known = set(parser.rels)
+    unseen = sorted({r for s in sents for r in s.rels} - known)
+    if console and unseen:
+        console.print(f"[yellow]warning:[/] relation(s) {', '.join(unseen)} not among the "
+                      f"model's labels (scored as wrong)", highlight=False)
+    heads, rels = parse_sentences(parser, tokenizer, sents, runtime, meta.get("max_length", 512),
+                                  batch_size, decoder or meta.get("decoder", "mst"),
+                                  meta.get("word_repr", "first"), console)
+    return score(sents, heads, rels), sents, heads, rels
+
+
+def predict_dep(model_dir: str, input_path: str, output: str | None = None,
+                input_format: str = "auto", device: str = "auto", precision: str = "auto",
+                batch_size: int = 64, decoder: str | None = None,
+                console: Console | None = None) -> str:
+    """Parse a CoNLL-U file (HEAD/DEPREL may be ``_``) or plain text (one sentence a line).
+
+    Output is CoNLL-U: for CoNLL-U input every line as it came except HEAD and DEPREL of the
+    word lines; for text, one ``# text =`` comment and one word line per word.
+
+    Raises:
+        BertkitError: bad input file, unknown format or decoder, or no saved model.
+    """
+    if input_format not in ("auto", "conllu", "text"):
+        raise BertkitError(f"unknown input format '{input_format}'", expected="auto, conllu or text")
+    if decoder is not None and decoder not in DECODERS:
+        raise BertkitError(f"unknown decoder '{decoder}'", expected="mst or eisner")
+    parser, meta = load_parser(model_dir)
+    tokenizer = load_tokenizer(meta["path"])
+    runtime = make_runtime(device, precision)
+    path = Path(input_path)
+    if not path.is_file():
+        raise BertkitError("input file not found", file=path)
+    is_conllu = input_format == "conllu" or (input_format == "auto" and _looks_like_conllu(path))
+    if is_conllu:
+        sents = read_conllu(path, labelled=False)
+    else:
+        pre = tokenizer.backend_tokenizer.pre_tokenizer
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        sents = text_sentences(lines, pre.pre_tokenize_str if pre else str.split, str(path))
+        if not sents:
+            raise BertkitError("no sentences", file=path, expected="one sentence a line")
+    heads, rels = parse_sentences(parser, tokenizer, sents, runtime, meta.get("max_length", 512),
+                                  batch_size, decoder or meta.get("decoder", "mst"),
+                                  meta.get("word_repr", "first"), console)
+    text = format_conllu(sents, heads, rels)
+    if output:
+        write_text(output, text)
+    return text
+
+
+def _looks_like_conllu(path: Path) -> bool:
+    """The first non-comment, non-blank line has 10 tab-separated columns."""
+    with path.open(encoding="utf-8-sig", errors="replace") as handle:
+        for line in handle:
+            if line.strip() and not line.startswith("#"):
+                return len(line.rstrip("\n").split("\t")) == 10
+    return path.suffix in (".conllu", ".conll")
+

@@ -1,0 +1,102 @@
+"""``bertkit pretrain`` settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bertkit.errors import BertkitError
+from bertkit.training import TrainConfig
+
+
+@dataclass
+class PretrainConfig(TrainConfig):
+    """MLM pretraining settings: the training-loop fields (steps-based here) plus these.
+
+    Attributes:
+        corpus: text file, ``.gz`` file or directory (several separated by commas).
+        valid: held-out text for validation MLM loss/perplexity/accuracy (token masking).
+        model: masked-LM or encoder to continue pretraining (None with no ``config``: the
+            packaged MiniLM encoder).
+        config: from-scratch size, ``tiny``, ``small``, ``base`` or ``large`` (needs ``vocab``).
+        vocab: vocabulary for a from-scratch model (a tokenizer directory, ``vocab.txt``, or a
+            shipped name such as ``scivocab-uncased``).
+        masking: ``token`` (BERT), ``wwm`` (whole-word) or ``span`` (SpanBERT).
+        mask_prob: share of real tokens predicted (0.15).
+        mask_replace_prob / random_replace_prob: the 80/10/10 rule (rest: unchanged).
+        span_p / max_span_length: span lengths ~ Geo(p) truncated to 1..max (words).
+        sbo: add SpanBERT's span-boundary objective (None: on for span masking, off otherwise).
+        sbo_weight: weight of the SBO loss.
+        max_seq_length: tokens per packed sequence incl. ``[CLS]``/``[SEP]`` (128; 512 for a
+            second phase).
+        eval_batch_size / max_eval_sequences: validation batch size and cap.
+        cache_dir: tokenised-corpus cache (default ``$BERTKIT_CACHE`` or ``~/.cache/bertkit``).
+        compile: ``torch.compile`` the encoder (CUDA).
+    """
+
+    corpus: str | None = None
+    valid: str | None = None
+    model: str | None = None
+    config: str | None = None
+    vocab: str | None = None
+    masking: str = "span"
+    mask_prob: float = 0.15
+    mask_replace_prob: float = 0.8
+    random_replace_prob: float = 0.1
+    span_p: float = 0.2
+    max_span_length: int = 10
+    sbo: bool | None = None
+    sbo_weight: float = 1.0
+    max_seq_length: int = 128
+    eval_batch_size: int = 64
+    max_eval_sequences: int | None = None
+    cache_dir: str | None = None
+    compile: bool = False
+    lr: float = 1e-4
+    warmup: float = 0.06
+    max_steps: int = 1000
+    eval_steps: int = 500
+
+    @property
+    def use_sbo(self) -> bool:
+        return self.masking == "span" if self.sbo is None else self.sbo
+
+    def validate(self) -> None:
+        """Check every setting before anything is loaded or written.
+
+        Raises:
+            BertkitError: naming the option at fault and what it must be.
+        """
+        super().validate()
+        if not self.corpus:
+            raise BertkitError("no --corpus given", expected="a text file, .gz file or directory")
+        if self.max_steps < 1:
+            raise BertkitError(f"--max-steps is {self.max_steps}", expected="an integer >= 1")
+        if self.model and self.config:
+            raise BertkitError("--model (continue pretraining) and --config (from scratch) "
+                               "exclude each other", expected="one of them")
+        if self.config and not self.vocab:
+            raise BertkitError(f"--config {self.config} needs --vocab",
+                               expected="a vocabulary (e.g. scivocab-uncased or a tokenizer folder)")
+        if self.vocab and not self.config:
+            raise BertkitError("--vocab is only for a model built from scratch (--config)",
+                               expected="--config tiny|small|base|large, or `bertkit vocab "
+                                        "extend` to add words to a model's vocabulary")
+        if self.masking not in ("token", "wwm", "span"):
+            raise BertkitError(f"unknown --masking '{self.masking}'", expected="token, wwm or span")
+        if self.sbo and self.masking != "span":
+            raise BertkitError(f"--sbo needs span masking (got --masking {self.masking})",
+                               expected="--masking span, or --no-sbo")
+        for name, ok, expected in (
+                ("mask_prob", 0 < self.mask_prob < 1, "a number in (0, 1)"),
+                ("mask_replace_prob", 0 <= self.mask_replace_prob <= 1, "a number in [0, 1]"),
+                ("random_replace_prob", 0 <= self.random_replace_prob
+                 <= 1 - self.mask_replace_prob, "a number in [0, 1 - mask_replace_prob]"),
+                ("span_p", 0 < self.span_p <= 1, "a number in (0, 1]"),
+                ("max_span_length", self.max_span_length >= 1, "an integer >= 1"),
+                ("sbo_weight", self.sbo_weight >= 0, "a number >= 0"),
+                ("max_seq_length", 8 <= self.max_seq_length, "an integer >= 8"),
+                ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
+                ("max_eval_sequences", (self.max_eval_sequences or 1) >= 1, "an integer >= 1")):
+            if not ok:
+                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
+                                   expected=expected)

@@ -1,0 +1,177 @@
+"""The pretraining model: a Hugging Face masked-LM plus SpanBERT's SBO head.
+
+The vocabulary projection is applied only at the masked positions (about 15% of them), not at
+every position as ``BertForMaskedLM.forward`` does: on a CPU that projection dominates the cost
+of a step. The loss is ``MLM + sbo_weight * SBO``, each the mean cross-entropy over its own
+targets (Joshi et al., 2020, sec. 3.2); both are returned so the loop logs them separately.
+
+Saving writes the masked-LM with ``save_pretrained`` (``AutoModelForMaskedLM`` and the
+``fill-mask`` pipeline load it; ``AutoModel*`` for fine-tuning too), the tokenizer, the SBO head
+in ``sbo.safetensors`` and ``bertkit.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from bertkit.encoders import _short, quiet_transformers, resolve_model_source
+from bertkit.errors import BertkitError
+from bertkit.heads.sbo import SpanBoundaryHead
+from bertkit.masking import IGNORE
+
+SBO_FILE = "sbo.safetensors"
+META_FILE = "bertkit.json"
+
+# From-scratch sizes: BERT-tiny/-small (Turc et al., 2019), BERT-base/-large (Devlin et al., 2019).
+SIZES = {
+    "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
+    "small": dict(num_hidden_layers=4, hidden_size=512, num_attention_heads=8, intermediate_size=2048),
+    "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
+    "large": dict(num_hidden_layers=24, hidden_size=1024, num_attention_heads=16, intermediate_size=4096),
+}
+
+
+class PretrainModel(nn.Module):
+    """Masked-LM (+ SBO) for pretraining.
+
+    Args:
+        mlm: a ``*ForMaskedLM`` model of the BERT family (its head is ``cls`` or ``lm_head``).
+        sbo: the span-boundary head, or None.
+        sbo_weight: weight of the SBO loss.
+
+    Raises:
+        BertkitError: a masked-LM whose head bertkit does not know.
+    """
+
+    def __init__(self, mlm: nn.Module, sbo: SpanBoundaryHead | None = None,
+                 sbo_weight: float = 1.0) -> None:
+        super().__init__()
+        self.mlm = mlm
+        self.sbo = sbo
+        self.sbo_weight = sbo_weight
+        name = next((n for n in ("cls", "lm_head") if hasattr(mlm, n)), None)
+        if name is None:
+            raise BertkitError(f"unsupported masked-LM architecture {type(mlm).__name__}",
+                               expected="a BERT or RoBERTa-style model")
+        self._head_name = name
+
+    @property
+    def encoder(self) -> nn.Module:
+        return self.mlm.base_model
+
+    def mlm_head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Vocabulary logits ``[..., V]`` of hidden states ``[..., H]`` (transform + tied decoder)."""
+        return getattr(self.mlm, self._head_name)(hidden)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, sbo_targets: torch.Tensor | None = None
+                ) -> dict[str, torch.Tensor]:
+        """Args: ``[B, T]`` ids, mask and MLM labels (-100: not predicted); ``[M, 5]`` SBO targets.
+
+        Returns:
+            ``mlm_logits [N, V]`` at the N labelled positions (row-major), and with labels
+            ``loss``, ``mlm_loss`` and (with SBO targets) ``sbo_loss``, scalars.
+        """
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        if labels is None:
+            return {"hidden": hidden}
+        picked = labels != IGNORE
+        logits = self.mlm_head(hidden[picked])
+        target = labels[picked]
+        mlm_loss = F.cross_entropy(logits.float(), target) if target.numel() else hidden.sum() * 0
+        out = {"mlm_logits": logits, "mlm_loss": mlm_loss, "loss": mlm_loss}
+        if self.sbo is not None and sbo_targets is not None:
+            if sbo_targets.shape[0]:
+                weight = self.mlm.get_input_embeddings().weight
+                sbo_logits = self.sbo(hidden, sbo_targets, weight)
+                sbo_loss = F.cross_entropy(sbo_logits.float(),
+                                           labels[sbo_targets[:, 0], sbo_targets[:, 1]])
+            else:
+                sbo_loss = hidden.sum() * 0
+            out["sbo_loss"] = sbo_loss
+            out["loss"] = mlm_loss + self.sbo_weight * sbo_loss
+        return out
+
+    def save(self, directory: Path, tokenizer, meta: dict) -> None:
+        """Write the masked-LM and tokenizer (Hugging Face format), the SBO head and ``bertkit.json``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        self.mlm.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        if self.sbo is not None:
+            save_file({k: v.detach().cpu().contiguous() for k, v in self.sbo.state_dict().items()},
+                      str(directory / SBO_FILE))
+        meta = {**meta, "task": "pretrain", "sbo": self.sbo is not None,
+                "sbo_file": SBO_FILE if self.sbo is not None else None}
+        (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+
+def scratch_config(size: str, tokenizer, max_positions: int = 512):
+    """A ``BertConfig`` of a named size for the tokenizer's vocabulary.
+
+    Raises:
+        BertkitError: an unknown size.
+    """
+    from transformers import BertConfig
+
+    if size not in SIZES:
+        raise BertkitError(f"unknown --config '{size}'", expected=", ".join(SIZES))
+    return BertConfig(vocab_size=len(tokenizer), max_position_embeddings=max_positions,
+                      pad_token_id=tokenizer.pad_token_id, **SIZES[size])
+
+
+def build_pretrain_model(model: str | None, size: str | None, tokenizer, sbo: bool,
+                         sbo_weight: float) -> tuple[PretrainModel, dict]:
+    """Load a masked-LM to continue pretraining (``model``) or build one from scratch (``size``).
+
+    A checkpoint with no MLM head (a plain encoder such as the packaged MiniLM) gets a new head
+    whose decoder is tied to the input embeddings; an SBO head saved beside the model
+    (``sbo.safetensors``, from an earlier bertkit run) is loaded, else a new one is made.
+
+    Returns:
+        (the model, facts for the run: ``new_mlm_head``, ``sbo_loaded``, ``parameters``).
+
+    Raises:
+        BertkitError: the model cannot be loaded, or its vocabulary is smaller than the tokenizer's.
+    """
+    from transformers import AutoModelForMaskedLM
+
+    quiet_transformers()
+    info = {"new_mlm_head": False, "sbo_loaded": False}
+    if size is not None:
+        mlm = AutoModelForMaskedLM.from_config(scratch_config(size, tokenizer),
+                                               attn_implementation="sdpa")
+        info["new_mlm_head"] = True
+    else:
+        path = resolve_model_source(model)
+        try:
+            mlm, loading = AutoModelForMaskedLM.from_pretrained(
+                path, attn_implementation="sdpa", output_loading_info=True)
+        except (OSError, ValueError) as exc:
+            raise BertkitError(f"cannot load a masked-LM from '{model}': {_short(exc)}",
+                               expected="a BERT-family model directory or hub id") from None
+        missing = [k for k in loading.get("missing_keys", []) if "embeddings" not in k]
+        info["new_mlm_head"] = any(k.startswith(("cls.", "lm_head.")) for k in missing)
+        if mlm.get_input_embeddings().weight.shape[0] < len(tokenizer):
+            raise BertkitError(f"the model has {mlm.get_input_embeddings().weight.shape[0]} "
+                               f"embeddings but the tokenizer {len(tokenizer)} tokens", file=path)
+    mlm.tie_weights()
+    hidden = mlm.config.hidden_size
+    head = None
+    if sbo:
+        head = SpanBoundaryHead(hidden, mlm.get_input_embeddings().weight.shape[0],
+                                layer_norm_eps=getattr(mlm.config, "layer_norm_eps", 1e-12))
+        saved = Path(str(resolve_model_source(model))) / SBO_FILE if model else None
+        if saved is not None and saved.is_file():
+            state = load_file(str(saved))
+            if all(state[k].shape == v.shape for k, v in head.state_dict().items() if k in state):
+                head.load_state_dict(state)
+                info["sbo_loaded"] = True
+    out = PretrainModel(mlm, head, sbo_weight)
+    info["parameters"] = sum(p.numel() for p in out.parameters())
+    return out, info

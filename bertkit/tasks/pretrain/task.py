@@ -1,0 +1,133 @@
+"""``bertkit pretrain`` as an importable function: :func:`pretrain`.
+
+Continued (domain-adaptive) pretraining from a checkpoint, as BioBERT and SciBERT-basevocab did,
+or pretraining from scratch with a new vocabulary, as SciBERT-scivocab did (Beltagy et al., 2019,
+sec. 2-3), with BERT token masking, whole-word masking or SpanBERT span masking + SBO.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from rich.console import Console
+
+from bertkit.config import dump_yaml, to_dict
+from bertkit.encoders import default_model, load_tokenizer
+from bertkit.errors import BertkitError
+from bertkit.io import atomic_path, write_json, write_text
+from bertkit.masking import TokenMasker, VocabInfo, build_masker
+from bertkit.tasks.pretrain.batches import PretrainBatches, evaluate_mlm, validation_batches
+from bertkit.tasks.pretrain.config import PretrainConfig
+from bertkit.tasks.pretrain.data import PackedSequences, tokenize_corpus
+from bertkit.tasks.pretrain.model import build_pretrain_model
+from bertkit.training import train
+from bertkit.training.devices import make_runtime, seed_everything
+from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
+
+
+def _paths(spec: str) -> list[str]:
+    return [p for p in (s.strip() for s in spec.split(",")) if p]
+
+
+def _tokenizer(cfg: PretrainConfig):
+    if cfg.config:
+        from bertkit.vocab.registry import load_tokenizer as load_vocab
+
+        return load_vocab(cfg.vocab)
+    return load_tokenizer(cfg.model)
+
+
+def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
+    """Run MLM pretraining and write the run directory.
+
+    Writes ``config.yaml``, ``metrics.jsonl`` (training ``loss``/``mlm_loss``/``sbo_loss`` and
+    validation records), ``results.json`` and ``model/`` (``AutoModelForMaskedLM`` format,
+    tokenizer, ``sbo.safetensors``, ``bertkit.json``) under ``cfg.output_dir``.
+
+    Returns:
+        the results dict also written to ``results.json``.
+
+    Raises:
+        BertkitError: bad corpus, model, vocabulary, settings or output directory.
+    """
+    cfg.validate()
+    if not cfg.config and not cfg.model:
+        cfg.model = default_model()
+    run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("pretrain", _paths(cfg.corpus)[0])
+    cfg.output_dir = str(run_dir)
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    runtime = make_runtime(cfg.device, cfg.precision)
+    tokenizer = _tokenizer(cfg)
+    stream = tokenize_corpus(_paths(cfg.corpus), tokenizer, cfg.cache_dir, console)
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    sequences = PackedSequences(stream, cfg.max_seq_length, cls_id, sep_id)
+    if len(sequences) == 0:
+        raise BertkitError(f"the corpus has {len(stream.ids)} tokens, fewer than one sequence of "
+                           f"{cfg.max_seq_length}", file=_paths(cfg.corpus)[0],
+                           expected="more text or a smaller --max-seq-length")
+    vocab = VocabInfo.from_tokenizer(tokenizer, stream.unigram)
+    masker = build_masker(cfg.masking, vocab, cfg.mask_prob, cfg.mask_replace_prob,
+                          cfg.random_replace_prob, cfg.span_p, cfg.max_span_length)
+    valid = None
+    if cfg.valid:
+        vstream = tokenize_corpus(_paths(cfg.valid), tokenizer, cfg.cache_dir, console)
+        vseq = PackedSequences(vstream, cfg.max_seq_length, cls_id, sep_id, cfg.max_eval_sequences)
+        if len(vseq) == 0:
+            raise BertkitError("the validation text is shorter than one sequence",
+                               file=_paths(cfg.valid)[0], expected="more text")
+        valid = validation_batches(vseq, cfg.eval_batch_size,
+                                   TokenMasker(vocab, cfg.mask_prob, cfg.mask_replace_prob,
+                                               cfg.random_replace_prob))
+    seed_everything(cfg.seed)
+    model, info = build_pretrain_model(cfg.model, cfg.config, tokenizer, cfg.use_sbo, cfg.sbo_weight)
+    max_pos = getattr(model.mlm.config, "max_position_embeddings", None)
+    if max_pos is not None and cfg.max_seq_length > max_pos:
+        raise BertkitError(f"--max-seq-length {cfg.max_seq_length} exceeds the model's "
+                           f"{max_pos} positions", expected=f"at most {max_pos}")
+    if cfg.compile:
+        model.encoder.compile()
+    run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "sbo": cfg.use_sbo}))
+    if console:
+        source = cfg.model if cfg.model else f"new {cfg.config} BERT, vocabulary {cfg.vocab}"
+        console.print(
+            f"corpus: {len(stream.ids):,} tokens, {stream.documents:,} documents "
+            f"({'cached' if stream.cached else 'tokenised'}: {stream.path}); {len(sequences):,} "
+            f"sequences of {cfg.max_seq_length}; masking {cfg.masking}"
+            f"{' + SBO' if cfg.use_sbo else ''}; model {source} ({info['parameters']:,} parameters"
+            f"{', new MLM head tied to the input embeddings' if info['new_mlm_head'] else ''}); "
+            f"device {runtime.device}, {runtime.precision}", highlight=False)
+
+    def evaluate(m) -> dict:
+        return evaluate_mlm(m, valid, runtime)
+
+    initial = None
+    if valid is not None and not cfg.resume:
+        model.to(runtime.device).eval()
+        initial = evaluate(model)
+    batches = PretrainBatches(sequences, cfg.batch_size, masker, cfg.seed, sbo=cfg.use_sbo)
+    result = train(model, batches, cfg, runtime, run_dir, evaluate=evaluate if valid else None,
+                   select_metric=None, console=console)
+    last = result.last_train or {}
+    tokens = result.steps * cfg.batch_size * cfg.gradient_accumulation * cfg.max_seq_length
+    meta = {"masking": cfg.masking, "max_seq_length": cfg.max_seq_length, "steps": result.steps,
+            "base_model": cfg.model, "config": cfg.config, "vocab": cfg.vocab,
+            "sbo_weight": cfg.sbo_weight if cfg.use_sbo else None}
+    with atomic_path(run_dir / "model") as tmp:
+        model.save(tmp, tokenizer, meta)
+    results = {
+        "task": "pretrain", "corpus": cfg.corpus, "model": cfg.model, "config": cfg.config,
+        "vocab": cfg.vocab, "masking": cfg.masking, "sbo": cfg.use_sbo, "steps": result.steps,
+        "train": {k: last[k] for k in ("loss", "mlm_loss", "sbo_loss") if k in last},
+        "valid": result.history[-1] if result.history else None,
+        "valid_initial": initial,
+        "corpus_tokens": int(len(stream.ids)), "sequences": len(sequences),
+        "new_mlm_head": info["new_mlm_head"], "parameters": info["parameters"],
+        "train_seconds": result.train_seconds,
+        "tokens_per_second": tokens / max(result.train_seconds, 1e-9),
+        "device": str(runtime.device), "precision": runtime.precision,
+        "torch_threads": torch.get_num_threads(),
+    }
+    write_json(run_dir / "results.json", results)
+    return results

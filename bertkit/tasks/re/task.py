@@ -1,0 +1,264 @@
+"""``finetune re``, ``evaluate re`` and ``predict re`` as importable functions.
+
+The CLI in ``bertkit/cli`` is a thin wrapper over :func:`finetune_re`, :func:`evaluate_re` and
+:func:`predict_re`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.markup import escape
+
+from bertkit.config import dump_yaml, to_dict
+from bertkit.data.relations import BadLine, RelationExample, read_relations
+from bertkit.encoders import default_model, resolve_model_source
+from bertkit.errors import BertkitError
+from bertkit.io import atomic_path, write_json, write_text
+from bertkit.metrics.re import detect_negative, relation_scores, save_confusion
+from bertkit.tasks.ner.encoding import sorted_batches
+from bertkit.tasks.re.config import REConfig
+from bertkit.tasks.re.data import entity_types, load_re_data, unseen_labels
+from bertkit.tasks.re.encoding import Encoded, MarkerSet, PairBatches, collate, encode
+from bertkit.tasks.re.model import build_relation_model, load_relation_model, save_relation_model
+from bertkit.training import train
+from bertkit.training.devices import Runtime, make_runtime, seed_everything
+from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
+
+SCORING = ("scikit-learn: micro_* over relation labels excluding negative_label; macro_f1 = "
+           "unweighted mean F1 over positive labels present in gold or predictions; accuracy "
+           "over all pairs")
+
+
+def classify(model, items: Sequence[Encoded], runtime: Runtime, pad_id: int,
+             batch_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted label ids ``[N]`` and their softmax probabilities ``[N]`` for encoded pairs.
+
+    Inputs are sorted by length so each batch is padded only to its own longest.
+    """
+    n = len(items)
+    pred, prob = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.float32)
+    if not n:
+        return pred, prob
+    lengths = np.asarray([len(x.input_ids) for x in items])
+    model.eval()
+    model.to(runtime.device)
+    with torch.inference_mode():
+        for idx in sorted_batches(lengths, batch_size):
+            batch = collate([items[i] for i in idx], pad_id)
+            batch.pop("labels")
+            batch = runtime.to_device(batch)
+            with runtime.autocast():
+                logits = model(**batch).logits
+            p, k = logits.float().softmax(-1).max(-1)
+            pred[idx], prob[idx] = k.cpu().numpy(), p.cpu().numpy()
+    return pred, prob
+
+
+def _warn_bad(bad: dict[str, list[BadLine]] | list[BadLine], console: Console | None) -> int:
+    lines = [b for v in bad.values() for b in v] if isinstance(bad, dict) else list(bad)
+    if console and lines:
+        for b in lines[:20]:
+            console.print(f"[yellow]skipped bad line:[/] {escape(str(b))}", highlight=False)
+        if len(lines) > 20:
+            console.print(f"[yellow]… {len(lines) - 20} more bad lines skipped", highlight=False)
+    return len(lines)
+
+
+def _negative(setting: str, labels: Sequence[str], console: Console | None) -> str | None:
+    if setting == "-":
+        return None
+    if setting == "auto":
+        return detect_negative(labels)
+    if setting not in labels and console:
+        console.print(f"[yellow]warning:[/] negative label '{escape(setting)}' is not among the "
+                      f"training labels", highlight=False)
+    return setting
+
+
+def _limit(items: list, n: int | None) -> list:
+    return items if n is None else items[:n]
+
+
+def prediction_lines(examples: Sequence[RelationExample], labels: Sequence[str],
+                     pred: np.ndarray, prob: np.ndarray) -> str:
+    """JSON lines: each input object with ``predicted`` (label) and ``probability`` added."""
+    return "".join(json.dumps({**ex.raw, "line": ex.line, "predicted": labels[int(k)],
+                               "probability": round(float(p), 6)}, ensure_ascii=False) + "\n"
+                   for ex, k, p in zip(examples, pred, prob))
+
+
+def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
+    """Fine-tune, keep the best dev epoch (micro-F1), score test, and write the run directory.
+
+    Writes ``config.yaml``, ``metrics.jsonl``, ``results.json``, ``test_predictions.jsonl``,
+    ``test_confusion.{csv,png}`` and ``model/`` (Hugging Face format + ``bertkit.json``).
+
+    Returns:
+        the results dict also written to ``results.json``.
+
+    Raises:
+        BertkitError: bad data (before any training), model, settings or output directory.
+    """
+    cfg.validate()
+    model_name = resolve_model_source(cfg.model or default_model())
+    run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("re", cfg.data)
+    cfg.output_dir = str(run_dir)
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    runtime = make_runtime(cfg.device, cfg.precision)
+    data = load_re_data(cfg.data, skip_bad_lines=cfg.skip_bad_lines)
+    skipped = {s: len(v) for s, v in data.bad_lines.items()}
+    _warn_bad(data.bad_lines, console)
+    train_x = _limit(data.splits["train"], cfg.max_train_samples)
+    dev_x = _limit(data.splits["dev"], cfg.max_eval_samples)
+    test_x = _limit(data.splits["test"], cfg.max_eval_samples)
+    labels = sorted({ex.label for ex in train_x})
+    if len(labels) < 2:
+        raise BertkitError(f"the training data has {len(labels)} relation label(s)",
+                           file=data.sources["train"], expected="at least two labels")
+    negative = _negative(cfg.negative_label, labels, console)
+    for split, xs in (("dev", dev_x), ("test", test_x)):
+        for lab, (file, line) in unseen_labels(train_x, xs).items():
+            if console:
+                console.print(f"[yellow]warning:[/] {file}:{line}: label '{escape(lab)}' occurs in "
+                              f"{split} but not in train: the model cannot predict it (scored as "
+                              f"missed)", highlight=False)
+    types = tuple(entity_types(train_x)) if cfg.typed_markers else ()
+    if cfg.typed_markers and not types and console:
+        console.print("[yellow]warning:[/] --typed-markers: the data gives no entity types; "
+                      "untyped markers used", highlight=False)
+    markers = MarkerSet(types)
+    seed_everything(cfg.seed)
+    model, tokenizer, marker_ids = build_relation_model(model_name, labels, cfg.pooling, markers)
+    run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
+    label2id = {lab: i for i, lab in enumerate(labels)}
+    enc = {s: encode(xs, tokenizer, marker_ids, markers, label2id, cfg.max_length)
+           for s, xs in (("train", train_x), ("dev", dev_x), ("test", test_x))}
+    truncated = {s: int(sum(x.truncated for x in v)) for s, v in enc.items()}
+    if console:
+        console.print(f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} pairs (train/dev/test); "
+                      f"{len(labels)} labels, negative label {negative!r}; pooling {cfg.pooling}; "
+                      f"{len(markers.tokens())} markers; cut around the entities: {truncated}; "
+                      f"model {model_name}; device {runtime.device}, {runtime.precision}",
+                      highlight=False)
+    batches = PairBatches(enc["train"], cfg.batch_size, cfg.seed, tokenizer.pad_token_id)
+    dev_gold = [ex.label for ex in dev_x]
+
+    def evaluate_dev(m) -> dict:
+        pred, _ = classify(m, enc["dev"], runtime, tokenizer.pad_token_id, cfg.eval_batch_size)
+        return relation_scores(dev_gold, [labels[k] for k in pred], negative, labels)
+
+    result = train(model, batches, cfg, runtime, run_dir, evaluate=evaluate_dev,
+                   select_metric="micro_f1", console=console)
+    start = time.perf_counter()
+    pred, prob = classify(model, enc["test"], runtime, tokenizer.pad_token_id, cfg.eval_batch_size)
+    predict_seconds = time.perf_counter() - start
+    test_metrics = relation_scores([ex.label for ex in test_x], [labels[k] for k in pred],
+                                   negative, labels)
+    write_text(run_dir / "test_predictions.jsonl", prediction_lines(test_x, labels, pred, prob))
+    save_confusion(run_dir / "test_confusion", test_metrics["labels"], test_metrics["confusion"],
+                   f"test: {cfg.data}")
+    with atomic_path(run_dir / "model") as tmp:
+        save_relation_model(model, tokenizer, tmp, {
+            "max_length": cfg.max_length, "base_model": model_name, "data": cfg.data,
+            "negative_label": negative, "entity_types": list(types)})
+    results = {
+        "task": "re", "data": cfg.data, "model": model_name, "pooling": cfg.pooling,
+        "negative_label": negative, "best_epoch": result.best_epoch,
+        "dev": result.history[result.best_epoch - 1] if result.best_epoch else None,
+        "test": test_metrics, "train_seconds": result.train_seconds,
+        "train_pairs_per_second": len(train_x) * cfg.epochs / max(result.train_seconds, 1e-9),
+        "predict_seconds": predict_seconds, "steps": result.steps,
+        "skipped_bad_lines": skipped, "truncated_pairs": truncated, "scoring": SCORING,
+    }
+    write_json(run_dir / "results.json", results)
+    return results
+
+
+def _split(split: str) -> str:
+    split = {"valid": "dev", "validation": "dev"}.get(split, split)
+    if split not in ("train", "dev", "test"):
+        raise BertkitError(f"unknown split '{split}'", expected="train, dev (valid) or test")
+    return split
+
+
+def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "auto",
+                precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
+                negative_label: str | None = None, console: Console | None = None
+                ) -> tuple[dict, list[RelationExample], np.ndarray, np.ndarray, list[str]]:
+    """Score a saved model on one split of ``data``.
+
+    Args:
+        negative_label: None: the one saved with the model; else as ``REConfig.negative_label``.
+
+    Returns:
+        (metrics as in :func:`~bertkit.metrics.re.relation_scores`, examples, predicted label ids,
+        their probabilities, the model's labels).
+
+    Raises:
+        BertkitError: no saved model there, bad data, or an unknown split.
+    """
+    split = _split(split)
+    model, tokenizer, labels, markers, marker_ids, meta = load_relation_model(model_dir)
+    runtime = make_runtime(device, precision)
+    read = load_re_data(data, (split,), skip_bad_lines)
+    _warn_bad(read.bad_lines, console)
+    xs = read.splits[split]
+    negative = meta.get("negative_label") if negative_label is None else \
+        _negative(negative_label, labels, console)
+    if console:
+        known = [RelationExample("", xs[0].e1, xs[0].e2, lab) for lab in labels]
+        for lab, (file, line) in unseen_labels(known, xs).items():
+            console.print(f"[yellow]warning:[/] {file}:{line}: label '{escape(lab)}' is not among "
+                          f"the model's labels (scored as missed)", highlight=False)
+    items = encode(xs, tokenizer, marker_ids, markers, {}, meta.get("max_length", 512))
+    pred, prob = classify(model, items, runtime, tokenizer.pad_token_id, batch_size)
+    metrics = relation_scores([ex.label for ex in xs], [labels[k] for k in pred], negative, labels)
+    return metrics, xs, pred, prob, labels
+
+
+def predict_re(model_dir: str, input_path: str, output: str | None = None,
+               input_format: str = "auto", device: str = "auto", precision: str = "auto",
+               batch_size: int = 64, skip_bad_lines: bool = False,
+               console: Console | None = None) -> str:
+    """Classify the entity pairs of a file: JSON lines (any form, label optional) or plain text
+    with one ``<< >>``/``[[ ]]``-marked sentence a line.
+
+    Args:
+        input_format: ``auto`` (JSON lines when the first non-blank character is ``{``), ``jsonl``
+            or ``text``.
+        output: file to write atomically; None returns the text only.
+
+    Returns:
+        JSON lines: each input object (``{"text": …}`` for text input) with ``line``,
+        ``predicted`` and ``probability`` added.
+
+    Raises:
+        BertkitError: unknown format, bad input line (without ``skip_bad_lines``), no saved model.
+    """
+    if input_format not in ("auto", "jsonl", "text"):
+        raise BertkitError(f"unknown input format '{input_format}'", expected="auto, jsonl or text")
+    model, tokenizer, labels, markers, marker_ids, meta = load_relation_model(model_dir)
+    runtime = make_runtime(device, precision)
+    if input_format == "auto":
+        try:
+            head = Path(input_path).read_bytes()[:4096].lstrip()
+        except OSError as exc:
+            raise BertkitError(f"cannot read the file: {exc.strerror}", file=input_path) from None
+        input_format = "jsonl" if head.startswith(b"{") else "text"
+    read = read_relations(input_path, labelled=False, skip_bad_lines=skip_bad_lines,
+                          text_lines=input_format == "text")
+    _warn_bad(read.bad_lines, console)
+    items = encode(read.examples, tokenizer, marker_ids, markers, {}, meta.get("max_length", 512))
+    pred, prob = classify(model, items, runtime, tokenizer.pad_token_id, batch_size)
+    text = prediction_lines(read.examples, labels, pred, prob)
+    if output:
+        write_text(output, text)
+    return text

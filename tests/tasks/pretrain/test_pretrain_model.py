@@ -1,0 +1,62 @@
+import torch
+from transformers import AutoModelForMaskedLM
+
+from bertkit.masking import VocabInfo, build_masker
+from bertkit.tasks.pretrain.model import SIZES, build_pretrain_model, scratch_config
+
+
+def _batch(tokenizer, n=4, T=24, seed=0):
+    vocab = VocabInfo.from_tokenizer(tokenizer)
+    g = torch.Generator().manual_seed(seed)
+    ids = vocab.normal_ids[torch.randint(2000, (n, T), generator=g)]
+    ids[:, 0], ids[:, -1] = tokenizer.cls_token_id, tokenizer.sep_token_id
+    out = build_masker("span", vocab)(ids, g)
+    return {"input_ids": out.input_ids, "attention_mask": torch.ones_like(ids),
+            "labels": out.labels, "sbo_targets": out.sbo_targets}
+
+
+def test_encoder_without_head_gets_a_tied_head_and_logits_only_at_masked_positions(tiny_encoder, tokenizer):
+    model, info = build_pretrain_model(tiny_encoder, None, tokenizer, sbo=True, sbo_weight=0.5)
+    assert info["new_mlm_head"]
+    emb = model.mlm.get_input_embeddings().weight
+    assert model.mlm.get_output_embeddings().weight.data_ptr() == emb.data_ptr()
+    model.eval()
+    batch = _batch(tokenizer)
+    out = model(**batch)
+    full = model.mlm(input_ids=batch["input_ids"]).logits
+    picked = batch["labels"] != -100
+    assert out["mlm_logits"].shape == (int(picked.sum()), len(tokenizer))
+    assert torch.allclose(out["mlm_logits"], full[picked], atol=1e-5)
+    ref = torch.nn.functional.cross_entropy(full[picked], batch["labels"][picked])
+    assert torch.allclose(out["mlm_loss"], ref, atol=1e-5)
+    assert torch.allclose(out["loss"], out["mlm_loss"] + 0.5 * out["sbo_loss"])
+    assert 8 < float(out["sbo_loss"]) < 13  # about ln(30522) = 10.3 for a random head
+
+
+def test_sbo_loss_trains_the_head_and_the_encoder(tiny_encoder, tokenizer):
+    model, _ = build_pretrain_model(tiny_encoder, None, tokenizer, sbo=True, sbo_weight=1.0)
+    out = model(**_batch(tokenizer, seed=1))
+    out["sbo_loss"].backward()
+    assert model.sbo.dense1.weight.grad.abs().sum() > 0 and model.sbo.bias.grad.abs().sum() > 0
+    assert model.mlm.get_input_embeddings().weight.grad.abs().sum() > 0
+
+
+def test_no_sbo_targets_means_no_sbo_loss(tiny_encoder, tokenizer):
+    model, _ = build_pretrain_model(tiny_encoder, None, tokenizer, sbo=False, sbo_weight=1.0)
+    batch = _batch(tokenizer)
+    out = model(**batch)
+    assert "sbo_loss" not in out and torch.equal(out["loss"], out["mlm_loss"])
+
+
+def test_scratch_sizes_and_continuing_a_masked_lm_keeps_its_head(tmp_path, tokenizer):
+    cfg = scratch_config("tiny", tokenizer)
+    assert (cfg.num_hidden_layers, cfg.hidden_size) == (2, 128) and cfg.vocab_size == len(tokenizer)
+    assert SIZES["base"]["hidden_size"] == 768 and SIZES["large"]["num_hidden_layers"] == 24
+    model, info = build_pretrain_model(None, "tiny", tokenizer, sbo=True, sbo_weight=1.0)
+    assert info["new_mlm_head"] and 4_000_000 < info["parameters"] < 5_000_000
+    model.save(tmp_path / "m", tokenizer, {})
+    again, info2 = build_pretrain_model(str(tmp_path / "m"), None, tokenizer, sbo=True, sbo_weight=1.0)
+    assert not info2["new_mlm_head"] and info2["sbo_loaded"]
+    assert torch.equal(again.sbo.dense2.weight, model.sbo.dense2.weight)
+    reloaded = AutoModelForMaskedLM.from_pretrained(tmp_path / "m")
+    assert torch.equal(reloaded.cls.predictions.bias, model.mlm.cls.predictions.bias)

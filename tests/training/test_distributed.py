@@ -1,0 +1,95 @@
+"""Multi-process training: sharding, loss weighting, and a real 2-process gloo run (torchrun)
+that matches one process with the same global batch and writes one set of outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertkit.training.distributed import global_loss_scale, shard_batch
+from tests.conftest import write_ner_dir
+
+SENTENCES = [
+    ("Aspirin induced renal failure .", "B-Chemical O B-Disease I-Disease O"),
+    ("Cisplatin causes nephrotoxicity in rats .", "B-Chemical O B-Disease O O O"),
+    ("No entities here", "O O O"),
+    ("Lithium toxicity was reported after long treatment with high doses .",
+     "B-Chemical O O O O O O O O O O"),
+    ("Haloperidol", "B-Chemical"),
+]
+
+
+def _conll(n: int) -> str:
+    out = []
+    for i in range(n):
+        words, tags = SENTENCES[i % len(SENTENCES)]
+        out.append("\n".join(f"{w}\t{t}" for w, t in zip(words.split(), tags.split())))
+    return "\n\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("rows, world", [(8, 2), (7, 2), (5, 3), (2, 2)])
+def test_shards_cover_every_row_once(monkeypatch, rows, world):
+    batch = {"x": torch.arange(rows), "scalar": torch.tensor(1.5)}
+    seen = []
+    for r in range(world):
+        monkeypatch.setenv("RANK", str(r))
+        monkeypatch.setenv("WORLD_SIZE", str(world))
+        part = shard_batch(batch, rows)
+        assert part["scalar"].item() == 1.5  # non-row entries kept whole
+        seen.extend(part["x"].tolist())
+        assert abs(len(part["x"]) - rows / world) < 1
+    assert seen == list(range(rows))
+
+
+def test_one_process_needs_no_scaling():
+    assert global_loss_scale(17, torch.device("cpu")) == 1.0
+
+
+@pytest.fixture(scope="module")
+def still_encoder(tmp_path_factory, tokenizer) -> str:
+    """A tiny BERT without dropout, so one and two processes compute the same thing."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("still-bert")
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def _losses(run: Path) -> list[float]:
+    return [r["loss"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+            if r["type"] == "train"]
+
+
+@pytest.mark.slow
+def test_two_gloo_processes_match_one_process(tmp_path, still_encoder):
+    data = write_ner_dir(tmp_path / "d", train=_conll(24), dev=_conll(5), test=_conll(5))
+    args = ["finetune", "ner", "--data", str(data), "--model", still_encoder, "--epochs", "2",
+            "--batch-size", "8", "--lr", "1e-3", "--logging-steps", "1", "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    one = subprocess.run([sys.executable, "-m", "bertkit", *args, "-o", str(tmp_path / "one")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert one.returncode == 0, one.stderr[-2000:]
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                          "--nproc_per_node", "2", "-m", "bertkit", *args,
+                          "-o", str(tmp_path / "two")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert two.returncode == 0, (two.stdout[-2000:], two.stderr[-3000:])
+    a, b = _losses(tmp_path / "one"), _losses(tmp_path / "two")
+    assert len(a) == len(b) == 6  # 3 global batches of 8 per epoch, 2 epochs
+    assert a == pytest.approx(b, rel=1e-4, abs=1e-5)
+    for name in ("results.json", "test_predictions.conll", "environment.json"):
+        assert (tmp_path / "two" / name).is_file()
+    assert json.loads((tmp_path / "two" / "environment.json").read_text())["world_size"] == 2
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == \
+        sorted(p.name for p in (tmp_path / "one").iterdir())
