@@ -11,6 +11,7 @@ written, but only the held-out LAS picks the configuration reported).
 Usage:
     BERTKIT_DATA=../shared/data python benchmarks/dep_genia.py [--epochs 8] [--lr 1e-4 ...]
         [--json benchmarks/results/dep_genia.json] [--output-dir runs/dep-genia-bench]
+    python benchmarks/dep_genia.py --finish runs/dep-genia-bench/lr0.0002   # a run stopped early
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def main() -> None:
     ap.add_argument("--word-repr", default="first")
     ap.add_argument("--scalar-mix", action="store_true")
     ap.add_argument("--max-train-samples", type=int, default=None)
+    ap.add_argument("--eisner", action="store_true", help="with --finish: also score Eisner")
+    ap.add_argument("--max-test-samples", type=int, default=None, help="with --finish: check quickly")
     ap.add_argument("--output-dir", default="runs/dep-genia-bench")
     ap.add_argument("--json", default="benchmarks/results/dep_genia.json")
     ap.add_argument("--finish", default=None, metavar="RUN_DIR",
@@ -58,7 +61,7 @@ def main() -> None:
                          "stopped before its last epoch, as the full run would")
     args = ap.parse_args()
     if args.finish:
-        finish(Path(args.finish), Path(args.json))
+        finish(Path(args.finish), Path(args.json), args.max_test_samples, args.eisner)
         return
     console = Console()
     load0 = os.getloadavg()
@@ -107,7 +110,8 @@ def main() -> None:
                   f"(targets 88 / 85); results in {args.json}", highlight=False)
 
 
-def finish(run_dir: Path, json_path: Path) -> None:
+def finish(run_dir: Path, json_path: Path, max_test: int | None = None,
+           eisner: bool = False) -> None:
     """Test scores of ``run_dir``'s best held-out epoch so far (a run stopped early for time)."""
     import yaml
 
@@ -122,7 +126,7 @@ def finish(run_dir: Path, json_path: Path) -> None:
     console = Console()
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
     data = load_dep_data("genia")
-    rels = relations(data.splits["train"])
+    rels = relations(data.splits["train"][:cfg["max_train_samples"]])
     parser = build_parser(cfg["model"], rels, cfg["arc_mlp"], cfg["rel_mlp"], cfg["mlp_dropout"],
                           cfg["scalar_mix"])
     parser.load_state_dict(torch.load(run_dir / "checkpoints" / "best.pt", map_location="cpu",
@@ -131,12 +135,17 @@ def finish(run_dir: Path, json_path: Path) -> None:
     log = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     evals = [r for r in log if r["type"] == "eval"]
     best = max(evals, key=lambda r: r["las"])
-    test = data.splits["test"]
+    test = data.splits["test"][:max_test]
     start = time.time()
     heads, rels_pred = parse_sentences(parser, tokenizer, test, make_runtime("cpu"),
                                        cfg["max_length"], 64, cfg["decoder"], cfg["word_repr"])
     seconds = time.time() - start
     t = score(test, heads, rels_pred)
+    te = None
+    if eisner:
+        eh, er = parse_sentences(parser, tokenizer, test, make_runtime("cpu"), cfg["max_length"],
+                                 64, "eisner", cfg["word_repr"])
+        te = score(test, eh, er)
     write_text(run_dir / "test_predictions.conllu", format_conllu(test, heads, rels_pred))
     valid = check_trees(run_dir / "test_predictions.conllu", len(test))
     train_rates = [r["examples_per_s"] for r in log if r["type"] == "train"]
@@ -144,6 +153,7 @@ def finish(run_dir: Path, json_path: Path) -> None:
            "best_epoch": best["epoch"], "heldout_las": best["las"], "heldout_uas": best["uas"],
            "heldout_curve": [{"epoch": r["epoch"], "uas": r["uas"], "las": r["las"]} for r in evals],
            "test": {k: v for k, v in t.items() if k != "per_rel"}, "test_per_rel": t["per_rel"],
+           "test_eisner": te and {k: v for k, v in te.items() if k != "per_rel"},
            "train_sentences_per_second_logged": train_rates, "predict_seconds": seconds,
            "validity": valid, "run_dir": str(run_dir), "split_note": data.note,
            "stopped_early": len(evals) < cfg["epochs"]}
@@ -161,8 +171,9 @@ def finish(run_dir: Path, json_path: Path) -> None:
                   f"{100 * t['las_punct']:.2f} (included); UCM {100 * t['ucm']:.2f} LCM "
                   f"{100 * t['lcm']:.2f}; non-projective predicted {100 * t['nonprojective']:.2f}% "
                   f"(gold {100 * t['gold_nonprojective']:.2f}%); invalid trees "
-                  f"{valid['invalid_trees']}/{valid['sentences']}; test parse {seconds:.0f} s",
-                  highlight=False)
+                  f"{valid['invalid_trees']}/{valid['sentences']}; test parse {seconds:.0f} s"
+                  + (f"; with --decoder eisner: UAS {100 * te['uas']:.2f} LAS "
+                     f"{100 * te['las']:.2f}" if te else ""), highlight=False)
 
 
 if __name__ == "__main__":

@@ -103,7 +103,16 @@ def bertkit_run(d: Path, args, out: str, pooling: str) -> dict:
     cfg = REConfig(data=str(d), epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
                    seed=args.seed, output_dir=out, pooling=pooling, warmup=0.0, weight_decay=0.0,
                    max_grad_norm=1.0, logging_steps=10**9)
-    return finetune_re(cfg, console=None)
+    r = finetune_re(cfg, console=None)
+    # training time from the per-epoch train records of metrics.jsonl (each covers one epoch's
+    # steps only, evaluation excluded), independent of the loop's own train_seconds
+    records = [json.loads(l) for l in (Path(out) / "metrics.jsonl").read_text().splitlines() if l.strip()]
+    n = sum(1 for _ in (d / "train.jsonl").open() if _.strip())
+    epoch_seconds = [n / rec["examples_per_s"] for rec in records if rec.get("type") == "train"]
+    r["loop_train_seconds"] = r["train_seconds"]
+    r["train_seconds"] = sum(epoch_seconds)
+    r["train_pairs_per_second"] = n * args.epochs / r["train_seconds"]
+    return r
 
 
 def row(name: str, r: dict) -> str:

@@ -14,7 +14,8 @@ or several stages run in order, a later stage naming an earlier one's output as 
       - {name: phase1, command: pretrain,    settings: {vocab: "@vocab", max_seq_length: 128}}
       - {name: phase2, command: pretrain,    settings: {model: "@phase1", max_seq_length: 512}}
 
-Settings use the command's option names in snake_case. ``--set key=value`` overrides a key in
+Settings use the command's option names in snake_case; ``$VARIABLES`` in string values are
+expanded from the environment (``$BERTKIT_DATA/corpus/train.txt``). ``--set key=value`` overrides a key in
 every stage that has it, ``--set stage.key=value`` in one stage; values are read as YAML
 (``--set lr=3e-5``, ``--set crf=false``). Named recipes live in the top-level ``recipes/`` folder
 (installed under ``<prefix>/share/bertkit/recipes``).
@@ -23,6 +24,7 @@ every stage that has it, ``--set stage.key=value`` in one stage; values are read
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,6 +205,8 @@ def _resolve_refs(settings: dict[str, Any], products: dict[str, str]) -> dict[st
                                    expected="@" + " or @".join(products) if products else
                                    "a stage defined above this one")
             value = products[value[1:]]
+        elif isinstance(value, str) and "$" in value:  # $BERTKIT_DATA/corpus/train.txt
+            value = os.path.expandvars(value)
         out[key] = value
     return out
 

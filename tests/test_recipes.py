@@ -115,3 +115,23 @@ def test_run_a_one_stage_recipe_end_to_end(tmp_path, tiny_encoder):
     assert res.exit_code == 0, res.output
     results = json.loads((out / "results.json").read_text())
     assert results["steps"] == 1 and (out / "model" / "config.json").is_file()
+
+
+def test_every_shipped_stage_builds_its_command_config():
+    """Every key of every shipped recipe is an option of its command, with the right type."""
+    import inspect
+
+    from bertkit.config import build_config
+    from bertkit.vocab.build import build_vocab
+
+    vocab_keys = set(inspect.signature(build_vocab).parameters)
+    for rec in recipes.list_recipes():
+        for stage in rec.stages:
+            settings = {k: ("/some/dir" if isinstance(v, str) and v.startswith("@") else v)
+                        for k, v in stage.settings.items()}
+            if stage.command == "vocab build":
+                assert set(settings) <= vocab_keys, (rec.name, set(settings) - vocab_keys)
+                continue
+            cls = recipes._load_attr(recipes.COMMANDS[stage.command][0])
+            cfg = build_config(cls, settings, source=f"{rec.path} stage {stage.name}")
+            cfg.check_ranges()

@@ -16,9 +16,9 @@ def test_span_sbo_pretraining_lowers_validation_loss_on_the_shared_corpus(tmp_pa
     run = tmp_path / "run"
     res = CliRunner().invoke(app, [
         "pretrain", "--corpus", str(corpus / "train.txt"), "--valid", str(corpus / "valid.txt"),
-        "--config", "tiny", "--vocab", "minilm", "--masking", "span", "--max-steps", "40",
-        "--batch-size", "16", "--max-seq-length", "64", "--lr", "2e-3", "--warmup", "4",
-        "--eval-steps", "40", "--max-eval-sequences", "64", "--logging-steps", "10",
+        "--config", "tiny", "--vocab", "minilm", "--masking", "span", "--max-steps", "24",
+        "--batch-size", "8", "--max-seq-length", "64", "--lr", "3e-3", "--warmup", "2",
+        "--eval-steps", "24", "--max-eval-sequences", "48", "--logging-steps", "4",
         "--device", "cpu", "--cache-dir", str(tmp_path / "cache"), "-o", str(run)])
     assert res.exit_code == 0, res.output
     results = json.loads((run / "results.json").read_text())

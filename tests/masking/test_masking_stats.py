@@ -186,3 +186,14 @@ def test_rows_without_real_tokens_get_no_mask(vocab, tokenizer):
         assert (out.labels[0] == IGNORE).all()
         assert (out.labels[1] != IGNORE).sum() == 1  # max(1, round(0.6)) / ceil(0.6)
     assert math.ceil(4 * 0.15) == 1
+
+
+def test_span_length_sampler_matches_the_renormalised_pmf():
+    from bertkit.masking.span import sample_span_lengths
+
+    lengths = sample_span_lengths((200_000,), 0.2, 10, torch.Generator().manual_seed(0))
+    hist = torch.bincount(lengths, minlength=11)[1:].double() / len(lengths)
+    assert lengths.min() == 1 and lengths.max() == 10
+    assert (hist - span_length_distribution(0.2, 10)).abs().max() < 0.003
+    assert abs(lengths.double().mean().item() - 3.797) < 0.02
+    assert (sample_span_lengths((50,), 1.0, 10, torch.Generator()) == 1).all()

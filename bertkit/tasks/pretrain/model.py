@@ -70,14 +70,21 @@ class PretrainModel(nn.Module):
         return getattr(self.mlm, self._head_name)(hidden)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, sbo_targets: torch.Tensor | None = None
-                ) -> dict[str, torch.Tensor]:
-        """Args: ``[B, T]`` ids, mask and MLM labels (-100: not predicted); ``[M, 5]`` SBO targets.
+                labels: torch.Tensor | None = None, sbo_targets: torch.Tensor | None = None,
+                sbo_boundaries: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Args: ``[B, T]`` ids, mask and MLM labels (-100: not predicted); the SBO targets as
+        ``[M, 5]`` rows (:func:`bertkit.masking.span.sbo_targets`) or per position as ``[B, T, 2]``
+        boundaries (:func:`bertkit.tasks.pretrain.batches.sbo_boundaries`).
 
         Returns:
             ``mlm_logits [N, V]`` at the N labelled positions (row-major), and with labels
-            ``loss``, ``mlm_loss`` and (with SBO targets) ``sbo_loss``, scalars.
+            ``loss``, ``mlm_loss``, (with SBO targets) ``sbo_loss``, scalars, and
+            ``loss_count``, N (the training loop weights processes by it).
         """
+        if sbo_targets is None and sbo_boundaries is not None:
+            from bertkit.tasks.pretrain.batches import sbo_targets_from_boundaries
+
+            sbo_targets = sbo_targets_from_boundaries(sbo_boundaries)
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         if labels is None:
             return {"hidden": hidden}
@@ -85,7 +92,8 @@ class PretrainModel(nn.Module):
         logits = self.mlm_head(hidden[picked])
         target = labels[picked]
         mlm_loss = F.cross_entropy(logits.float(), target) if target.numel() else hidden.sum() * 0
-        out = {"mlm_logits": logits, "mlm_loss": mlm_loss, "loss": mlm_loss}
+        out = {"mlm_logits": logits, "mlm_loss": mlm_loss, "loss": mlm_loss,
+               "loss_count": torch.tensor(target.numel(), device=logits.device)}
         if self.sbo is not None and sbo_targets is not None:
             if sbo_targets.shape[0]:
                 weight = self.mlm.get_input_embeddings().weight

@@ -20,8 +20,8 @@ def run(tmp_path, name, data, model, **kw):
 def test_run_directory_determinism_and_unseen_label(tmp_path, tiny_encoder):
     test = PAIRS + [("<< x >> binds [[ y ]] .", "AGONIST")]
     d = write_re_dir(tmp_path / "d", test=test)
-    a = run(tmp_path, "a", d, tiny_encoder, seed=3)
-    b = run(tmp_path, "b", d, tiny_encoder, seed=3)
+    a = run(tmp_path, "a", d, tiny_encoder, seed=3, epochs=1)
+    b = run(tmp_path, "b", d, tiny_encoder, seed=3, epochs=1)
     assert a["test"] == b["test"] and a["dev"] == b["dev"]
     wa = load_file(str(tmp_path / "a" / "model" / "model.safetensors"))
     wb = load_file(str(tmp_path / "b" / "model" / "model.safetensors"))
