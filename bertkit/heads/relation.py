@@ -72,7 +72,7 @@ class BertForRelationClassification(BertPreTrainedModel):
     def __init__(self, config) -> None:
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.pooling = getattr(config, "relation_pooling", "entity-start")
+        self.pooling = getattr(config, "relation_pooling", "cls")
         if self.pooling not in POOLINGS:
             raise ValueError(f"relation_pooling must be one of {POOLINGS}, got {self.pooling!r}")
         self.bert = BertModel(config, add_pooling_layer=False)

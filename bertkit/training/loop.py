@@ -321,6 +321,7 @@ def train(
                 if last:
                     break
             pos["train_seconds"] += time.perf_counter() - clock["train"]
+            clock["train"] = time.perf_counter()  # counted: evaluation must not count it again
             if counts["batches"]:  # the epoch's last steps, so short runs log a loss too
                 flush(epoch)
             pos["epoch"], pos["batch"] = epoch + 1, 0

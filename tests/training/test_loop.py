@@ -167,3 +167,26 @@ def test_no_weight_decay_on_bias_and_norm():
     decay, no_decay = parameter_groups(Toy(), 0.01)
     assert len(decay["params"]) == 2 and len(no_decay["params"]) == 4
     assert no_decay["weight_decay"] == 0
+
+
+class Slow(Source):
+    """Each batch takes 40 ms to produce, so an epoch of 10 batches takes about 0.4 s."""
+
+    def iter_batches(self, epoch, start=0):
+        import time
+
+        for batch in super().iter_batches(epoch, start):
+            time.sleep(0.04)
+            yield batch
+
+
+def test_train_seconds_count_each_epoch_once_and_no_evaluation(tmp_path):
+    import time
+
+    def slow_eval(model):
+        time.sleep(0.3)
+        return {"f1": 0.0}
+
+    cfg = TrainConfig(epochs=3, lr=1e-2, logging_steps=5)
+    res = train(Toy(), Slow(), cfg, make_runtime("cpu", "fp32"), tmp_path, evaluate=slow_eval)
+    assert 1.15 < res.train_seconds < 2.0  # 3 x 0.4 s of batches; not doubled, no 0.9 s of eval

@@ -6,7 +6,11 @@ tokenised in one batch call of the fast (Rust) tokenizer; the token ids are appe
 file (``tokens.bin``, with ``[SEP]`` after each document), so memory does not grow with the
 corpus. The file is cached under a key made of the corpus files (path, size, modification time)
 and the tokenizer (its serialised form), so a second run, or a run with another masking, reads
-it back at once. Training reads it memory-mapped.
+it back at once. Training reads it memory-mapped. Beside it, ``sentence_ends.bin`` (int64) holds
+the stream offset just past each sentence (each non-blank line that has tokens) and
+``document_ends.bin`` (int64) the offset of each document's ``[SEP]``: next-sentence prediction
+(:mod:`bertkit.tasks.pretrain.nsp`) rebuilds documents of sentences from them
+(:func:`stream_documents`).
 
 Packing (no next-sentence prediction, as SpanBERT and RoBERTa found better): sequence i is
 ``[CLS] + stream[i*(T-2) : (i+1)*(T-2)] + [SEP]`` for ``T = --max-seq-length``, so every batch is
@@ -35,7 +39,7 @@ from bertkit.errors import BertkitError
 from bertkit.io import atomic_path, write_json
 from bertkit.vocab.corpus import CorpusStats, _iter_file_blocks, resolve_corpus_files
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 def default_cache_dir() -> Path:
@@ -54,6 +58,8 @@ class TokenStream:
         documents: number of documents.
         path: the cache folder.
         cached: True when it was read from the cache rather than tokenised now.
+        sentence_ends: ``[S]`` int64 memory-mapped offsets just past each sentence.
+        document_ends: ``[D]`` int64 memory-mapped offsets of each document's ``[SEP]``.
     """
 
     ids: np.ndarray
@@ -61,6 +67,8 @@ class TokenStream:
     documents: int
     path: Path
     cached: bool
+    sentence_ends: np.ndarray | None = None
+    document_ends: np.ndarray | None = None
 
 
 def cache_key(files: list[Path], tokenizer) -> str:
@@ -96,11 +104,14 @@ def _plain_backend(tokenizer):
     return backend
 
 
-def _encode_block(text: str, backend, sep: int, open_doc: bool) -> tuple[np.ndarray, int, bool]:
+def _encode_block(text: str, backend, sep: int, open_doc: bool
+                  ) -> tuple[np.ndarray, int, bool, np.ndarray, np.ndarray]:
     """Token ids of one block of lines, ``sep`` after each document a blank line ends.
 
     Returns:
-        (ids, documents ended in the block, whether a document is still open at its end).
+        (ids, documents ended in the block, whether a document is still open at its end,
+        ``[s]`` int64 offsets in ``ids`` just past each sentence, ``[d]`` int64 offsets in ``ids``
+        of each document separator).
     """
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -109,11 +120,13 @@ def _encode_block(text: str, backend, sep: int, open_doc: bool) -> tuple[np.ndar
     content = [line for line, b in zip(lines, blank) if not b]
     encs = backend.encode_batch(content, add_special_tokens=False)
     pieces, ended = [], 0
+    is_sentence: list[bool] = []
     k = 0
     for is_blank in blank.tolist():  # one step per line, not per token
         if is_blank:
             if open_doc:
                 pieces.append((sep,))
+                is_sentence.append(False)
                 ended += 1
             open_doc = False
         else:
@@ -121,9 +134,12 @@ def _encode_block(text: str, backend, sep: int, open_doc: bool) -> tuple[np.ndar
             k += 1
             if ids:
                 pieces.append(ids)
+                is_sentence.append(True)
                 open_doc = True
     flat = np.fromiter(itertools.chain.from_iterable(pieces), dtype=np.int64)
-    return flat, ended, open_doc
+    ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
+    kind = np.asarray(is_sentence, dtype=bool)
+    return flat, ended, open_doc, ends[kind], ends[~kind] - 1
 
 
 def tokenize_corpus(paths: Iterable[str | Path], tokenizer, cache_dir: str | Path | None = None,
@@ -155,22 +171,31 @@ def tokenize_corpus(paths: Iterable[str | Path], tokenizer, cache_dir: str | Pat
             console.print(f"tokenising {len(files)} corpus file(s) into {folder}", highlight=False)
         with atomic_path(folder) as tmp, _rust_threads():
             tmp.mkdir(parents=True)
-            with open(tmp / "tokens.bin", "wb") as out:
+            sentences = 0
+            with open(tmp / "tokens.bin", "wb") as out, \
+                    open(tmp / "sentence_ends.bin", "wb") as sent_out, \
+                    open(tmp / "document_ends.bin", "wb") as doc_out:
                 for path in files:
                     open_doc = False
                     for text in _iter_file_blocks(path, skip_bad_lines=False, stats=stats,
                                                   progress=None, block_bytes=1 << 20):
-                        ids, ended, open_doc = _encode_block(text, backend, sep, open_doc)
+                        ids, ended, open_doc, sent_ends, doc_ends = _encode_block(
+                            text, backend, sep, open_doc)
                         docs += ended
-                        body = ids[ids != sep] if ended else ids
+                        body = np.delete(ids, doc_ends) if ended else ids
                         counts += np.bincount(body, minlength=len(counts))[:len(counts)]
                         ids.astype(dtype).tofile(out)
+                        (sent_ends + total).tofile(sent_out)
+                        (doc_ends + total).tofile(doc_out)
                         total += len(ids)
+                        sentences += len(sent_ends)
                     if open_doc:  # the end of a file ends its last document
                         np.asarray([sep], dtype=dtype).tofile(out)
+                        np.asarray([total], dtype=np.int64).tofile(doc_out)
                         total, docs = total + 1, docs + 1
             np.save(tmp / "unigram.npy", counts)
-            write_json(tmp / "meta.json", {"tokens": total, "documents": docs, "dtype": np.dtype(dtype).name,
+            write_json(tmp / "meta.json", {"tokens": total, "documents": docs,
+                                           "sentences": sentences, "dtype": np.dtype(dtype).name,
                                            "files": [str(f) for f in files],
                                            "tokenizer": getattr(tokenizer, "name_or_path", "")})
         cached = False
@@ -181,7 +206,44 @@ def tokenize_corpus(paths: Iterable[str | Path], tokenizer, cache_dir: str | Pat
         raise BertkitError("the corpus holds no text", file=files[0], expected="one sentence a line")
     ids = np.memmap(folder / "tokens.bin", dtype=np.dtype(meta["dtype"]), mode="r",
                     shape=(meta["tokens"],))
-    return TokenStream(ids, np.load(folder / "unigram.npy"), meta["documents"], folder, cached)
+    sent = np.memmap(folder / "sentence_ends.bin", dtype=np.int64, mode="r",
+                     shape=(meta["sentences"],)) if meta["sentences"] else np.zeros(0, np.int64)
+    doc = np.memmap(folder / "document_ends.bin", dtype=np.int64, mode="r",
+                    shape=(meta["documents"],)) if meta["documents"] else np.zeros(0, np.int64)
+    return TokenStream(ids, np.load(folder / "unigram.npy"), meta["documents"], folder, cached,
+                       sent, doc)
+
+
+def stream_documents(stream: TokenStream, pseudo_document_sentences: int = 64
+                     ) -> tuple[list[list[np.ndarray]], bool]:
+    """The corpus as documents of sentences, for next-sentence prediction.
+
+    Sentence ``i`` is ``ids[start_i:end_i]`` with ``start_i`` the previous sentence's end, or one
+    past a document's ``[SEP]`` when a document ends in between; each sentence is a view of the
+    memory-mapped stream (no copy). A corpus of fewer than two documents (no blank line) is cut
+    into pseudo-documents of ``pseudo_document_sentences`` consecutive sentences, since NSP's
+    random-next segments must come from another document.
+
+    Returns:
+        (documents: lists of ``[n]`` token-id arrays, whether pseudo-documents were made).
+    """
+    ends = np.asarray(stream.sentence_ends, dtype=np.int64)
+    doc_ends = np.asarray(stream.document_ends, dtype=np.int64)
+    starts = np.zeros(len(ends), dtype=np.int64)
+    starts[1:] = ends[:-1]
+    # a sentence that follows a document separator starts just after it
+    after_sep = np.isin(starts, doc_ends)
+    starts[after_sep] += 1
+    sentences = [stream.ids[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+    pseudo = len(doc_ends) < 2
+    if pseudo:
+        cuts = np.arange(pseudo_document_sentences, len(sentences), pseudo_document_sentences)
+    else:  # the document of each sentence: the number of separators before its end
+        doc_of = np.searchsorted(doc_ends, ends)
+        cuts = np.flatnonzero(np.diff(doc_of)) + 1
+    bounds = [0, *cuts.tolist(), len(sentences)]
+    documents = [sentences[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    return documents, pseudo
 
 
 class PackedSequences:

@@ -1,13 +1,18 @@
-"""The pretraining model: a Hugging Face masked-LM plus SpanBERT's SBO head.
+"""The pretraining model: a Hugging Face masked-LM plus SpanBERT's SBO head, or BERT's
+next-sentence-prediction (NSP) head.
 
 The vocabulary projection is applied only at the masked positions (about 15% of them), not at
 every position as ``BertForMaskedLM.forward`` does: on a CPU that projection dominates the cost
 of a step. The loss is ``MLM + sbo_weight * SBO``, each the mean cross-entropy over its own
 targets (Joshi et al., 2020, sec. 3.2); both are returned so the loop logs them separately.
+With NSP the model is a ``BertForPreTraining`` (pooler + ``cls.seq_relationship``, a
+``Linear(H, 2)`` on the pooled ``[CLS]``) and the loss is ``MLM + NSP`` cross-entropy (Devlin et
+al., 2019, sec. 3.1 and appendix A.2), ``nsp_loss`` logged apart.
 
 Saving writes the masked-LM with ``save_pretrained`` (``AutoModelForMaskedLM`` and the
 ``fill-mask`` pipeline load it; ``AutoModel*`` for fine-tuning too), the tokenizer, the SBO head
-in ``sbo.safetensors`` and ``bertkit.json``.
+in ``sbo.safetensors`` and ``bertkit.json``; with NSP it is saved as ``BertForPreTraining``
+(``AutoModelForPreTraining`` loads the NSP head too, ``AutoModelForMaskedLM`` the MLM part).
 """
 
 from __future__ import annotations
@@ -41,7 +46,9 @@ class PretrainModel(nn.Module):
     """Masked-LM (+ SBO) for pretraining.
 
     Args:
-        mlm: a ``*ForMaskedLM`` model of the BERT family (its head is ``cls`` or ``lm_head``).
+        mlm: a ``*ForMaskedLM`` model of the BERT family (its head is ``cls`` or ``lm_head``), or
+            a ``BertForPreTraining`` (its ``cls`` holds ``predictions`` and the NSP head
+            ``seq_relationship``: NSP is then trained when batches carry ``next_sentence_label``).
         sbo: the span-boundary head, or None.
         sbo_weight: weight of the SBO loss.
 
@@ -60,6 +67,7 @@ class PretrainModel(nn.Module):
             raise BertkitError(f"unsupported masked-LM architecture {type(mlm).__name__}",
                                expected="a BERT or RoBERTa-style model")
         self._head_name = name
+        self.nsp = name == "cls" and hasattr(mlm.cls, "seq_relationship")
 
     @property
     def encoder(self) -> nn.Module:
@@ -67,25 +75,32 @@ class PretrainModel(nn.Module):
 
     def mlm_head(self, hidden: torch.Tensor) -> torch.Tensor:
         """Vocabulary logits ``[..., V]`` of hidden states ``[..., H]`` (transform + tied decoder)."""
+        if self.nsp:
+            return self.mlm.cls.predictions(hidden)
         return getattr(self.mlm, self._head_name)(hidden)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, sbo_targets: torch.Tensor | None = None,
-                sbo_boundaries: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+                sbo_boundaries: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
+                next_sentence_label: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Args: ``[B, T]`` ids, mask and MLM labels (-100: not predicted); the SBO targets as
         ``[M, 5]`` rows (:func:`bertkit.masking.span.sbo_targets`) or per position as ``[B, T, 2]``
-        boundaries (:func:`bertkit.tasks.pretrain.batches.sbo_boundaries`).
+        boundaries (:func:`bertkit.tasks.pretrain.batches.sbo_boundaries`); for NSP ``[B, T]``
+        segment ids and ``[B]`` labels (0: B follows A, 1: B is random).
 
         Returns:
             ``mlm_logits [N, V]`` at the N labelled positions (row-major), and with labels
-            ``loss``, ``mlm_loss``, (with SBO targets) ``sbo_loss``, scalars, and
-            ``loss_count``, N (the training loop weights processes by it).
+            ``loss``, ``mlm_loss``, (with SBO targets) ``sbo_loss``, (with NSP labels)
+            ``nsp_loss`` and ``nsp_logits [B, 2]``, scalars, and ``loss_count``, N (the
+            training loop weights processes by it).
         """
         if sbo_targets is None and sbo_boundaries is not None:
             from bertkit.tasks.pretrain.batches import sbo_targets_from_boundaries
 
             sbo_targets = sbo_targets_from_boundaries(sbo_boundaries)
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        encoded = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra)
+        hidden = encoded.last_hidden_state
         if labels is None:
             return {"hidden": hidden}
         picked = labels != IGNORE
@@ -100,10 +115,15 @@ class PretrainModel(nn.Module):
                 sbo_logits = self.sbo(hidden, sbo_targets, weight)
                 sbo_loss = F.cross_entropy(sbo_logits.float(),
                                            labels[sbo_targets[:, 0], sbo_targets[:, 1]])
-            else:
-                sbo_loss = hidden.sum() * 0
+            else:  # zero, but touching every SBO parameter so DDP sees them all used
+                sbo_loss = hidden.sum() * 0 + sum(p.sum() for p in self.sbo.parameters()) * 0
             out["sbo_loss"] = sbo_loss
             out["loss"] = mlm_loss + self.sbo_weight * sbo_loss
+        if self.nsp and next_sentence_label is not None:
+            nsp_logits = self.mlm.cls.seq_relationship(encoded.pooler_output)
+            nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label)
+            out["nsp_logits"], out["nsp_loss"] = nsp_logits, nsp_loss
+            out["loss"] = out["loss"] + nsp_loss
         return out
 
     def save(self, directory: Path, tokenizer, meta: dict) -> None:
@@ -114,7 +134,7 @@ class PretrainModel(nn.Module):
         if self.sbo is not None:
             save_file({k: v.detach().cpu().contiguous() for k, v in self.sbo.state_dict().items()},
                       str(directory / SBO_FILE))
-        meta = {**meta, "task": "pretrain", "sbo": self.sbo is not None,
+        meta = {**meta, "task": "pretrain", "sbo": self.sbo is not None, "nsp": self.nsp,
                 "sbo_file": SBO_FILE if self.sbo is not None else None}
         (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
@@ -134,37 +154,49 @@ def scratch_config(size: str, tokenizer, max_positions: int = 512):
 
 
 def build_pretrain_model(model: str | None, size: str | None, tokenizer, sbo: bool,
-                         sbo_weight: float) -> tuple[PretrainModel, dict]:
+                         sbo_weight: float, nsp: bool = False) -> tuple[PretrainModel, dict]:
     """Load a masked-LM to continue pretraining (``model``) or build one from scratch (``size``).
 
     A checkpoint with no MLM head (a plain encoder such as the packaged MiniLM) gets a new head
     whose decoder is tied to the input embeddings; an SBO head saved beside the model
-    (``sbo.safetensors``, from an earlier bertkit run) is loaded, else a new one is made.
+    (``sbo.safetensors``, from an earlier bertkit run) is loaded, else a new one is made. With
+    ``nsp`` the model is loaded as ``BertForPreTraining`` (``AutoModelForPreTraining``): a
+    checkpoint without a pooler or NSP head gets new ones.
 
     Returns:
-        (the model, facts for the run: ``new_mlm_head``, ``sbo_loaded``, ``parameters``).
+        (the model, facts for the run: ``new_mlm_head``, ``new_nsp_head``, ``new_pooler``,
+        ``sbo_loaded``, ``parameters``).
 
     Raises:
-        BertkitError: the model cannot be loaded, or its vocabulary is smaller than the tokenizer's.
+        BertkitError: the model cannot be loaded, its vocabulary is smaller than the tokenizer's,
+            or (with ``nsp``) it is not of an architecture with BERT's NSP head.
     """
-    from transformers import AutoModelForMaskedLM
+    from transformers import AutoModelForMaskedLM, AutoModelForPreTraining
 
+    auto = AutoModelForPreTraining if nsp else AutoModelForMaskedLM
     quiet_transformers()
-    info = {"new_mlm_head": False, "sbo_loaded": False}
+    info = {"new_mlm_head": False, "new_nsp_head": nsp, "new_pooler": nsp, "sbo_loaded": False}
     if size is not None:
-        mlm = AutoModelForMaskedLM.from_config(scratch_config(size, tokenizer),
-                                               attn_implementation="sdpa")
+        mlm = auto.from_config(scratch_config(size, tokenizer), attn_implementation="sdpa")
         info["new_mlm_head"] = True
     else:
         path = resolve_model_source(model)
         try:
-            mlm, loading = AutoModelForMaskedLM.from_pretrained(
+            mlm, loading = auto.from_pretrained(
                 path, attn_implementation="sdpa", output_loading_info=True)
         except (OSError, ValueError) as exc:
             raise BertkitError(f"cannot load a masked-LM from '{model}': {_short(exc)}",
                                expected="a BERT-family model directory or hub id") from None
         missing = [k for k in loading.get("missing_keys", []) if "embeddings" not in k]
-        info["new_mlm_head"] = any(k.startswith(("cls.", "lm_head.")) for k in missing)
+        info["new_mlm_head"] = any(k.startswith(("cls.predictions", "lm_head.")) or
+                                   (k.startswith("cls.") and not nsp) for k in missing)
+        info["new_nsp_head"] = nsp and any(k.startswith("cls.seq_relationship") for k in missing)
+        info["new_pooler"] = nsp and any(".pooler." in f".{k}" for k in missing)
+    if nsp and not (hasattr(mlm, "cls") and hasattr(mlm.cls, "seq_relationship")):
+        raise BertkitError(f"--nsp needs a BERT model with a next-sentence head; "
+                           f"{type(mlm).__name__} has none",
+                           expected="a BERT-architecture model, or --no-nsp")
+    if size is None:
         if mlm.get_input_embeddings().weight.shape[0] < len(tokenizer):
             raise BertkitError(f"the model has {mlm.get_input_embeddings().weight.shape[0]} "
                                f"embeddings but the tokenizer {len(tokenizer)} tokens", file=path)

@@ -20,8 +20,8 @@ def run(tmp_path, name, data, model, **kw):
 def test_run_directory_determinism_and_unseen_label(tmp_path, tiny_encoder):
     test = PAIRS + [("<< x >> binds [[ y ]] .", "AGONIST")]
     d = write_re_dir(tmp_path / "d", test=test)
-    a = run(tmp_path, "a", d, tiny_encoder, seed=3, epochs=1)
-    b = run(tmp_path, "b", d, tiny_encoder, seed=3, epochs=1)
+    a = run(tmp_path, "a", d, tiny_encoder, seed=3, epochs=1, pooling="entity-start")
+    b = run(tmp_path, "b", d, tiny_encoder, seed=3, epochs=1, pooling="entity-start")
     assert a["test"] == b["test"] and a["dev"] == b["dev"]
     wa = load_file(str(tmp_path / "a" / "model" / "model.safetensors"))
     wb = load_file(str(tmp_path / "b" / "model" / "model.safetensors"))
@@ -57,7 +57,7 @@ def test_cli_finetune_evaluate_predict(tmp_path, tiny_encoder, monkeypatch):
     run_dir = tmp_path / "run"
     res = runner.invoke(app, ["finetune", "re", "--data", str(d), "--model", tiny_encoder,
                               "-o", str(run_dir), "--epochs", "1", "--batch-size", "4",
-                              "--pooling", "cls", "--device", "cpu"])
+                              "--device", "cpu"])
     assert res.exit_code == 0, res.output
     assert "micro" in res.output and "(negative)" in res.output
     results = json.loads((run_dir / "results.json").read_text())

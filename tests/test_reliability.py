@@ -1,0 +1,112 @@
+"""Reliability with real processes: a pretraining run killed with SIGKILL resumes to the same
+model and metrics as an uninterrupted run; a 2-process gloo pretraining matches one process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests.tasks.pretrain.conftest import write_corpus
+
+pytestmark = pytest.mark.slow
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+@pytest.fixture(scope="module")
+def still_encoder(tmp_path_factory, tokenizer) -> str:
+    """A tiny BERT without dropout (identical computations across process layouts)."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("still-bert")
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def _args(corpus: Path, model: str, out: Path, cache: Path, steps: int, masking: str = "span"):
+    return ["pretrain", "--corpus", str(corpus), "--model", model, "--masking", masking,
+            "--max-steps", str(steps), "--batch-size", "8", "--max-seq-length", "64",
+            "--lr", "1e-3", "--save-steps", "5", "--logging-steps", "1", "--eval-steps", "1000",
+            "--cache-dir", str(cache), "--device", "cpu", "-o", str(out)]
+
+
+def _train_losses(run: Path) -> list[float]:
+    return [r["loss"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+            if r["type"] == "train"]
+
+
+def _weights(run: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(run / "model" / "model.safetensors"))
+
+
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, still_encoder):
+    corpus = write_corpus(tmp_path / "corpus.txt", lines=600)
+    cache = tmp_path / "cache"
+    steps = 60
+    full = tmp_path / "full"
+    done = subprocess.run([sys.executable, "-m", "bertkit", *_args(corpus, still_encoder, full,
+                                                                   cache, steps)],
+                          capture_output=True, text=True, env=ENV, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    cut = tmp_path / "cut"
+    proc = subprocess.Popen([sys.executable, "-m", "bertkit", *_args(corpus, still_encoder, cut,
+                                                                     cache, steps)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    deadline = time.time() + 300
+    while time.time() < deadline and not (cut / "checkpoints" / "step_15").is_dir():
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert not (cut / "model").exists() and not (cut / "results.json").exists()
+    for ckpt in (cut / "checkpoints").glob("step_*"):  # every checkpoint on disk is complete
+        assert (ckpt / "state.pt").is_file() or any(ckpt.iterdir())
+
+    resumed = subprocess.run([sys.executable, "-m", "bertkit",
+                              *_args(corpus, still_encoder, cut, cache, steps), "--resume"],
+                             capture_output=True, text=True, env=ENV, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert _train_losses(cut) == pytest.approx(_train_losses(full), rel=1e-6)
+    a, b = _weights(full), _weights(cut)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-6), key
+    ra = json.loads((full / "results.json").read_text())
+    rb = json.loads((cut / "results.json").read_text())
+    assert ra["steps"] == rb["steps"] == steps
+
+
+def test_two_gloo_processes_pretrain_like_one(tmp_path, still_encoder):
+    corpus = write_corpus(tmp_path / "corpus.txt", lines=300)
+    cache = tmp_path / "cache"
+    one, two = tmp_path / "one", tmp_path / "two"
+    common = _args(corpus, still_encoder, one, cache, 6, masking="token")
+    r1 = subprocess.run([sys.executable, "-m", "bertkit", *common], capture_output=True,
+                        text=True, env=ENV, timeout=600)
+    assert r1.returncode == 0, r1.stderr[-2000:]
+    r2 = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                         "--nproc_per_node", "2", "-m", "bertkit",
+                         *_args(corpus, still_encoder, two, cache, 6, masking="token")],
+                        capture_output=True, text=True, env=ENV, timeout=600)
+    assert r2.returncode == 0, (r2.stdout[-2000:], r2.stderr[-3000:])
+    assert _train_losses(two) == pytest.approx(_train_losses(one), rel=1e-4)
+    assert len(_train_losses(one)) == 6
+    assert sorted(p.name for p in two.iterdir()) == sorted(p.name for p in one.iterdir())
