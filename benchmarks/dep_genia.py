@@ -48,6 +48,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--lr", type=float, nargs="*", default=[None])
     ap.add_argument("--batch-size", type=int, default=None)
+    ap.add_argument("--head-lr", type=float, default=None, help="parser head lr [DepConfig default]")
     ap.add_argument("--decoder", default="mst")
     ap.add_argument("--word-repr", default="first")
     ap.add_argument("--scalar-mix", action="store_true")
@@ -67,7 +68,7 @@ def main() -> None:
     load0 = os.getloadavg()
     runs = []
     for lr in args.lr:
-        kw = {k: v for k, v in (("epochs", args.epochs), ("lr", lr),
+        kw = {k: v for k, v in (("epochs", args.epochs), ("lr", lr), ("head_lr", args.head_lr),
                                 ("batch_size", args.batch_size)) if v is not None}
         out = Path(args.output_dir) / (f"lr{lr:g}" if lr else "default")
         cfg = DepConfig(data="genia", decoder=args.decoder, word_repr=args.word_repr,
@@ -78,7 +79,7 @@ def main() -> None:
         wall = time.time() - start
         valid = check_trees(out / "test_predictions.conllu", res["test"]["sentences"])
         t, d = res["test"], res["dev"]
-        row = {"lr": cfg.lr, "epochs": cfg.epochs, "batch_size": cfg.batch_size,
+        row = {"lr": cfg.lr, "head_lr": cfg.head_lr, "epochs": cfg.epochs, "batch_size": cfg.batch_size,
                "best_epoch": res["best_epoch"], "heldout_las": d["las"], "heldout_uas": d["uas"],
                "test": {k: v for k, v in t.items() if k != "per_rel"},
                "test_per_rel": t["per_rel"], "train_seconds": res["train_seconds"],

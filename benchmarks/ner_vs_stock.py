@@ -117,6 +117,8 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--max-train", type=int, default=None, help="first N training sentences only")
+    ap.add_argument("--length-group", type=int, default=None,
+                    help="bertkit batches sorted by length together (1: random batches)")
     ap.add_argument("--skip-stock", action="store_true")
     ap.add_argument("--skip-recipe", action="store_true")
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
@@ -135,7 +137,8 @@ def main() -> None:
         # the stock Trainer's defaults too: no warm-up, no weight decay, clipping at 1.0
         same = NERConfig(data=args.data, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
                          seed=args.seed, output_dir=f"{tmp}/bertkit", max_train_samples=args.max_train,
-                         warmup=0.0, weight_decay=0.0, max_grad_norm=1.0, logging_steps=10**9)
+                         warmup=0.0, weight_decay=0.0, max_grad_norm=1.0, logging_steps=10**9,
+                         **({"length_group": args.length_group} if args.length_group else {}))
         results["bertkit"] = bertkit_run(same)
         print(row("bertkit, same settings", results["bertkit"]), flush=True)
         if not args.skip_recipe:

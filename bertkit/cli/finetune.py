@@ -29,6 +29,7 @@ def ner_cli(
     eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Windows per batch when evaluating. [default: 64]", min=1)] = None,
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training sentences.", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test sentences.", min=1)] = None,
+    length_group: Annotated[Optional[int], typer.Option("--length-group", help="Batches sorted by length together (1: random batches, more padding). [default: 50]", min=1)] = None,
     recipe: opt.Recipe = None,
 ) -> None:
     """Fine-tune an encoder for named-entity recognition (IOB2), keep the best dev epoch, score test.
@@ -45,7 +46,7 @@ def ner_cli(
         max_grad_norm=max_grad_norm, precision=precision, device=device, save_steps=save_steps,
         logging_steps=logging_steps, resume=resume, overwrite=overwrite,
         eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
-        max_eval_samples=max_eval_samples)
+        max_eval_samples=max_eval_samples, length_group=length_group)
     cfg = build_config(NERConfig, load_recipe(recipe, "finetune ner") if recipe else None, flags,
                        source=str(recipe) if recipe else "options")
     console = Console()
@@ -117,7 +118,8 @@ def dep_cli(
     rel_mlp: Annotated[Optional[int], typer.Option("--rel-mlp", help="Label MLP size. [default: 100]", min=1)] = None,
     mlp_dropout: Annotated[Optional[float], typer.Option("--mlp-dropout", help="Dropout after the MLPs. [default: 0.33]", min=0)] = None,
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Passes over the training data. [default: 6]", min=1)] = None,
-    lr: Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate (AdamW), encoder and head alike. [default: 2e-4]")] = None,
+    lr: Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate (AdamW) of the encoder. [default: 2e-4]")] = None,
+    head_lr: Annotated[Optional[float], typer.Option("--head-lr", help="Peak learning rate of the parser head (fresh weights; SuPar: 20x the encoder's). [default: 1e-3]")] = None,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", "-b", help="Sentences per forward pass. [default: 16]", min=1)] = None,
     max_length: opt.MaxLength = None, seed: opt.Seed = None, output_dir: opt.OutputDir = None,
     gradient_accumulation: opt.GradAccum = None, warmup: opt.Warmup = None,
@@ -142,6 +144,7 @@ def dep_cli(
     flags = opt.train_options(
         data=data, model=model, word_repr=word_repr, scalar_mix=scalar_mix, decoder=decoder,
         arc_mlp=arc_mlp, rel_mlp=rel_mlp, mlp_dropout=mlp_dropout, epochs=epochs, lr=lr,
+        head_lr=head_lr,
         batch_size=batch_size, max_length=max_length, seed=seed, output_dir=output_dir,
         gradient_accumulation=gradient_accumulation, warmup=warmup, weight_decay=weight_decay,
         max_grad_norm=max_grad_norm, precision=precision, device=device, save_steps=save_steps,

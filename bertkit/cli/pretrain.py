@@ -29,6 +29,8 @@ def pretrain_cli(
     max_span_length: Annotated[Optional[int], typer.Option("--max-span-length", help="Longest span in words. [default: 10]", min=1)] = None,
     sbo: Annotated[Optional[bool], typer.Option("--sbo/--no-sbo", help="SpanBERT's span-boundary objective (span masking only). [default: on with span masking]")] = None,
     sbo_weight: Annotated[Optional[float], typer.Option("--sbo-weight", help="Loss = MLM + weight x SBO. [default: 1.0]", min=0)] = None,
+    nsp: Annotated[Optional[bool], typer.Option("--nsp/--no-nsp", help="BERT's next-sentence prediction on sentence pairs (token or wwm masking; saved as BertForPreTraining). [default: no-nsp]")] = None,
+    short_seq_prob: Annotated[Optional[float], typer.Option("--short-seq-prob", help="With --nsp: chance of a shorter pair length per document. [default: 0.1]", min=0, max=1)] = None,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Optimiser steps. [default: 1000]", min=1)] = None,
     max_seq_length: Annotated[Optional[int], typer.Option("--max-seq-length", help="Tokens per packed sequence incl. [CLS]/[SEP]. [default: 128]", min=8)] = None,
     eval_steps: Annotated[Optional[int], typer.Option("--eval-steps", help="Validate every N steps (and at the end). [default: 500]", min=0)] = None,
@@ -47,7 +49,7 @@ def pretrain_cli(
     """MLM pretraining: continue from a model (domain adaptation) or start from scratch.
 
     Masking: token (BERT), wwm (whole words) or span (SpanBERT, with the span-boundary
-    objective). Writes a run directory: config.yaml, metrics.jsonl, results.json and model/
+    objective); --nsp adds BERT's next-sentence prediction on sentence pairs. Writes a run directory: config.yaml, metrics.jsonl, results.json and model/
     (loadable with AutoModelForMaskedLM and pipeline("fill-mask"); usable as --model for
     `bertkit finetune`).
     """
@@ -58,7 +60,7 @@ def pretrain_cli(
         config=config, vocab=vocab, masking=masking, mask_prob=mask_prob,
         mask_replace_prob=mask_replace_prob, random_replace_prob=random_replace_prob,
         span_p=span_p, max_span_length=max_span_length, sbo=sbo, sbo_weight=sbo_weight,
-        max_steps=max_steps, max_seq_length=max_seq_length, eval_steps=eval_steps,
+        nsp=nsp, short_seq_prob=short_seq_prob, max_steps=max_steps, max_seq_length=max_seq_length, eval_steps=eval_steps,
         eval_batch_size=eval_batch_size, max_eval_sequences=max_eval_sequences,
         cache_dir=cache_dir, compile=compile, lr=lr, batch_size=batch_size, seed=seed,
         output_dir=output_dir, gradient_accumulation=gradient_accumulation, warmup=warmup,

@@ -14,25 +14,38 @@ from torch import nn
 from transformers import get_linear_schedule_with_warmup
 
 
-def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """Split trainable parameters into a decayed group and a no-decay group (biases, norms)."""
-    decay, no_decay = [], []
+def parameter_groups(model: nn.Module, weight_decay: float,
+                     lr: float | None = None) -> list[dict]:
+    """Split trainable parameters into decayed and no-decay groups (biases, norms), and by
+    learning rate where the model asks for one.
+
+    A model may define ``lr_for(name) -> float | None``: the peak learning rate of parameter
+    ``name`` (None: ``lr``), e.g. a higher rate for a freshly initialised parser head than for
+    the pretrained encoder (as SuPar does). Groups without an ``"lr"`` key use the optimiser's.
+    """
+    lr_for = getattr(model, "lr_for", None)
+    groups: dict[tuple[bool, float | None], list] = {}
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        if param.ndim < 2 or "norm" in name.lower() or name.endswith(".bias"):
-            no_decay.append(param)
-        else:
-            decay.append(param)
-    return [{"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0}]
+        no_decay = param.ndim < 2 or "norm" in name.lower() or name.endswith(".bias")
+        rate = lr_for(name) if callable(lr_for) else None
+        groups.setdefault((no_decay, None if rate in (None, lr) else rate), []).append(param)
+    out = []
+    for (no_decay, rate), params in sorted(groups.items(), key=lambda kv: (kv[0][1] or 0, kv[0][0])):
+        group = {"params": params, "weight_decay": 0.0 if no_decay else weight_decay}
+        if rate is not None:
+            group["lr"] = rate
+        out.append(group)
+    return out
 
 
 def build_optimizer(model: nn.Module, lr: float, weight_decay: float,
                     device: torch.device) -> torch.optim.AdamW:
-    """AdamW (betas 0.9/0.999, eps 1e-8), the fused CUDA kernel on CUDA devices."""
+    """AdamW (betas 0.9/0.999, eps 1e-8), the fused CUDA kernel on CUDA devices; per-group
+    learning rates as :func:`parameter_groups` gives them (the schedule scales each alike)."""
     fused = device.type == "cuda"
-    return torch.optim.AdamW(parameter_groups(model, weight_decay), lr=lr, betas=(0.9, 0.999),
+    return torch.optim.AdamW(parameter_groups(model, weight_decay, lr), lr=lr, betas=(0.9, 0.999),
                              eps=1e-8, fused=fused)
 
 

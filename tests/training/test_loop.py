@@ -190,3 +190,25 @@ def test_train_seconds_count_each_epoch_once_and_no_evaluation(tmp_path):
     cfg = TrainConfig(epochs=3, lr=1e-2, logging_steps=5)
     res = train(Toy(), Slow(), cfg, make_runtime("cpu", "fp32"), tmp_path, evaluate=slow_eval)
     assert 1.15 < res.train_seconds < 2.0  # 3 x 0.4 s of batches; not doubled, no 0.9 s of eval
+
+
+def test_models_can_ask_for_a_higher_head_learning_rate():
+    class Parser(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder, self.head = nn.Linear(3, 3), nn.Linear(3, 2)
+
+        def lr_for(self, name):
+            return 1e-3 if name.startswith("head.") else None
+
+    groups = parameter_groups(Parser(), 0.01, 1e-4)
+    by_lr = {(g.get("lr"), g["weight_decay"]): sum(p.numel() for p in g["params"]) for g in groups}
+    assert by_lr == {(None, 0.01): 9, (None, 0.0): 3, (1e-3, 0.01): 6, (1e-3, 0.0): 2}
+    from bertkit.training.optim import build_optimizer
+
+    opt = build_optimizer(Parser(), 1e-4, 0.01, torch.device("cpu"))
+    sched = build_scheduler(opt, 0, 10)
+    assert sorted(g["lr"] for g in opt.param_groups) == [1e-4, 1e-4, 1e-3, 1e-3]
+    opt.step()
+    sched.step()  # the schedule scales every group alike
+    assert sorted(round(g["lr"], 8) for g in opt.param_groups) == [9e-5, 9e-5, 9e-4, 9e-4]

@@ -47,6 +47,12 @@ class BiaffineParser(nn.Module):
                          "scalar_mix": scalar_mix}
         self.head = BiaffineHead(cfg.hidden_size, len(self.rels), arc_mlp, rel_mlp, mlp_dropout,
                                  cfg.num_hidden_layers + 1 if scalar_mix else 0)
+        self.head_lr: float | None = None  # set for training; not saved
+
+    def lr_for(self, name: str) -> float | None:
+        """Peak learning rate of parameter ``name``: ``head_lr`` for the parser head (freshly
+        initialised; SuPar trains it 20x faster than the encoder), else the run's ``--lr``."""
+        return self.head_lr if name.startswith("head.") else None
 
     def word_vectors(self, input_ids, attention_mask, piece_slot, mask) -> torch.Tensor:
         """``[W, T]`` windows -> ``[B, N+1, H]`` sentence-level vectors: each slot the sum of the

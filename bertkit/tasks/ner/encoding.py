@@ -234,22 +234,26 @@ def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
 class WindowBatches:
     """The training :class:`~bertkit.training.loop.BatchSource` over encoded windows.
 
-    With ``token_weighted`` each batch carries ``loss_scale`` = its labelled pieces over the mean
+    ``length_group`` batches are length-sorted together (1: random batches, as the stock
+    recipe). With ``token_weighted`` each batch carries ``loss_scale`` = its labelled pieces over the mean
     per batch, so the model's mean token loss times it weighs every labelled token alike whatever
     the (length-grouped) batch it falls in.
     """
 
     def __init__(self, windows: Sequence[Window], batch_size: int, seed: int, pad_id: int,
-                 token_weighted: bool = True, sources: Sequence[str] | None = None) -> None:
+                 token_weighted: bool = True, sources: Sequence[str] | None = None,
+                 length_group: int = 50) -> None:
         self.windows = list(windows)
         self.lengths = np.asarray([len(w.input_ids) for w in self.windows])
         self.labelled = np.asarray([int((w.labels != IGNORE).sum()) for w in self.windows])
         self.batch_size, self.seed, self.pad_id = batch_size, seed, pad_id
         self.token_weighted = token_weighted
         self.sources = sources
+        self.length_group = length_group
 
     def _plan(self, epoch: int) -> list[np.ndarray]:
-        return length_grouped_batches(self.lengths, self.batch_size, self.seed + epoch)
+        return length_grouped_batches(self.lengths, self.batch_size, self.seed + epoch,
+                                      self.length_group)
 
     def num_batches(self, epoch: int) -> int:
         return -(-len(self.windows) // self.batch_size)

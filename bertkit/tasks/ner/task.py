@@ -42,6 +42,8 @@ class NERConfig(TrainConfig):
         crf: add a linear-chain CRF (decoding is constrained to valid IOB2 either way).
         label_all_subwords: train continuation pieces too (``B-X`` pieces after the first as ``I-X``).
         eval_batch_size: windows per forward pass when evaluating and predicting.
+        length_group: training batches sorted by length together, as Hugging Face's
+            ``group_by_length`` (50); 1 gives random batches (more padding, slower).
         max_train_samples / max_eval_samples: use only the first N sentences (quick runs).
     """
 
@@ -51,6 +53,7 @@ class NERConfig(TrainConfig):
     crf: bool = False
     label_all_subwords: bool = False
     eval_batch_size: int = 64
+    length_group: int = 50
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
 
@@ -64,6 +67,7 @@ class NERConfig(TrainConfig):
         for name, ok, expected in (
                 ("max_length", 8 <= self.max_length, "an integer >= 8"),
                 ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
+                ("length_group", self.length_group >= 1, "an integer >= 1 (1: random batches)"),
                 ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
                 ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")):
             if not ok:
@@ -167,7 +171,8 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
                       f"model {model_name}; device {runtime.device}, {runtime.precision}",
                       highlight=False)
     batches = WindowBatches(windows, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
-                            sources=[f"{s.file}:{s.line}" for s in train_s])
+                            sources=[f"{s.file}:{s.line}" for s in train_s],
+                            length_group=cfg.length_group)
 
     dev_windows, _ = encode(dev_s, tokenizer, label2id, cfg.max_length)
 

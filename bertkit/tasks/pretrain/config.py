@@ -26,6 +26,9 @@ class PretrainConfig(TrainConfig):
         span_p / max_span_length: span lengths ~ Geo(p) truncated to 1..max (words).
         sbo: add SpanBERT's span-boundary objective (None: on for span masking, off otherwise).
         sbo_weight: weight of the SBO loss.
+        nsp: train BERT's next-sentence prediction on sentence pairs (token or wwm masking; the
+            model is saved as ``BertForPreTraining``).
+        short_seq_prob: with NSP, chance of a shorter target pair length per document (BERT: 0.1).
         max_seq_length: tokens per packed sequence incl. ``[CLS]``/``[SEP]`` (128; 512 for a
             second phase).
         eval_batch_size / max_eval_sequences: validation batch size and cap.
@@ -46,6 +49,8 @@ class PretrainConfig(TrainConfig):
     max_span_length: int = 10
     sbo: bool | None = None
     sbo_weight: float = 1.0
+    nsp: bool = False
+    short_seq_prob: float = 0.1
     max_seq_length: int = 128
     eval_batch_size: int = 64
     max_eval_sequences: int | None = None
@@ -86,6 +91,11 @@ class PretrainConfig(TrainConfig):
         if self.sbo and self.masking != "span":
             raise BertkitError(f"--sbo needs span masking (got --masking {self.masking})",
                                expected="--masking span, or --no-sbo")
+        if self.nsp and (self.masking == "span" or self.sbo):
+            raise BertkitError(f"--nsp does not go with span masking / SBO (got --masking "
+                               f"{self.masking}{', --sbo' if self.sbo else ''}): SpanBERT "
+                               f"dropped NSP", expected="--masking token or wwm with --nsp, "
+                                                        "or --no-nsp")
         for name, ok, expected in (
                 ("mask_prob", 0 < self.mask_prob < 1, "a number in (0, 1)"),
                 ("mask_replace_prob", 0 <= self.mask_replace_prob <= 1, "a number in [0, 1]"),
@@ -94,6 +104,7 @@ class PretrainConfig(TrainConfig):
                 ("span_p", 0 < self.span_p <= 1, "a number in (0, 1]"),
                 ("max_span_length", self.max_span_length >= 1, "an integer >= 1"),
                 ("sbo_weight", self.sbo_weight >= 0, "a number >= 0"),
+                ("short_seq_prob", 0 <= self.short_seq_prob <= 1, "a number in [0, 1]"),
                 ("max_seq_length", 8 <= self.max_seq_length, "an integer >= 8"),
                 ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
                 ("max_eval_sequences", (self.max_eval_sequences or 1) >= 1, "an integer >= 1")):

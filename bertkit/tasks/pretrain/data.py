@@ -9,8 +9,7 @@ and the tokenizer (its serialised form), so a second run, or a run with another 
 it back at once. Training reads it memory-mapped. Beside it, ``sentence_ends.bin`` (int64) holds
 the stream offset just past each sentence (each non-blank line that has tokens) and
 ``document_ends.bin`` (int64) the offset of each document's ``[SEP]``: next-sentence prediction
-(:mod:`bertkit.tasks.pretrain.nsp`) rebuilds documents of sentences from them
-(:func:`stream_documents`).
+rebuilds documents of sentences from them (:func:`bertkit.tasks.pretrain.nsp.stream_documents`).
 
 Packing (no next-sentence prediction, as SpanBERT and RoBERTa found better): sequence i is
 ``[CLS] + stream[i*(T-2) : (i+1)*(T-2)] + [SEP]`` for ``T = --max-seq-length``, so every batch is
@@ -212,38 +211,6 @@ def tokenize_corpus(paths: Iterable[str | Path], tokenizer, cache_dir: str | Pat
                     shape=(meta["documents"],)) if meta["documents"] else np.zeros(0, np.int64)
     return TokenStream(ids, np.load(folder / "unigram.npy"), meta["documents"], folder, cached,
                        sent, doc)
-
-
-def stream_documents(stream: TokenStream, pseudo_document_sentences: int = 64
-                     ) -> tuple[list[list[np.ndarray]], bool]:
-    """The corpus as documents of sentences, for next-sentence prediction.
-
-    Sentence ``i`` is ``ids[start_i:end_i]`` with ``start_i`` the previous sentence's end, or one
-    past a document's ``[SEP]`` when a document ends in between; each sentence is a view of the
-    memory-mapped stream (no copy). A corpus of fewer than two documents (no blank line) is cut
-    into pseudo-documents of ``pseudo_document_sentences`` consecutive sentences, since NSP's
-    random-next segments must come from another document.
-
-    Returns:
-        (documents: lists of ``[n]`` token-id arrays, whether pseudo-documents were made).
-    """
-    ends = np.asarray(stream.sentence_ends, dtype=np.int64)
-    doc_ends = np.asarray(stream.document_ends, dtype=np.int64)
-    starts = np.zeros(len(ends), dtype=np.int64)
-    starts[1:] = ends[:-1]
-    # a sentence that follows a document separator starts just after it
-    after_sep = np.isin(starts, doc_ends)
-    starts[after_sep] += 1
-    sentences = [stream.ids[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
-    pseudo = len(doc_ends) < 2
-    if pseudo:
-        cuts = np.arange(pseudo_document_sentences, len(sentences), pseudo_document_sentences)
-    else:  # the document of each sentence: the number of separators before its end
-        doc_of = np.searchsorted(doc_ends, ends)
-        cuts = np.flatnonzero(np.diff(doc_of)) + 1
-    bounds = [0, *cuts.tolist(), len(sentences)]
-    documents = [sentences[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
-    return documents, pseudo
 
 
 class PackedSequences:

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from bertkit.tasks.pretrain.data import TokenStream
 
 IS_NEXT, RANDOM_NEXT = 0, 1
 
@@ -121,3 +124,36 @@ def epoch_pairs(documents: Sequence[Sequence[np.ndarray]], max_seq_length: int, 
                                      short_seq_prob)]
     rng.shuffle(pairs)
     return pairs
+
+
+def stream_documents(stream: "TokenStream", pseudo_document_sentences: int = 64
+                     ) -> tuple[list[list[np.ndarray]], bool]:
+    """The corpus as documents of sentences, for next-sentence prediction.
+
+    Sentence ``i`` is ``ids[start_i:end_i]`` with ``start_i`` the previous sentence's end, or one
+    past a document's ``[SEP]`` when a document ends in between; each sentence is a view of the
+    memory-mapped stream (no copy). A corpus of fewer than two documents (no blank line) is cut
+    into pseudo-documents of ``pseudo_document_sentences`` consecutive sentences, since NSP's
+    random-next segments must come from another document.
+
+    Returns:
+        (documents: lists of ``[n]`` token-id arrays, whether pseudo-documents were made).
+    """
+    ends = np.asarray(stream.sentence_ends, dtype=np.int64)
+    doc_ends = np.asarray(stream.document_ends, dtype=np.int64)
+    starts = np.zeros(len(ends), dtype=np.int64)
+    starts[1:] = ends[:-1]
+    # a sentence that follows a document separator starts just after it
+    after_sep = np.isin(starts, doc_ends)
+    starts[after_sep] += 1
+    sentences = [stream.ids[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+    pseudo = len(doc_ends) < 2
+    if pseudo:
+        cuts = np.arange(pseudo_document_sentences, len(sentences), pseudo_document_sentences)
+    else:  # the document of each sentence: the number of separators before its end
+        doc_of = np.searchsorted(doc_ends, ends)
+        cuts = np.flatnonzero(np.diff(doc_of)) + 1
+    bounds = [0, *cuts.tolist(), len(sentences)]
+    documents = [sentences[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    return documents, pseudo
+

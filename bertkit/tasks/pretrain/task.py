@@ -2,7 +2,8 @@
 
 Continued (domain-adaptive) pretraining from a checkpoint, as BioBERT and SciBERT-basevocab did,
 or pretraining from scratch with a new vocabulary, as SciBERT-scivocab did (Beltagy et al., 2019,
-sec. 2-3), with BERT token masking, whole-word masking or SpanBERT span masking + SBO.
+sec. 2-3), with BERT token masking, whole-word masking or SpanBERT span masking + SBO, and
+optionally BERT's next-sentence prediction (``nsp``) on sentence pairs.
 """
 
 from __future__ import annotations
@@ -21,9 +22,14 @@ from bertkit.tasks.pretrain.batches import PretrainBatches, evaluate_mlm, valida
 from bertkit.tasks.pretrain.config import PretrainConfig
 from bertkit.tasks.pretrain.data import PackedSequences, tokenize_corpus
 from bertkit.tasks.pretrain.model import build_pretrain_model
+from bertkit.tasks.pretrain.nsp import stream_documents
+from bertkit.tasks.pretrain.nsp_batches import NSPBatches
 from bertkit.training import train
 from bertkit.training.devices import make_runtime, seed_everything
 from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
+
+
+PSEUDO_DOCUMENT_SENTENCES = 64  # sentences per pseudo-document of a one-document corpus (NSP)
 
 
 def _paths(spec: str) -> list[str]:
@@ -41,7 +47,7 @@ def _tokenizer(cfg: PretrainConfig):
 def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     """Run MLM pretraining and write the run directory.
 
-    Writes ``config.yaml``, ``metrics.jsonl`` (training ``loss``/``mlm_loss``/``sbo_loss`` and
+    Writes ``config.yaml``, ``metrics.jsonl`` (training ``loss``/``mlm_loss``/``sbo_loss``/``nsp_loss`` and
     validation records), ``results.json`` and ``model/`` (``AutoModelForMaskedLM`` format,
     tokenizer, ``sbo.safetensors``, ``bertkit.json``) under ``cfg.output_dir``.
 
@@ -62,13 +68,28 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     stream = tokenize_corpus(_paths(cfg.corpus), tokenizer, cfg.cache_dir, console)
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
     sequences = PackedSequences(stream, cfg.max_seq_length, cls_id, sep_id)
-    if len(sequences) == 0:
+    if len(sequences) == 0 and not cfg.nsp:
         raise BertkitError(f"the corpus has {len(stream.ids)} tokens, fewer than one sequence of "
                            f"{cfg.max_seq_length}", file=_paths(cfg.corpus)[0],
                            expected="more text or a smaller --max-seq-length")
     vocab = VocabInfo.from_tokenizer(tokenizer, stream.unigram)
     masker = build_masker(cfg.masking, vocab, cfg.mask_prob, cfg.mask_replace_prob,
                           cfg.random_replace_prob, cfg.span_p, cfg.max_span_length)
+    pairs, n_pairs, n_documents = None, 0, stream.documents
+    if cfg.nsp:
+        documents, pseudo = stream_documents(stream, PSEUDO_DOCUMENT_SENTENCES)
+        if pseudo and console is not None:
+            console.print(f"[yellow]warning:[/] the corpus has {stream.documents} document(s) (no "
+                          f"blank line between documents); NSP's random next segments need other "
+                          f"documents, so it is cut into {len(documents):,} pseudo-documents of "
+                          f"{PSEUDO_DOCUMENT_SENTENCES} consecutive sentences", highlight=False)
+        pairs = NSPBatches(documents, cfg.max_seq_length, cls_id, sep_id, tokenizer.pad_token_id,
+                           cfg.batch_size, masker, cfg.seed, cfg.short_seq_prob)
+        n_pairs, n_documents = len(pairs.epoch(0)[0]), len(documents)
+        if len(documents) < 2 or n_pairs == 0:
+            raise BertkitError(f"the corpus gives no NSP sentence pairs ({len(documents)} "
+                               f"document(s))", file=_paths(cfg.corpus)[0],
+                               expected="documents of several sentences, one sentence a line")
     valid = None
     if cfg.valid:
         vstream = tokenize_corpus(_paths(cfg.valid), tokenizer, cfg.cache_dir, console)
@@ -80,7 +101,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
                                    TokenMasker(vocab, cfg.mask_prob, cfg.mask_replace_prob,
                                                cfg.random_replace_prob))
     seed_everything(cfg.seed)
-    model, info = build_pretrain_model(cfg.model, cfg.config, tokenizer, cfg.use_sbo, cfg.sbo_weight)
+    model, info = build_pretrain_model(cfg.model, cfg.config, tokenizer, cfg.use_sbo, cfg.sbo_weight,
+                                       nsp=cfg.nsp)
     max_pos = getattr(model.mlm.config, "max_position_embeddings", None)
     if max_pos is not None and cfg.max_seq_length > max_pos:
         raise BertkitError(f"--max-seq-length {cfg.max_seq_length} exceeds the model's "
@@ -93,10 +115,13 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         source = cfg.model if cfg.model else f"new {cfg.config} BERT, vocabulary {cfg.vocab}"
         console.print(
             f"corpus: {len(stream.ids):,} tokens, {stream.documents:,} documents "
-            f"({'cached' if stream.cached else 'tokenised'}: {stream.path}); {len(sequences):,} "
-            f"sequences of {cfg.max_seq_length}; masking {cfg.masking}"
-            f"{' + SBO' if cfg.use_sbo else ''}; model {source} ({info['parameters']:,} parameters"
-            f"{', new MLM head tied to the input embeddings' if info['new_mlm_head'] else ''}); "
+            f"({'cached' if stream.cached else 'tokenised'}: {stream.path}); "
+            f"{n_pairs if pairs else len(sequences):,} "
+            f"{'NSP pairs (epoch 1) of up to' if pairs else 'sequences of'} {cfg.max_seq_length}; masking {cfg.masking}"
+            f"{' + SBO' if cfg.use_sbo else ''}{' + NSP' if cfg.nsp else ''}; model {source} ({info['parameters']:,} parameters"
+            f"{', new MLM head tied to the input embeddings' if info['new_mlm_head'] else ''}"
+            f"{', new NSP head' if info['new_nsp_head'] else ''}"
+            f"{', new pooler' if info['new_pooler'] else ''}); "
             f"device {runtime.device}, {runtime.precision}", highlight=False)
 
     def evaluate(m) -> dict:
@@ -106,23 +131,26 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     if valid is not None and not cfg.resume:
         model.to(runtime.device).eval()
         initial = evaluate(model)
-    batches = PretrainBatches(sequences, cfg.batch_size, masker, cfg.seed, sbo=cfg.use_sbo)
+    batches = pairs or PretrainBatches(sequences, cfg.batch_size, masker, cfg.seed, sbo=cfg.use_sbo)
     result = train(model, batches, cfg, runtime, run_dir, evaluate=evaluate if valid else None,
                    select_metric=None, console=console)
     last = result.last_train or {}
     tokens = result.steps * cfg.batch_size * cfg.gradient_accumulation * cfg.max_seq_length
     meta = {"masking": cfg.masking, "max_seq_length": cfg.max_seq_length, "steps": result.steps,
             "base_model": cfg.model, "config": cfg.config, "vocab": cfg.vocab,
-            "sbo_weight": cfg.sbo_weight if cfg.use_sbo else None}
+            "sbo_weight": cfg.sbo_weight if cfg.use_sbo else None, "nsp": cfg.nsp,
+            "short_seq_prob": cfg.short_seq_prob if cfg.nsp else None}
     with atomic_path(run_dir / "model") as tmp:
         model.save(tmp, tokenizer, meta)
     results = {
         "task": "pretrain", "corpus": cfg.corpus, "model": cfg.model, "config": cfg.config,
-        "vocab": cfg.vocab, "masking": cfg.masking, "sbo": cfg.use_sbo, "steps": result.steps,
-        "train": {k: last[k] for k in ("loss", "mlm_loss", "sbo_loss") if k in last},
+        "vocab": cfg.vocab, "masking": cfg.masking, "sbo": cfg.use_sbo, "nsp": cfg.nsp,
+        "steps": result.steps,
+        "train": {k: last[k] for k in ("loss", "mlm_loss", "sbo_loss", "nsp_loss") if k in last},
         "valid": result.history[-1] if result.history else None,
         "valid_initial": initial,
-        "corpus_tokens": int(len(stream.ids)), "sequences": len(sequences),
+        "corpus_tokens": int(len(stream.ids)),
+        "sequences": n_pairs if pairs else len(sequences), "documents": n_documents,
         "new_mlm_head": info["new_mlm_head"], "parameters": info["parameters"],
         "train_seconds": result.train_seconds,
         "tokens_per_second": tokens / max(result.train_seconds, 1e-9),

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from bertkit.tasks.pretrain.nsp import IS_NEXT, RANDOM_NEXT, epoch_pairs, truncate_pair
+from bertkit.tasks.pretrain.nsp import IS_NEXT, epoch_pairs, truncate_pair
 
 CLS, SEP = 101, 102
 
