@@ -97,10 +97,12 @@ def re_cli(
         logging_steps=logging_steps, resume=resume, overwrite=overwrite,
         eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples)
-    cfg = build_config(REConfig, load_recipe(recipe) if recipe else None, flags,
+    cfg = build_config(REConfig, load_recipe(recipe, "finetune re") if recipe else None, flags,
                        source=str(recipe) if recipe else "options")
     console = Console()
     results = finetune_re(cfg, console)
+    if "test" not in results:  # a non-main process of a multi-process run
+        return
     console.print(relation_table(results["test"], f"test: {cfg.data}"))
     console.print(f"run directory: {cfg.output_dir} (best epoch {results['best_epoch']}; "
                   f"{results['train_pairs_per_second']:.1f} training pairs/s)", highlight=False)
@@ -151,10 +153,12 @@ def dep_cli(
         logging_steps=logging_steps, resume=resume, overwrite=overwrite,
         eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples)
-    cfg = build_config(DepConfig, load_recipe(recipe) if recipe else None, flags,
+    cfg = build_config(DepConfig, load_recipe(recipe, "finetune dep") if recipe else None, flags,
                        source=str(recipe) if recipe else "options")
     console = Console()
     results = finetune_dep(cfg, console)
+    if "test" not in results:  # a non-main process of a multi-process run
+        return
     console.print(parse_table(results["test"], f"test: {cfg.data}"))
     if results["split_note"]:
         console.print(f"note: {results['split_note']}", highlight=False)

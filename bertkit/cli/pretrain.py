@@ -67,10 +67,12 @@ def pretrain_cli(
         weight_decay=weight_decay, max_grad_norm=max_grad_norm, precision=precision,
         device=device, save_steps=save_steps, logging_steps=logging_steps, resume=resume,
         overwrite=overwrite)
-    cfg = build_config(PretrainConfig, load_recipe(recipe) if recipe else None, flags,
+    cfg = build_config(PretrainConfig, load_recipe(recipe, "pretrain") if recipe else None, flags,
                        source=str(recipe) if recipe else "options")
     console = Console()
     results = pretrain(cfg, console)
+    if "train" not in results:  # a non-main process of a multi-process run
+        return
     train = results["train"]
     parts = ", ".join(f"{k} {v:.4f}" for k, v in train.items())
     console.print(f"trained {results['steps']} steps ({parts}); "

@@ -24,6 +24,7 @@ from bertkit.tasks.dep.model import DECODERS, BiaffineParser, build_parser, load
 from bertkit.tasks.dep.parse import warn_encoding, parse_sentences, score
 from bertkit.training import TrainConfig, train
 from bertkit.training.devices import make_runtime, seed_everything
+from bertkit.training.devices import is_main_process, rank
 from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
 
 WORD_REPRS = ("first", "mean")
@@ -126,7 +127,9 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
                           cfg.scalar_mix)
     parser.head_lr = cfg.head_lr
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
-    write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
+    main = is_main_process()  # rank 0 writes every output of a multi-process run
+    if main:
+        write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
     rel2id = {r: i for i, r in enumerate(rels)}
     items, report = encode(train_s, tokenizer, rel2id, cfg.max_length)
     warn_encoding(report, train_s, console)
@@ -149,7 +152,9 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
         return score(dev_s, h, r, rule)
 
     result = train(parser, batches, cfg, runtime, run_dir, evaluate=evaluate_dev,
-                   select_metric="las", console=console)
+                   select_metric="las", console=console if main else None)
+    if not main:
+        return {"task": "dep", "rank": rank(), "steps": result.steps}
     start = time.perf_counter()
     heads, test_rels = parse_sentences(parser, tokenizer, test_s, runtime, cfg.max_length,
                                        cfg.eval_batch_size, cfg.decoder, cfg.word_repr, console)

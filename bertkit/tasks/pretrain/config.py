@@ -29,8 +29,8 @@ class PretrainConfig(TrainConfig):
         nsp: train BERT's next-sentence prediction on sentence pairs (token or wwm masking; the
             model is saved as ``BertForPreTraining``).
         short_seq_prob: with NSP, chance of a shorter target pair length per document (BERT: 0.1).
-        max_seq_length: tokens per packed sequence incl. ``[CLS]``/``[SEP]`` (128; 512 for a
-            second phase).
+        max_seq_length: tokens per packed sequence (with ``nsp``: at most per sentence pair)
+            incl. ``[CLS]``/``[SEP]`` (128; 512 for a second phase).
         eval_batch_size / max_eval_sequences: validation batch size and cap.
         cache_dir: tokenised-corpus cache (default ``$BERTKIT_CACHE`` or ``~/.cache/bertkit``).
         compile: ``torch.compile`` the encoder (CUDA).

@@ -26,6 +26,7 @@ from bertkit.tasks.pretrain.nsp import stream_documents
 from bertkit.tasks.pretrain.nsp_batches import NSPBatches
 from bertkit.training import train
 from bertkit.training.devices import make_runtime, seed_everything
+from bertkit.training.devices import is_main_process, rank
 from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
 
 
@@ -75,8 +76,11 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     vocab = VocabInfo.from_tokenizer(tokenizer, stream.unigram)
     masker = build_masker(cfg.masking, vocab, cfg.mask_prob, cfg.mask_replace_prob,
                           cfg.random_replace_prob, cfg.span_p, cfg.max_span_length)
-    pairs, n_pairs, n_documents = None, 0, stream.documents
+    pairs, n_pairs, n_documents, pseudo = None, 0, stream.documents, False
     if cfg.nsp:
+        if tokenizer.pad_token_id is None:
+            raise BertkitError("--nsp pads sentence pairs but the tokenizer has no [PAD] token",
+                               expected="a BERT-style vocabulary with [PAD]")
         documents, pseudo = stream_documents(stream, PSEUDO_DOCUMENT_SENTENCES)
         if pseudo and console is not None:
             console.print(f"[yellow]warning:[/] the corpus has {stream.documents} document(s) (no "
@@ -110,7 +114,11 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     if cfg.compile:
         model.encoder.compile()
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
-    write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "sbo": cfg.use_sbo}))
+    main = is_main_process()  # rank 0 writes every output of a multi-process run
+    if main:
+        write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "sbo": cfg.use_sbo}))
+    else:
+        console = None
     if console:
         source = cfg.model if cfg.model else f"new {cfg.config} BERT, vocabulary {cfg.vocab}"
         console.print(
@@ -128,12 +136,14 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         return evaluate_mlm(m, valid, runtime)
 
     initial = None
-    if valid is not None and not cfg.resume:
+    if valid is not None and not cfg.resume and main:
         model.to(runtime.device).eval()
         initial = evaluate(model)
     batches = pairs or PretrainBatches(sequences, cfg.batch_size, masker, cfg.seed, sbo=cfg.use_sbo)
     result = train(model, batches, cfg, runtime, run_dir, evaluate=evaluate if valid else None,
                    select_metric=None, console=console)
+    if not main:
+        return {"task": "pretrain", "rank": rank(), "steps": result.steps}
     last = result.last_train or {}
     tokens = result.steps * cfg.batch_size * cfg.gradient_accumulation * cfg.max_seq_length
     meta = {"masking": cfg.masking, "max_seq_length": cfg.max_seq_length, "steps": result.steps,
@@ -151,6 +161,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         "valid_initial": initial,
         "corpus_tokens": int(len(stream.ids)),
         "sequences": n_pairs if pairs else len(sequences), "documents": n_documents,
+        "pseudo_documents": pseudo,
         "new_mlm_head": info["new_mlm_head"], "parameters": info["parameters"],
         "train_seconds": result.train_seconds,
         "tokens_per_second": tokens / max(result.train_seconds, 1e-9),

@@ -29,6 +29,7 @@ from bertkit.tasks.re.encoding import Encoded, MarkerSet, PairBatches, collate, 
 from bertkit.tasks.re.model import build_relation_model, load_relation_model, save_relation_model
 from bertkit.training import train
 from bertkit.training.devices import Runtime, make_runtime, seed_everything
+from bertkit.training.devices import is_main_process, rank
 from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
 
 SCORING = ("scikit-learn: micro_* over relation labels excluding negative_label; macro_f1 = "
@@ -137,7 +138,9 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
     seed_everything(cfg.seed)
     model, tokenizer, marker_ids = build_relation_model(model_name, labels, cfg.pooling, markers)
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
-    write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
+    main = is_main_process()  # rank 0 writes every output of a multi-process run
+    if main:
+        write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
     label2id = {lab: i for i, lab in enumerate(labels)}
     enc = {s: encode(xs, tokenizer, marker_ids, markers, label2id, cfg.max_length)
            for s, xs in (("train", train_x), ("dev", dev_x), ("test", test_x))}
@@ -156,7 +159,9 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
         return relation_scores(dev_gold, [labels[k] for k in pred], negative, labels)
 
     result = train(model, batches, cfg, runtime, run_dir, evaluate=evaluate_dev,
-                   select_metric="micro_f1", console=console)
+                   select_metric="micro_f1", console=console if main else None)
+    if not main:
+        return {"task": "re", "rank": rank(), "steps": result.steps}
     start = time.perf_counter()
     pred, prob = classify(model, enc["test"], runtime, tokenizer.pad_token_id, cfg.eval_batch_size)
     predict_seconds = time.perf_counter() - start

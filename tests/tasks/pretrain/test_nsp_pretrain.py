@@ -96,6 +96,7 @@ def test_pretrain_with_nsp_trains_and_saves_the_nsp_head(corpus, tiny_encoder, t
     res = pretrain(_cfg(corpus, tiny_encoder, run, valid=str(corpus), eval_steps=4,
                         max_eval_sequences=8))
     assert res["nsp"] and set(res["train"]) == {"loss", "mlm_loss", "nsp_loss"}
+    assert res["documents"] == 8 and not res["pseudo_documents"]
     assert all(np.isfinite(v) for v in res["train"].values())
     assert res["train"]["loss"] == pytest.approx(res["train"]["mlm_loss"] + res["train"]["nsp_loss"])
     records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
@@ -137,3 +138,34 @@ def test_nsp_refuses_span_masking_and_sbo(corpus, tiny_encoder, tmp_path):
                                       str(tmp_path / "c")])
     assert result.exit_code != 0 and "SpanBERT dropped NSP" in result.output
     assert not (tmp_path / "c").exists()
+
+
+class Killed(Exception):
+    pass
+
+
+def test_nsp_resume_gives_the_same_losses(corpus, tiny_encoder, tmp_path, monkeypatch):
+    def records(run):
+        return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()
+                if json.loads(x)["type"] == "train"]
+
+    kw = dict(masking="wwm", max_steps=5, save_steps=2)
+    pretrain(_cfg(corpus, tiny_encoder, tmp_path / "full", **kw))
+    real_iter, seen = NSPBatches.iter_batches, {"n": 0}
+
+    def dying(self, epoch, start=0):
+        for batch in real_iter(self, epoch, start):
+            if seen["n"] == 3:  # after the checkpoint at step 2
+                raise Killed
+            seen["n"] += 1
+            yield batch
+
+    monkeypatch.setattr(NSPBatches, "iter_batches", dying)
+    with pytest.raises(Killed):
+        pretrain(_cfg(corpus, tiny_encoder, tmp_path / "cut", **kw))
+    monkeypatch.setattr(NSPBatches, "iter_batches", real_iter)
+    pretrain(_cfg(corpus, tiny_encoder, tmp_path / "cut", resume=True, **kw))
+    a, b = records(tmp_path / "full"), records(tmp_path / "cut")
+    assert [r["step"] for r in b] == list(range(1, 6))
+    for key in ("loss", "mlm_loss", "nsp_loss"):
+        assert [r[key] for r in a] == [r[key] for r in b]
