@@ -1,4 +1,5 @@
-"""Decoders: constrained Viterbi for tag sequences (MST/Eisner for trees come with parsing)."""
+"""Decoders: constrained Viterbi for tag sequences (viterbi), maximum spanning trees with one
+root (mst, Chu-Liu/Edmonds) and projective trees (eisner)."""
 
 from bertkit.decoding.viterbi import viterbi_decode
 

@@ -1,4 +1,5 @@
-"""Model heads: the linear-chain CRF (span-boundary, biaffine and relation heads come later)."""
+"""Model heads: linear-chain CRF (crf), span-boundary objective (sbo), relation pooling
+(relation) and the biaffine parser head (biaffine); import each from its module."""
 
 from bertkit.heads.crf import LinearChainCRF
 
