@@ -1,1 +1,1 @@
-"""Data readers (CoNLL, plain text), tagging schemes and the dataset registry."""
+"""Data readers (CoNLL, CoNLL-U, relation JSONL, plain text), tagging schemes and the dataset registry."""
