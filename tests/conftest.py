@@ -66,6 +66,22 @@ def tiny_encoder(tmp_path_factory, tokenizer) -> str:
     return str(path)
 
 
+@pytest.fixture(scope="session")
+def still_encoder(tmp_path_factory, tokenizer) -> str:
+    """A tiny BERT without dropout, so one process and several compute the same thing."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("still-bert")
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("BERTKIT_DATA"):
         return

@@ -22,19 +22,6 @@ pytestmark = pytest.mark.slow
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-@pytest.fixture(scope="module")
-def still_encoder(tmp_path_factory, tokenizer) -> str:
-    """A tiny BERT without dropout (identical computations across process layouts)."""
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("still-bert")
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
-    BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
 
 
 def _args(corpus: Path, model: str, out: Path, cache: Path, steps: int, masking: str = "span"):

@@ -51,19 +51,6 @@ def test_one_process_needs_no_scaling():
     assert global_loss_scale(17, torch.device("cpu")) == 1.0
 
 
-@pytest.fixture(scope="module")
-def still_encoder(tmp_path_factory, tokenizer) -> str:
-    """A tiny BERT without dropout, so one and two processes compute the same thing."""
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("still-bert")
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
-    BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
 
 
 def _losses(run: Path) -> list[float]:
