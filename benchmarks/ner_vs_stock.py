@@ -4,12 +4,14 @@ Stock recipe (as ``examples/pytorch/token-classification/run_ner.py``): AutoMode
 first-subword labels, DataCollatorForTokenClassification, Trainer (random batches, padding to the
 batch's longest), prediction with ``Trainer.predict`` (its default eval batch of 8), seqeval.
 bertkit: ``finetune_ner`` with the same model, epochs, learning rate, batch size and seed, and the
-Trainer's defaults for the rest (no warm-up, no weight decay, gradient clipping at 1.0).
+Trainer's defaults for the rest (no warm-up, no weight decay, gradient clipping at 1.0); by default
+random batches as the stock recipe, run on packed rows (``--no-pack``: length-grouped batches).
 Then bertkit's own default recipe (``recipes/finetune/bc5cdr-ner-minilm.yaml``, chosen on dev only).
 
 Usage:
     BERTKIT_DATA=../shared/data python benchmarks/ner_vs_stock.py [--epochs 2 --lr 5e-5 --batch-size 32]
-        [--skip-recipe] [--max-train N] [--json OUT]
+        [--skip-recipe] [--skip-stock] [--no-pack] [--length-group G]
+        [--max-train N] [--json OUT]
 
 Prints test entity F1 (seqeval default mode, which the stock recipe reports, and strict IOB2),
 training sentences/s, prediction seconds, and bertkit/stock ratios.
@@ -119,6 +121,8 @@ def main() -> None:
     ap.add_argument("--max-train", type=int, default=None, help="first N training sentences only")
     ap.add_argument("--length-group", type=int, default=None,
                     help="bertkit batches sorted by length together (1: random batches)")
+    ap.add_argument("--no-pack", action="store_true",
+                    help="bertkit without packing (length-grouped batches unless --length-group)")
     ap.add_argument("--skip-stock", action="store_true")
     ap.add_argument("--skip-recipe", action="store_true")
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
@@ -138,6 +142,7 @@ def main() -> None:
         same = NERConfig(data=args.data, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
                          seed=args.seed, output_dir=f"{tmp}/bertkit", max_train_samples=args.max_train,
                          warmup=0.0, weight_decay=0.0, max_grad_norm=1.0, logging_steps=10**9,
+                         pack=not args.no_pack,
                          **({"length_group": args.length_group} if args.length_group else {}))
         results["bertkit"] = bertkit_run(same)
         print(row("bertkit, same settings", results["bertkit"]), flush=True)

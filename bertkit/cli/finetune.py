@@ -29,7 +29,9 @@ def ner_cli(
     eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Windows per batch when evaluating. [default: 64]", min=1)] = None,
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training sentences.", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test sentences.", min=1)] = None,
-    length_group: Annotated[Optional[int], typer.Option("--length-group", help="Batches sorted by length together (1: random batches, more padding). [default: 50]", min=1)] = None,
+    pack: Annotated[Optional[bool], typer.Option("--pack/--no-pack", help="Train on packed rows: several sentences a row with block-diagonal attention, so random batches carry no padding. [default: pack]")] = None,
+    pack_length: Annotated[Optional[int], typer.Option("--pack-length", help="Minimum tokens per packed row. [default: 64]", min=8)] = None,
+    length_group: Annotated[Optional[int], typer.Option("--length-group", help="Batches sorted by length together (1: random batches). [default: 1 with --pack, 50 without]", min=1)] = None,
     recipe: opt.Recipe = None,
 ) -> None:
     """Fine-tune an encoder for named-entity recognition (IOB2), keep the best dev epoch, score test.
@@ -46,7 +48,8 @@ def ner_cli(
         max_grad_norm=max_grad_norm, precision=precision, device=device, save_steps=save_steps,
         logging_steps=logging_steps, resume=resume, overwrite=overwrite,
         eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
-        max_eval_samples=max_eval_samples, length_group=length_group)
+        max_eval_samples=max_eval_samples, pack=pack, pack_length=pack_length,
+        length_group=length_group)
     cfg = build_config(NERConfig, load_recipe(recipe, "finetune ner") if recipe else None, flags,
                        source=str(recipe) if recipe else "options")
     console = Console()

@@ -37,6 +37,10 @@ class TokenTagger(nn.Module):
         labels: the C labels in id order (sorted IOB2 strings).
         crf: add a :class:`LinearChainCRF` over first-piece (word-level) scores.
         label_all_subwords: with a CRF, also train continuation pieces with cross-entropy.
+
+    Set ``packer`` (a :class:`~bertkit.packing.Packer`) to run training forward passes on packed
+    rows (same outputs, no padding work); :meth:`decode` always runs unpacked on length-sorted
+    batches, which are already nearly free of padding.
     """
 
     def __init__(self, encoder: nn.Module, labels: Sequence[str], crf: bool = False,
@@ -46,6 +50,7 @@ class TokenTagger(nn.Module):
         self.labels = list(labels)
         self.label_all_subwords = label_all_subwords
         self.crf = LinearChainCRF(self.labels) if crf else None
+        self.packer = None
         start_ok, trans_ok = allowed_transitions(self.labels)
         self.register_buffer("start_mask", (~torch.tensor(start_ok)).float() * FORBIDDEN,
                              persistent=False)
@@ -69,7 +74,10 @@ class TokenTagger(nn.Module):
         sentences (a batch of 32 titles counting as much as a batch of 32 long sentences), which
         random batches, as in the stock recipe, do not.
         """
-        logits = self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits
+        if self.packer is not None:
+            logits = self.packer.logits(self.encoder, input_ids, attention_mask)
+        else:
+            logits = self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits
         out = {"logits": logits}
         if labels is None:
             return out
