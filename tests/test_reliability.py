@@ -97,3 +97,40 @@ def test_two_gloo_processes_pretrain_like_one(tmp_path, still_encoder):
     assert _train_losses(two) == pytest.approx(_train_losses(one), rel=1e-4)
     assert len(_train_losses(one)) == 6
     assert sorted(p.name for p in two.iterdir()) == sorted(p.name for p in one.iterdir())
+
+
+def test_fsdp_pretrain_matches_one_process_and_resumes(tmp_path, still_encoder):
+    """FSDP (2 gloo processes; the tied MLM decoder in the root unit) trains like one process;
+    its full-state checkpoints resume under FSDP to the same losses and saved model. (Token
+    masking: with span masking the SBO loss is weighted across ranks by masked-token counts,
+    which matches one process only to about 1e-3.)"""
+    corpus = write_corpus(tmp_path / "corpus.txt", lines=300)
+    cache = tmp_path / "cache"
+    one, two = tmp_path / "one", tmp_path / "two"
+    r1 = subprocess.run([sys.executable, "-m", "bertkit",
+                         *_args(corpus, still_encoder, one, cache, 8, masking="token")],
+                        capture_output=True, text=True, env=ENV, timeout=600)
+    assert r1.returncode == 0, r1.stderr[-2000:]
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+              "2", "-m", "bertkit", *_args(corpus, still_encoder, two, cache, 8, masking="token"),
+              "--fsdp"]
+    r2 = subprocess.run(launch, capture_output=True, text=True, env=ENV, timeout=600)
+    assert r2.returncode == 0, (r2.stdout[-2000:], r2.stderr[-3000:])
+    assert len(_train_losses(one)) == 8
+    assert _train_losses(two) == pytest.approx(_train_losses(one), rel=1e-4)
+    w1, w2 = _weights(one), _weights(two)
+    assert w1.keys() == w2.keys()
+    for key in w1:
+        torch.testing.assert_close(w1[key], w2[key], atol=1e-4, rtol=1e-3)
+    # resume from the step-5 checkpoint (a full state dict) under FSDP: same end
+    ckpts = two / "checkpoints"
+    assert sorted(p.name for p in ckpts.iterdir() if p.name.startswith("step_"))[-1] == "step_8"
+    import shutil
+
+    shutil.rmtree(ckpts / "step_8")
+    r3 = subprocess.run(launch + ["--resume"], capture_output=True, text=True, env=ENV,
+                        timeout=600)
+    assert r3.returncode == 0, (r3.stdout[-2000:], r3.stderr[-3000:])
+    assert _train_losses(two) == pytest.approx(_train_losses(one), rel=1e-4)
+    for key, value in _weights(two).items():
+        torch.testing.assert_close(value, w1[key], atol=1e-4, rtol=1e-3)

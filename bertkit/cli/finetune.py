@@ -15,24 +15,21 @@ from bertkit.config import build_config, load_recipe
 
 @finetune_app.command("ner")
 @user_errors
+@opt.training_options()
 def ner_cli(
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (bc5cdr, ncbi-disease, jnlpba, bc2gm; under $BERTKIT_DATA) or a directory with train/dev/test files. [default: bc5cdr]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (bc5cdr, ncbi-disease, jnlpba, bc2gm; under $BERTKIT_DATA) or a directory with train/dev/test files. \\[default: bc5cdr]")] = None,
     model: opt.Model = None,
-    crf: Annotated[Optional[bool], typer.Option("--crf/--no-crf", help="Linear-chain CRF over word scores. [default: no-crf]")] = None,
+    crf: Annotated[Optional[bool], typer.Option("--crf/--no-crf", help="Linear-chain CRF over word scores. \\[default: no-crf]")] = None,
     label_all_subwords: Annotated[Optional[bool], typer.Option("--label-all-subwords", help="Train continuation pieces too (B- pieces after the first as I-).")] = None,
-    epochs: opt.Epochs = None, lr: opt.LR = None, batch_size: opt.BatchSize = None,
-    max_length: opt.MaxLength = None, seed: opt.Seed = None, output_dir: opt.OutputDir = None,
-    gradient_accumulation: opt.GradAccum = None, warmup: opt.Warmup = None,
-    weight_decay: opt.WeightDecay = None, max_grad_norm: opt.MaxGradNorm = None,
-    precision: opt.Precision = None, device: opt.Device = None, save_steps: opt.SaveSteps = None,
-    logging_steps: opt.LoggingSteps = None, resume: opt.Resume = None, overwrite: opt.Overwrite = None,
-    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Windows per batch when evaluating. [default: 64]", min=1)] = None,
+    max_length: opt.MaxLength = None,
+    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Windows per batch when evaluating. \\[default: 64]", min=1)] = None,
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training sentences.", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test sentences.", min=1)] = None,
-    pack: Annotated[Optional[bool], typer.Option("--pack/--no-pack", help="Train on packed rows: several sentences a row with block-diagonal attention, so random batches carry no padding. [default: pack]")] = None,
-    pack_length: Annotated[Optional[int], typer.Option("--pack-length", help="Minimum tokens per packed row. [default: 64]", min=8)] = None,
-    length_group: Annotated[Optional[int], typer.Option("--length-group", help="Batches sorted by length together (1: random batches). [default: 1 with --pack, 50 without]", min=1)] = None,
+    pack: Annotated[Optional[bool], typer.Option("--pack/--no-pack", help="Train on packed rows: several sentences a row with block-diagonal attention, so random batches carry no padding. \\[default: pack]")] = None,
+    pack_length: Annotated[Optional[int], typer.Option("--pack-length", help="Minimum tokens per packed row. \\[default: 64]", min=8)] = None,
+    length_group: Annotated[Optional[int], typer.Option("--length-group", help="Batches sorted by length together (1: random batches). \\[default: 1 with --pack, 50 without]", min=1)] = None,
     recipe: opt.Recipe = None,
+    train_flags: dict | None = None,
 ) -> None:
     """Fine-tune an encoder for named-entity recognition (IOB2), keep the best dev epoch, score test.
 
@@ -42,12 +39,8 @@ def ner_cli(
     from bertkit.tasks.ner import NERConfig, finetune_ner
 
     flags = opt.train_options(
-        data=data, model=model, crf=crf, label_all_subwords=label_all_subwords, epochs=epochs,
-        lr=lr, batch_size=batch_size, max_length=max_length, seed=seed, output_dir=output_dir,
-        gradient_accumulation=gradient_accumulation, warmup=warmup, weight_decay=weight_decay,
-        max_grad_norm=max_grad_norm, precision=precision, device=device, save_steps=save_steps,
-        logging_steps=logging_steps, resume=resume, overwrite=overwrite,
-        eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
+        train_flags, data=data, model=model, crf=crf, label_all_subwords=label_all_subwords,
+        max_length=max_length, eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples, pack=pack, pack_length=pack_length,
         length_group=length_group)
     cfg = build_config(NERConfig, load_recipe(recipe, "finetune ner") if recipe else None, flags,
@@ -63,24 +56,20 @@ def ner_cli(
 
 @finetune_app.command("re")
 @user_errors
+@opt.training_options()
 def re_cli(
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (chemprot; under $BERTKIT_DATA/re/) or a directory with train/dev/test.jsonl. [default: chemprot]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (chemprot; under $BERTKIT_DATA/re/) or a directory with train/dev/test.jsonl. \\[default: chemprot]")] = None,
     model: opt.Model = None,
-    pooling: Annotated[Optional[str], typer.Option("--pooling", help="cls (SciBERT; scored higher on ChemProt dev in a short run) or entity-start (states at the two opening markers, Baldini Soares et al. 2019). [default: cls]")] = None,
-    typed_markers: Annotated[Optional[bool], typer.Option("--typed-markers/--untyped-markers", help="One marker pair per entity type, when the data gives types. [default: untyped]")] = None,
-    negative_label: Annotated[Optional[str], typer.Option("--negative-label", help="Label left out of micro/macro-F1: auto (no_relation, false, ... when present), a label, or - for none. [default: auto]")] = None,
+    pooling: Annotated[Optional[str], typer.Option("--pooling", help="cls (SciBERT; scored higher on ChemProt dev in a short run) or entity-start (states at the two opening markers, Baldini Soares et al. 2019). \\[default: cls]")] = None,
+    typed_markers: Annotated[Optional[bool], typer.Option("--typed-markers/--untyped-markers", help="One marker pair per entity type, when the data gives types. \\[default: untyped]")] = None,
+    negative_label: Annotated[Optional[str], typer.Option("--negative-label", help="Label left out of micro/macro-F1: auto (no_relation, false, ... when present), a label, or - for none. \\[default: auto]")] = None,
     skip_bad_lines: Annotated[Optional[bool], typer.Option("--skip-bad-lines", help="Skip and count unreadable lines instead of stopping before training.")] = None,
-    epochs: opt.Epochs = None, lr: opt.LR = None, batch_size: opt.BatchSize = None,
-    max_length: Annotated[Optional[int], typer.Option("--max-length", help="Pieces per input incl. markers and [CLS]/[SEP]; longer inputs are cut around the two entities, both always kept. [default: 512]", min=8)] = None,
-    seed: opt.Seed = None, output_dir: opt.OutputDir = None,
-    gradient_accumulation: opt.GradAccum = None, warmup: opt.Warmup = None,
-    weight_decay: opt.WeightDecay = None, max_grad_norm: opt.MaxGradNorm = None,
-    precision: opt.Precision = None, device: opt.Device = None, save_steps: opt.SaveSteps = None,
-    logging_steps: opt.LoggingSteps = None, resume: opt.Resume = None, overwrite: opt.Overwrite = None,
-    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Pairs per batch when evaluating. [default: 64]", min=1)] = None,
+    max_length: Annotated[Optional[int], typer.Option("--max-length", help="Pieces per input incl. markers and [CLS]/[SEP]; longer inputs are cut around the two entities, both always kept. \\[default: 512]", min=8)] = None,
+    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Pairs per batch when evaluating. \\[default: 64]", min=1)] = None,
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training pairs.", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test pairs.", min=1)] = None,
     recipe: opt.Recipe = None,
+    train_flags: dict | None = None,
 ) -> None:
     """Fine-tune an encoder for relation classification between two marked entities.
 
@@ -92,12 +81,8 @@ def re_cli(
     from bertkit.tasks.re import REConfig, finetune_re
 
     flags = opt.train_options(
-        data=data, model=model, pooling=pooling, typed_markers=typed_markers,
-        negative_label=negative_label, skip_bad_lines=skip_bad_lines, epochs=epochs, lr=lr,
-        batch_size=batch_size, max_length=max_length, seed=seed, output_dir=output_dir,
-        gradient_accumulation=gradient_accumulation, warmup=warmup, weight_decay=weight_decay,
-        max_grad_norm=max_grad_norm, precision=precision, device=device, save_steps=save_steps,
-        logging_steps=logging_steps, resume=resume, overwrite=overwrite,
+        train_flags, data=data, model=model, pooling=pooling, typed_markers=typed_markers,
+        negative_label=negative_label, skip_bad_lines=skip_bad_lines, max_length=max_length,
         eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples)
     cfg = build_config(REConfig, load_recipe(recipe, "finetune re") if recipe else None, flags,
@@ -113,28 +98,23 @@ def re_cli(
 
 @finetune_app.command("dep")
 @user_errors
+@opt.training_options(epochs=6, lr=2e-4, batch_size=16)
 def dep_cli(
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (genia; under $BERTKIT_DATA as dep/genia/{dev,test}.conllu: trains on dev less every 10th sentence, held out for model selection, reports on test) or a directory with train/dev/test .conllu files. [default: genia]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (genia; under $BERTKIT_DATA as dep/genia/{dev,test}.conllu: trains on dev less every 10th sentence, held out for model selection, reports on test) or a directory with train/dev/test .conllu files. \\[default: genia]")] = None,
     model: opt.Model = None,
-    word_repr: Annotated[Optional[str], typer.Option("--word-repr", help="Word vector: first (first subword) or mean (mean of subwords). [default: first]")] = None,
-    scalar_mix: Annotated[Optional[bool], typer.Option("--scalar-mix/--no-scalar-mix", help="Learned scalar mix of all encoder layers. [default: no-scalar-mix]")] = None,
-    decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst (Chu-Liu/Edmonds, one root) or eisner (projective). [default: mst]")] = None,
-    arc_mlp: Annotated[Optional[int], typer.Option("--arc-mlp", help="Arc MLP size. [default: 500]", min=1)] = None,
-    rel_mlp: Annotated[Optional[int], typer.Option("--rel-mlp", help="Label MLP size. [default: 100]", min=1)] = None,
-    mlp_dropout: Annotated[Optional[float], typer.Option("--mlp-dropout", help="Dropout after the MLPs. [default: 0.33]", min=0)] = None,
-    epochs: Annotated[Optional[int], typer.Option("--epochs", help="Passes over the training data. [default: 6]", min=1)] = None,
-    lr: Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate (AdamW) of the encoder. [default: 2e-4]")] = None,
-    head_lr: Annotated[Optional[float], typer.Option("--head-lr", help="Peak learning rate of the parser head (fresh weights; SuPar: 20x the encoder's). [default: 1e-3]")] = None,
-    batch_size: Annotated[Optional[int], typer.Option("--batch-size", "-b", help="Sentences per forward pass. [default: 16]", min=1)] = None,
-    max_length: opt.MaxLength = None, seed: opt.Seed = None, output_dir: opt.OutputDir = None,
-    gradient_accumulation: opt.GradAccum = None, warmup: opt.Warmup = None,
-    weight_decay: opt.WeightDecay = None, max_grad_norm: opt.MaxGradNorm = None,
-    precision: opt.Precision = None, device: opt.Device = None, save_steps: opt.SaveSteps = None,
-    logging_steps: opt.LoggingSteps = None, resume: opt.Resume = None, overwrite: opt.Overwrite = None,
-    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Sentences per batch when evaluating. [default: 64]", min=1)] = None,
+    word_repr: Annotated[Optional[str], typer.Option("--word-repr", help="Word vector: first (first subword) or mean (mean of subwords). \\[default: first]")] = None,
+    scalar_mix: Annotated[Optional[bool], typer.Option("--scalar-mix/--no-scalar-mix", help="Learned scalar mix of all encoder layers. \\[default: no-scalar-mix]")] = None,
+    decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst (Chu-Liu/Edmonds, one root) or eisner (projective). \\[default: mst]")] = None,
+    arc_mlp: Annotated[Optional[int], typer.Option("--arc-mlp", help="Arc MLP size. \\[default: 500]", min=1)] = None,
+    rel_mlp: Annotated[Optional[int], typer.Option("--rel-mlp", help="Label MLP size. \\[default: 100]", min=1)] = None,
+    mlp_dropout: Annotated[Optional[float], typer.Option("--mlp-dropout", help="Dropout after the MLPs. \\[default: 0.33]", min=0)] = None,
+    head_lr: Annotated[Optional[float], typer.Option("--head-lr", help="Peak learning rate of the parser head (fresh weights; SuPar: 20x the encoder's). \\[default: 1e-3]")] = None,
+    max_length: opt.MaxLength = None,
+    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Sentences per batch when evaluating. \\[default: 64]", min=1)] = None,
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training sentences.", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test sentences.", min=1)] = None,
     recipe: opt.Recipe = None,
+    train_flags: dict | None = None,
 ) -> None:
     """Fine-tune a biaffine dependency parser (Dozat & Manning 2017), keep the best dev epoch
     (LAS without punctuation), score test.
@@ -147,14 +127,9 @@ def dep_cli(
     from bertkit.tasks.dep import DepConfig, finetune_dep
 
     flags = opt.train_options(
-        data=data, model=model, word_repr=word_repr, scalar_mix=scalar_mix, decoder=decoder,
-        arc_mlp=arc_mlp, rel_mlp=rel_mlp, mlp_dropout=mlp_dropout, epochs=epochs, lr=lr,
-        head_lr=head_lr,
-        batch_size=batch_size, max_length=max_length, seed=seed, output_dir=output_dir,
-        gradient_accumulation=gradient_accumulation, warmup=warmup, weight_decay=weight_decay,
-        max_grad_norm=max_grad_norm, precision=precision, device=device, save_steps=save_steps,
-        logging_steps=logging_steps, resume=resume, overwrite=overwrite,
-        eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
+        train_flags, data=data, model=model, word_repr=word_repr, scalar_mix=scalar_mix,
+        decoder=decoder, arc_mlp=arc_mlp, rel_mlp=rel_mlp, mlp_dropout=mlp_dropout,
+        head_lr=head_lr, max_length=max_length, eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples)
     cfg = build_config(DepConfig, load_recipe(recipe, "finetune dep") if recipe else None, flags,
                        source=str(recipe) if recipe else "options")

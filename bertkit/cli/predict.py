@@ -60,7 +60,7 @@ def dep_cli(
     input: Annotated[Path, typer.Option("--input", "-i", help="CoNLL-U file (HEAD/DEPREL may be _) or plain text, one sentence a line.")],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
     input_format: Annotated[str, typer.Option("--input-format", help="auto, conllu or text.")] = "auto",
-    decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. [default: as trained]")] = None,
+    decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
     precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sentences per batch.", min=1)] = 64,

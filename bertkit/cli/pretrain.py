@@ -15,36 +15,32 @@ from bertkit.config import build_config, load_recipe
 
 @app.command("pretrain")
 @user_errors
+@opt.training_options(exclude=("epochs",), lr=1e-4, warmup=0.06)
 def pretrain_cli(
     corpus: Annotated[Optional[List[Path]], typer.Option("--corpus", "-c", help="Text file (one sentence a line, blank line between documents), .gz file or directory; repeatable.")] = None,
     valid: Annotated[Optional[Path], typer.Option("--valid", help="Held-out text: validation MLM loss, perplexity and masked-token accuracy (always token masking).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Continue pretraining this masked-LM or encoder (directory or hub id). [default: the packaged MiniLM encoder]")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Continue pretraining this masked-LM or encoder (directory or hub id). \\[default: the packaged MiniLM encoder]")] = None,
     config: Annotated[Optional[str], typer.Option("--config", help="Pretrain from scratch: tiny, small, base or large (needs --vocab).")] = None,
     vocab: Annotated[Optional[str], typer.Option("--vocab", help="Vocabulary of a from-scratch model: scivocab-uncased, scivocab-cased, a tokenizer folder or vocab.txt.")] = None,
-    masking: Annotated[Optional[str], typer.Option("--masking", help="token (BERT), wwm (whole-word) or span (SpanBERT). [default: span]")] = None,
-    mask_prob: Annotated[Optional[float], typer.Option("--mask-prob", help="Share of real tokens to predict. [default: 0.15]")] = None,
-    mask_replace_prob: Annotated[Optional[float], typer.Option("--mask-replace-prob", help="Chosen tokens (spans) replaced by [MASK]. [default: 0.8]")] = None,
-    random_replace_prob: Annotated[Optional[float], typer.Option("--random-replace-prob", help="Chosen tokens (spans) replaced by random tokens. [default: 0.1]")] = None,
-    span_p: Annotated[Optional[float], typer.Option("--span-p", help="Geometric parameter of span lengths in words. [default: 0.2]")] = None,
-    max_span_length: Annotated[Optional[int], typer.Option("--max-span-length", help="Longest span in words. [default: 10]", min=1)] = None,
-    sbo: Annotated[Optional[bool], typer.Option("--sbo/--no-sbo", help="SpanBERT's span-boundary objective (span masking only). [default: on with span masking]")] = None,
-    sbo_weight: Annotated[Optional[float], typer.Option("--sbo-weight", help="Loss = MLM + weight x SBO. [default: 1.0]", min=0)] = None,
-    nsp: Annotated[Optional[bool], typer.Option("--nsp/--no-nsp", help="BERT's next-sentence prediction on sentence pairs (token or wwm masking; saved as BertForPreTraining). [default: no-nsp]")] = None,
-    short_seq_prob: Annotated[Optional[float], typer.Option("--short-seq-prob", help="With --nsp: chance of a shorter pair length per document. [default: 0.1]", min=0, max=1)] = None,
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Optimiser steps. [default: 1000]", min=1)] = None,
-    max_seq_length: Annotated[Optional[int], typer.Option("--max-seq-length", help="Tokens per packed sequence incl. [CLS]/[SEP]. [default: 128]", min=8)] = None,
-    eval_steps: Annotated[Optional[int], typer.Option("--eval-steps", help="Validate every N steps (and at the end). [default: 500]", min=0)] = None,
-    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Validation sequences per batch. [default: 64]", min=1)] = None,
+    masking: Annotated[Optional[str], typer.Option("--masking", help="token (BERT), wwm (whole-word) or span (SpanBERT). \\[default: span]")] = None,
+    mask_prob: Annotated[Optional[float], typer.Option("--mask-prob", help="Share of real tokens to predict. \\[default: 0.15]")] = None,
+    mask_replace_prob: Annotated[Optional[float], typer.Option("--mask-replace-prob", help="Chosen tokens (spans) replaced by [MASK]. \\[default: 0.8]")] = None,
+    random_replace_prob: Annotated[Optional[float], typer.Option("--random-replace-prob", help="Chosen tokens (spans) replaced by random tokens. \\[default: 0.1]")] = None,
+    span_p: Annotated[Optional[float], typer.Option("--span-p", help="Geometric parameter of span lengths in words. \\[default: 0.2]")] = None,
+    max_span_length: Annotated[Optional[int], typer.Option("--max-span-length", help="Longest span in words. \\[default: 10]", min=1)] = None,
+    sbo: Annotated[Optional[bool], typer.Option("--sbo/--no-sbo", help="SpanBERT's span-boundary objective (span masking only). \\[default: on with span masking]")] = None,
+    sbo_weight: Annotated[Optional[float], typer.Option("--sbo-weight", help="Loss = MLM + weight x SBO. \\[default: 1.0]", min=0)] = None,
+    nsp: Annotated[Optional[bool], typer.Option("--nsp/--no-nsp", help="BERT's next-sentence prediction on sentence pairs (token or wwm masking; saved as BertForPreTraining). \\[default: no-nsp]")] = None,
+    short_seq_prob: Annotated[Optional[float], typer.Option("--short-seq-prob", help="With --nsp: chance of a shorter pair length per document. \\[default: 0.1]", min=0, max=1)] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Optimiser steps. \\[default: 1000]", min=1)] = None,
+    max_seq_length: Annotated[Optional[int], typer.Option("--max-seq-length", help="Tokens per packed sequence incl. [CLS]/[SEP]. \\[default: 128]", min=8)] = None,
+    eval_steps: Annotated[Optional[int], typer.Option("--eval-steps", help="Validate every N steps (and at the end). \\[default: 500]", min=0)] = None,
+    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Validation sequences per batch. \\[default: 64]", min=1)] = None,
     max_eval_sequences: Annotated[Optional[int], typer.Option("--max-eval-sequences", help="Validate on at most N sequences.", min=1)] = None,
-    cache_dir: Annotated[Optional[Path], typer.Option("--cache-dir", help="Tokenised-corpus cache. [default: $BERTKIT_CACHE or ~/.cache/bertkit]")] = None,
-    compile: Annotated[Optional[bool], typer.Option("--compile/--no-compile", help="torch.compile the encoder (CUDA). [default: no-compile]")] = None,
-    lr: opt.LR = None, batch_size: opt.BatchSize = None, seed: opt.Seed = None,
-    output_dir: opt.OutputDir = None, gradient_accumulation: opt.GradAccum = None,
-    warmup: Annotated[Optional[float], typer.Option("--warmup", help="Linear warm-up: a ratio of all steps if < 1, else a step count. [default: 0.06]", min=0)] = None,
-    weight_decay: opt.WeightDecay = None, max_grad_norm: opt.MaxGradNorm = None,
-    precision: opt.Precision = None, device: opt.Device = None, save_steps: opt.SaveSteps = None,
-    logging_steps: opt.LoggingSteps = None, resume: opt.Resume = None, overwrite: opt.Overwrite = None,
+    cache_dir: Annotated[Optional[Path], typer.Option("--cache-dir", help="Tokenised-corpus cache. \\[default: $BERTKIT_CACHE or ~/.cache/bertkit]")] = None,
+    compile: Annotated[Optional[bool], typer.Option("--compile/--no-compile", help="torch.compile the encoder (CUDA). \\[default: no-compile]")] = None,
     recipe: opt.Recipe = None,
+    train_flags: dict | None = None,
 ) -> None:
     """MLM pretraining: continue from a model (domain adaptation) or start from scratch.
 
@@ -56,17 +52,13 @@ def pretrain_cli(
     from bertkit.tasks.pretrain import PretrainConfig, pretrain
 
     flags = opt.train_options(
-        corpus=",".join(str(p) for p in corpus) if corpus else None, valid=valid, model=model,
+        train_flags, corpus=",".join(str(p) for p in corpus) if corpus else None, valid=valid, model=model,
         config=config, vocab=vocab, masking=masking, mask_prob=mask_prob,
         mask_replace_prob=mask_replace_prob, random_replace_prob=random_replace_prob,
         span_p=span_p, max_span_length=max_span_length, sbo=sbo, sbo_weight=sbo_weight,
         nsp=nsp, short_seq_prob=short_seq_prob, max_steps=max_steps, max_seq_length=max_seq_length, eval_steps=eval_steps,
         eval_batch_size=eval_batch_size, max_eval_sequences=max_eval_sequences,
-        cache_dir=cache_dir, compile=compile, lr=lr, batch_size=batch_size, seed=seed,
-        output_dir=output_dir, gradient_accumulation=gradient_accumulation, warmup=warmup,
-        weight_decay=weight_decay, max_grad_norm=max_grad_norm, precision=precision,
-        device=device, save_steps=save_steps, logging_steps=logging_steps, resume=resume,
-        overwrite=overwrite)
+        cache_dir=cache_dir, compile=compile)
     cfg = build_config(PretrainConfig, load_recipe(recipe, "pretrain") if recipe else None, flags,
                        source=str(recipe) if recipe else "options")
     console = Console()

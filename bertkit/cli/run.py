@@ -19,7 +19,7 @@ from bertkit.cli._app import app, user_errors
 def run_cli(
     recipe: Annotated[str, typer.Argument(help="Recipe file or name (see `bertkit recipes`).")],
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a setting: key=value (every stage that has it) or stage.key=value. Repeatable.")] = None,
-    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory (one sub-folder per stage for multi-stage recipes). [default: runs/<recipe>-<time>]")] = None,
+    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory (one sub-folder per stage for multi-stage recipes). \\[default: runs/<recipe>-<time>]")] = None,
 ) -> None:
     """Run a recipe: one command, or several stages in order (vocab build, pretraining phases,
     fine-tuning), each with the settings the recipe gives and your --set overrides."""
@@ -52,7 +52,7 @@ def recipes_cli() -> None:
 @user_errors
 def plot_cli(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (with metrics.jsonl).")],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG file. [default: RUN_DIR/curves.png]")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG file. \\[default: RUN_DIR/curves.png]")] = None,
 ) -> None:
     """Draw a run's training-loss and evaluation curves (from metrics.jsonl) as a PNG."""
     from bertkit.plots import plot_run

@@ -36,7 +36,7 @@ def build_cli(
     uncased: Annotated[bool, typer.Option("--uncased/--cased", help="Lower-case and strip accents (uncased) or keep both (cased).")] = True,
     algorithm: Annotated[str, typer.Option("--algorithm", help="wordpiece (tokenizers' trainer) or sentencepiece (SentencePiece BPE converted to WordPiece, SciBERT's route).")] = "wordpiece",
     min_frequency: Annotated[int, typer.Option("--min-frequency", help="Minimum count of a merge (wordpiece).", min=0)] = 2,
-    limit_alphabet: Annotated[Optional[int], typer.Option("--limit-alphabet", help="Keep at most this many characters; the rarest others become [UNK] (wordpiece). [default: all]", min=1)] = None,
+    limit_alphabet: Annotated[Optional[int], typer.Option("--limit-alphabet", help="Keep at most this many characters; the rarest others become [UNK] (wordpiece). \\[default: all]", min=1)] = None,
     special_tokens: Annotated[str, typer.Option("--special-tokens", help="Comma-separated special tokens, placed first; must include BERT's five.")] = "[PAD],[UNK],[CLS],[SEP],[MASK]",
     skip_bad_lines: SkipBad = False,
     overwrite: Overwrite = False,

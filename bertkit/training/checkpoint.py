@@ -40,18 +40,19 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(directory: Path, step: int, model: torch.nn.Module, state: dict[str, Any],
-                    keep: int) -> Path:
+def save_checkpoint(directory: Path, step: int, model_state: dict[str, torch.Tensor],
+                    state: dict[str, Any], keep: int) -> Path:
     """Write ``directory/step_<step>`` atomically and prune step checkpoints beyond ``keep``.
 
     Args:
+        model_state: the whole model's state dict (gathered first under FSDP).
         state: optimiser/scheduler/scaler state dicts and loop position (see module docstring).
         keep: how many step checkpoints to keep, newest first (at least 1 is always kept).
     """
     target = directory / f"step_{step}"
     with atomic_path(target) as tmp:
         tmp.mkdir()
-        torch.save(model.state_dict(), tmp / "model.pt")
+        torch.save(model_state, tmp / "model.pt")
         torch.save({**state, "rng": rng_state()}, tmp / "state.pt")
     for old in list_checkpoints(directory)[:-max(keep, 1)]:
         shutil.rmtree(old, ignore_errors=True)

@@ -34,6 +34,9 @@ class TrainConfig:
         skip_nonfinite: skip up to this many batches whose loss is not finite (each reported
             with its source lines); 0: the first one stops the run.
         report_to: ``none`` or ``tensorboard`` (event files beside ``metrics.jsonl``).
+        fsdp: in a multi-process run, shard parameters, gradients and optimiser state (FSDP2,
+            see :mod:`bertkit.training.fsdp`) instead of keeping DDP replicas; ignored by one
+            process.
         output_dir: the run directory (created); None means ``runs/<task>-<data>-<time>``.
         resume: continue the run in ``output_dir`` from its newest checkpoint.
         overwrite: allow writing into an output directory that holds another run.
@@ -56,6 +59,7 @@ class TrainConfig:
     eval_steps: int = 0
     skip_nonfinite: int = 0
     report_to: str = "none"
+    fsdp: bool = False
     output_dir: str | None = None
     resume: bool = False
     overwrite: bool = False
@@ -92,7 +96,17 @@ class TrainConfig:
             ("eval_steps", self.eval_steps >= 0, "an integer >= 0 (0: after each epoch)"),
             ("skip_nonfinite", self.skip_nonfinite >= 0, "an integer >= 0"),
             ("report_to", self.report_to in ("none", "tensorboard"), "none or tensorboard"),
+            ("fsdp", not (self.fsdp and self.precision == "fp16"),
+             "bf16 or fp32 with --fsdp (fp16 loss scaling is not sharded)"),
         ]
+        self.require(checks)
+
+    def require(self, checks) -> None:
+        """Raise for the first ``(option name, ok, what it must be)`` whose ``ok`` is False.
+
+        Raises:
+            BertkitError: ``--option-name is VALUE``, with what was expected.
+        """
         for name, ok, expected in checks:
             if not ok:
                 raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",

@@ -28,6 +28,8 @@ from bertkit.training.devices import Runtime, is_main_process, seed_everything
 from bertkit.training.distributed import (all_reduce_sum, barrier, broadcast_flag,
                                           global_loss_scale, init_distributed, is_distributed,
                                           shard_batch, wrap_model)
+from bertkit.training.fsdp import (full_model_state, full_optimizer_state, load_full_state,
+                                   shard_model)
 from bertkit.training.logging import MetricsLog, make_progress
 from bertkit.training.optim import build_optimizer, build_scheduler
 from bertkit.training.rundir import check_free_space, checkpoint_bytes
@@ -130,7 +132,9 @@ def train(
         output_dir.mkdir(parents=True, exist_ok=True)
     seed_everything(cfg.seed)
     init_distributed(runtime.device)
-    model.to(runtime.device)
+    sharded = cfg.fsdp and is_distributed()
+    if not sharded:
+        model.to(runtime.device)
     if main:
         check_free_space(output_dir, checkpoint_bytes(model))
         from bertkit.io import write_json
@@ -138,10 +142,13 @@ def train(
 
         write_json(output_dir / "environment.json",
                    run_environment(runtime.device, cfg.seed, torch_world_size()))
-    net = wrap_model(model, runtime.device)  # DDP in a multi-process run, else the model
+    # the module that trains: a sharded copy (FSDP; ``model`` stays a plain CPU copy that rank 0
+    # evaluates and saves), DDP around the model, or the model itself
+    net = shard_model(model, runtime.device) if sharded else wrap_model(model, runtime.device)
     accum = cfg.gradient_accumulation
     n_epochs, total_steps = _plan(data, cfg)
-    optimizer = build_optimizer(model, cfg.lr, cfg.weight_decay, runtime.device)
+    optimizer = build_optimizer(net if sharded else model, cfg.lr, cfg.weight_decay,
+                                runtime.device, sharded=sharded)
     scheduler = build_scheduler(optimizer, cfg.warmup, total_steps)
     scaler = torch.amp.GradScaler(runtime.device.type, enabled=runtime.dtype == torch.float16)
     pos = {"step": 0, "epoch": 0, "batch": 0, "best_metric": None, "best_epoch": None,
@@ -153,7 +160,10 @@ def train(
             raise BertkitError("--resume given but the run has no checkpoint", file=ckpt_dir,
                                expected="a checkpoints/step_N folder from an earlier run")
         saved = load_checkpoint(found[-1], model)
-        optimizer.load_state_dict(saved["optimizer"])
+        if sharded:
+            load_full_state(net, optimizer, model.state_dict(), saved["optimizer"])
+        else:
+            optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
         scaler.load_state_dict(saved["scaler"])
         pos = {"last_train": None, **saved["position"]}
@@ -163,10 +173,22 @@ def train(
                      tensorboard=cfg.report_to == "tensorboard")
 
     def checkpoint() -> None:
+        """Rank 0 writes the step checkpoint (under FSDP every rank helps gather it first)."""
+        if sharded:
+            model_state, optim_state = full_model_state(net), full_optimizer_state(net, optimizer)
+        elif main:
+            model_state, optim_state = model.state_dict(), optimizer.state_dict()
         if main:
-            save_checkpoint(ckpt_dir, pos["step"], model, {
-                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            save_checkpoint(ckpt_dir, pos["step"], model_state, {
+                "optimizer": optim_state, "scheduler": scheduler.state_dict(),
                 "scaler": scaler.state_dict(), "position": pos}, keep=cfg.save_total_limit)
+
+    def sync_model() -> None:
+        """Under FSDP, gather the trained weights into rank 0's plain ``model`` (collective)."""
+        if sharded:
+            state = full_model_state(net)
+            if main:
+                model.load_state_dict(state)
 
     window: dict[str, float] = {}
     counts = {"batches": 0, "examples": 0, "tokens": 0}
@@ -188,14 +210,18 @@ def train(
 
     def run_eval(epoch: int) -> None:
         pos["train_seconds"] += time.perf_counter() - clock["train"]
+        sync_model()
         if not main:  # rank 0 evaluates and selects; the others wait for it
             barrier()
             clock["train"] = clock["window"] = time.perf_counter()
             return
+        model.to(runtime.device)
         model.eval()
         with torch.no_grad():
             metrics = evaluate(model)
-        model.train()
+        if sharded:  # rank 0's full copy leaves the device while the shards train
+            model.to("cpu")
+        net.train()
         record = {"type": "eval", "split": "dev", "step": pos["step"], "epoch": epoch + 1,
                   **{k: v for k, v in metrics.items() if isinstance(v, (int, float))}}
         log.log(record)
@@ -238,7 +264,7 @@ def train(
         for epoch in range(pos["epoch"], n_epochs):
             if pos["step"] >= total_steps:
                 break
-            model.train()
+            net.train()
             n_batches = data.num_batches(epoch)
             clock["train"] = clock["window"] = time.perf_counter()
             for i, batch in enumerate(data.iter_batches(epoch, pos["batch"]), start=pos["batch"]):
@@ -294,7 +320,7 @@ def train(
                     continue
                 if cfg.max_grad_norm > 0:
                     scaler.unscale_(optimizer)
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+                    torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
                 scaler.step(optimizer)
                 scaler.update()
                 scheduler.step()
@@ -329,7 +355,9 @@ def train(
                 run_eval(epoch)
             checkpoint()
     log.close()
+    sync_model()
     if main:
+        model.to(runtime.device)
         _draw_curves(output_dir, console)
     if main and evaluate is not None and select_metric is not None and (
             ckpt_dir / "best.pt").is_file():

@@ -41,10 +41,11 @@ def parameter_groups(model: nn.Module, weight_decay: float,
 
 
 def build_optimizer(model: nn.Module, lr: float, weight_decay: float,
-                    device: torch.device) -> torch.optim.AdamW:
-    """AdamW (betas 0.9/0.999, eps 1e-8), the fused CUDA kernel on CUDA devices; per-group
-    learning rates as :func:`parameter_groups` gives them (the schedule scales each alike)."""
-    fused = device.type == "cuda"
+                    device: torch.device, sharded: bool = False) -> torch.optim.AdamW:
+    """AdamW (betas 0.9/0.999, eps 1e-8), the fused CUDA kernel on CUDA devices (the foreach one
+    for FSDP-sharded parameters); per-group learning rates as :func:`parameter_groups` gives
+    them (the schedule scales each alike)."""
+    fused = device.type == "cuda" and not sharded
     return torch.optim.AdamW(parameter_groups(model, weight_decay, lr), lr=lr, betas=(0.9, 0.999),
                              eps=1e-8, fused=fused)
 

@@ -59,10 +59,12 @@ def _losses(run: Path) -> list[float]:
 
 
 @pytest.mark.slow
-def test_two_gloo_processes_match_one_process(tmp_path, still_encoder):
+@pytest.mark.parametrize("engine", ["ddp", "fsdp"])
+def test_two_gloo_processes_match_one_process(tmp_path, still_encoder, engine):
     data = write_ner_dir(tmp_path / "d", train=_conll(24), dev=_conll(5), test=_conll(5))
     args = ["finetune", "ner", "--data", str(data), "--model", still_encoder, "--epochs", "2",
-            "--batch-size", "8", "--lr", "1e-3", "--logging-steps", "1", "--device", "cpu"]
+            "--batch-size", "8", "--lr", "1e-3", "--logging-steps", "1", "--device", "cpu",
+            *(["--fsdp"] if engine == "fsdp" else [])]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     one = subprocess.run([sys.executable, "-m", "bertkit", *args, "-o", str(tmp_path / "one")],
                          capture_output=True, text=True, env=env, timeout=300)
@@ -80,3 +82,11 @@ def test_two_gloo_processes_match_one_process(tmp_path, still_encoder):
     assert json.loads((tmp_path / "two" / "environment.json").read_text())["world_size"] == 2
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == \
         sorted(p.name for p in (tmp_path / "one").iterdir())
+    # the same trained model whichever engine ran it (checkpoints are full state dicts)
+    assert (json.loads((tmp_path / "two" / "results.json").read_text())["test"]["f1"] ==
+            pytest.approx(json.loads((tmp_path / "one" / "results.json").read_text())["test"]["f1"]))
+    one_w = torch.load(tmp_path / "one" / "checkpoints" / "best.pt", weights_only=True)
+    two_w = torch.load(tmp_path / "two" / "checkpoints" / "best.pt", weights_only=True)
+    assert one_w.keys() == two_w.keys()
+    for key in one_w:
+        torch.testing.assert_close(one_w[key], two_w[key], atol=1e-4, rtol=1e-3)

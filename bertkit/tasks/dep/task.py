@@ -77,20 +77,17 @@ class DepConfig(TrainConfig):
             BertkitError: naming the option out of range.
         """
         super().validate()
-        for name, ok, expected in (
-                ("max_length", 8 <= self.max_length, "an integer >= 8"),
-                ("word_repr", self.word_repr in WORD_REPRS, "first or mean"),
-                ("decoder", self.decoder in DECODERS, "mst or eisner"),
-                ("arc_mlp", self.arc_mlp >= 1, "an integer >= 1"),
-                ("rel_mlp", self.rel_mlp >= 1, "an integer >= 1"),
-                ("mlp_dropout", 0 <= self.mlp_dropout < 1, "a number in [0, 1)"),
-                ("head_lr", self.head_lr is None or self.head_lr > 0, "a number > 0"),
-                ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
-                ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
-                ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")):
-            if not ok:
-                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
-                                   expected=expected)
+        self.require((
+            ("max_length", 8 <= self.max_length, "an integer >= 8"),
+            ("word_repr", self.word_repr in WORD_REPRS, "first or mean"),
+            ("decoder", self.decoder in DECODERS, "mst or eisner"),
+            ("arc_mlp", self.arc_mlp >= 1, "an integer >= 1"),
+            ("rel_mlp", self.rel_mlp >= 1, "an integer >= 1"),
+            ("mlp_dropout", 0 <= self.mlp_dropout < 1, "a number in [0, 1)"),
+            ("head_lr", self.head_lr is None or self.head_lr > 0, "a number > 0"),
+            ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
+            ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
+            ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")))
 
 
 def _limit(sentences: list[DepSentence], n: int | None) -> list[DepSentence]:

@@ -73,17 +73,14 @@ class NERConfig(TrainConfig):
             BertkitError: naming the option out of range.
         """
         super().validate()
-        for name, ok, expected in (
-                ("max_length", 8 <= self.max_length, "an integer >= 8"),
-                ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
-                ("pack_length", self.pack_length >= 8, "an integer >= 8"),
-                ("length_group", (self.length_group or 1) >= 1,
-                 "an integer >= 1 (1: random batches)"),
-                ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
-                ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")):
-            if not ok:
-                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
-                                   expected=expected)
+        self.require((
+            ("max_length", 8 <= self.max_length, "an integer >= 8"),
+            ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
+            ("pack_length", self.pack_length >= 8, "an integer >= 8"),
+            ("length_group", (self.length_group or 1) >= 1,
+             "an integer >= 1 (1: random batches)"),
+            ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
+            ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")))
 
 
 def _warn_encoding(report, sentences: Sequence[Sentence], console: Console | None) -> None:

@@ -96,18 +96,15 @@ class PretrainConfig(TrainConfig):
                                f"{self.masking}{', --sbo' if self.sbo else ''}): SpanBERT "
                                f"dropped NSP", expected="--masking token or wwm with --nsp, "
                                                         "or --no-nsp")
-        for name, ok, expected in (
-                ("mask_prob", 0 < self.mask_prob < 1, "a number in (0, 1)"),
-                ("mask_replace_prob", 0 <= self.mask_replace_prob <= 1, "a number in [0, 1]"),
-                ("random_replace_prob", 0 <= self.random_replace_prob
-                 <= 1 - self.mask_replace_prob, "a number in [0, 1 - mask_replace_prob]"),
-                ("span_p", 0 < self.span_p <= 1, "a number in (0, 1]"),
-                ("max_span_length", self.max_span_length >= 1, "an integer >= 1"),
-                ("sbo_weight", self.sbo_weight >= 0, "a number >= 0"),
-                ("short_seq_prob", 0 <= self.short_seq_prob <= 1, "a number in [0, 1]"),
-                ("max_seq_length", 8 <= self.max_seq_length, "an integer >= 8"),
-                ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
-                ("max_eval_sequences", (self.max_eval_sequences or 1) >= 1, "an integer >= 1")):
-            if not ok:
-                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
-                                   expected=expected)
+        self.require((
+            ("mask_prob", 0 < self.mask_prob < 1, "a number in (0, 1)"),
+            ("mask_replace_prob", 0 <= self.mask_replace_prob <= 1, "a number in [0, 1]"),
+            ("random_replace_prob", 0 <= self.random_replace_prob
+             <= 1 - self.mask_replace_prob, "a number in [0, 1 - mask_replace_prob]"),
+            ("span_p", 0 < self.span_p <= 1, "a number in (0, 1]"),
+            ("max_span_length", self.max_span_length >= 1, "an integer >= 1"),
+            ("sbo_weight", self.sbo_weight >= 0, "a number >= 0"),
+            ("short_seq_prob", 0 <= self.short_seq_prob <= 1, "a number in [0, 1]"),
+            ("max_seq_length", 8 <= self.max_seq_length, "an integer >= 8"),
+            ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
+            ("max_eval_sequences", (self.max_eval_sequences or 1) >= 1, "an integer >= 1")))

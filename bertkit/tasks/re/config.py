@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bertkit.errors import BertkitError
 from bertkit.heads.relation import POOLINGS
 from bertkit.training import TrainConfig
 
@@ -50,13 +49,10 @@ class REConfig(TrainConfig):
             BertkitError: naming the option out of range.
         """
         super().validate()
-        for name, ok, expected in (
-                ("pooling", self.pooling in POOLINGS, " or ".join(POOLINGS)),
-                ("max_length", 8 <= self.max_length, "an integer >= 8"),
-                ("negative_label", bool(self.negative_label.strip()), "auto, a label or -"),
-                ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
-                ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
-                ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")):
-            if not ok:
-                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
-                                   expected=expected)
+        self.require((
+            ("pooling", self.pooling in POOLINGS, " or ".join(POOLINGS)),
+            ("max_length", 8 <= self.max_length, "an integer >= 8"),
+            ("negative_label", bool(self.negative_label.strip()), "auto, a label or -"),
+            ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
+            ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
+            ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")))
