@@ -13,6 +13,7 @@ Training (VLDB); the ``torch.distributed`` and ``torchrun`` documentation.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 
@@ -105,6 +106,22 @@ def barrier() -> None:
     """Wait for every rank (a no-op for one process)."""
     if is_distributed() and dist.is_initialized():
         dist.barrier()
+
+
+@contextlib.contextmanager
+def main_process_first(device: torch.device):
+    """Run the body on rank 0 first while the other ranks wait, then on the others (which then
+    find, e.g., the tokenised-corpus cache rank 0 built instead of all building it at once).
+    Joins the process group if needed; a no-op for one process. Rank 0 releases the others even
+    if its body raises, so they fail with their own message instead of waiting forever."""
+    init_distributed(device)
+    if is_distributed() and rank() != 0:
+        barrier()
+    try:
+        yield
+    finally:
+        if is_distributed() and rank() == 0:
+            barrier()
 
 
 def broadcast_flag(flag: bool, device: torch.device) -> bool:

@@ -169,27 +169,43 @@ def test_no_weight_decay_on_bias_and_norm():
     assert no_decay["weight_decay"] == 0
 
 
+class FakeClock:
+    """A stand-in for the loop's ``time`` module: time passes only when told to."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def perf_counter(self):
+        return self.now
+
+
 class Slow(Source):
-    """Each batch takes 40 ms to produce, so an epoch of 10 batches takes about 0.4 s."""
+    """Each batch takes 0.04 s (of the fake clock) to produce: 0.4 s for an epoch of 10."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
 
     def iter_batches(self, epoch, start=0):
-        import time
-
         for batch in super().iter_batches(epoch, start):
-            time.sleep(0.04)
+            self.clock.now += 0.04
             yield batch
 
 
-def test_train_seconds_count_each_epoch_once_and_no_evaluation(tmp_path):
-    import time
+def test_train_seconds_count_each_epoch_once_and_no_evaluation(tmp_path, monkeypatch):
+    import bertkit.training.loop as loop
+
+    clock = FakeClock()
+    monkeypatch.setattr(loop, "time", clock)
 
     def slow_eval(model):
-        time.sleep(0.3)
+        clock.now += 0.3
         return {"f1": 0.0}
 
     cfg = TrainConfig(epochs=3, lr=1e-2, logging_steps=5)
-    res = train(Toy(), Slow(), cfg, make_runtime("cpu", "fp32"), tmp_path, evaluate=slow_eval)
-    assert 1.15 < res.train_seconds < 2.0  # 3 x 0.4 s of batches; not doubled, no 0.9 s of eval
+    res = train(Toy(), Slow(clock), cfg, make_runtime("cpu", "fp32"), tmp_path,
+                evaluate=slow_eval)
+    assert res.train_seconds == pytest.approx(1.2)  # 3 x 0.4 s of batches; no 0.9 s of eval
 
 
 def test_models_can_ask_for_a_higher_head_learning_rate():

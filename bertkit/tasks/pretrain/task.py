@@ -27,6 +27,7 @@ from bertkit.tasks.pretrain.nsp_batches import NSPBatches
 from bertkit.training import train
 from bertkit.training.devices import make_runtime, seed_everything
 from bertkit.training.devices import is_main_process, rank
+from bertkit.training.distributed import main_process_first
 from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
 
 
@@ -66,7 +67,9 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     check_run_dir(run_dir, cfg.resume, cfg.overwrite)
     runtime = make_runtime(cfg.device, cfg.precision)
     tokenizer = _tokenizer(cfg)
-    stream = tokenize_corpus(_paths(cfg.corpus), tokenizer, cfg.cache_dir, console)
+    with main_process_first(runtime.device):  # one process tokenises, the others read its cache
+        stream = tokenize_corpus(_paths(cfg.corpus), tokenizer, cfg.cache_dir,
+                                 console if is_main_process() else None)
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
     sequences = PackedSequences(stream, cfg.max_seq_length, cls_id, sep_id)
     if len(sequences) == 0 and not cfg.nsp:
@@ -96,7 +99,9 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
                                expected="documents of several sentences, one sentence a line")
     valid = None
     if cfg.valid:
-        vstream = tokenize_corpus(_paths(cfg.valid), tokenizer, cfg.cache_dir, console)
+        with main_process_first(runtime.device):
+            vstream = tokenize_corpus(_paths(cfg.valid), tokenizer, cfg.cache_dir,
+                                      console if is_main_process() else None)
         vseq = PackedSequences(vstream, cfg.max_seq_length, cls_id, sep_id, cfg.max_eval_sequences)
         if len(vseq) == 0:
             raise BertkitError("the validation text is shorter than one sequence",
