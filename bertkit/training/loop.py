@@ -6,22 +6,24 @@ and, optionally, an evaluation function run after each epoch or every N steps. T
 a number of epochs or, with ``max_steps``, a number of optimiser steps.
 Features: AdamW with linear warm-up/decay, gradient accumulation and clipping, bf16/fp16 autocast,
 checkpoints every N steps and at each epoch end (atomic), exact resume (weights, optimiser,
-scheduler, RNG, data position), best-epoch selection on dev, metrics.jsonl and a rich progress bar.
+scheduler, RNG, data position), best-epoch selection on dev, metrics.jsonl and a rich progress bar;
+DDP or FSDP across processes (:mod:`~bertkit.training.distributed`,
+:mod:`~bertkit.training.fsdp`), SIGINT/SIGTERM checkpoint-and-exit, non-finite loss handling.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable
 
 import torch
 from rich.console import Console
 
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path
+from bertkit.training.batches import BatchSource, TrainResult, batch_examples, plan_steps
 from bertkit.training.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint, set_rng_state
 from bertkit.training.config import TrainConfig
 from bertkit.training.devices import Runtime, is_main_process, seed_everything
@@ -34,62 +36,6 @@ from bertkit.training.logging import MetricsLog, make_progress
 from bertkit.training.optim import build_optimizer, build_scheduler
 from bertkit.training.rundir import check_free_space, checkpoint_bytes
 from bertkit.training.signals import StopRequest
-
-
-class BatchSource(Protocol):
-    """Training batches for the loop. The order of epoch ``e`` must depend only on (seed, e), so
-    that resuming at batch ``k`` of an epoch replays exactly the batches an uninterrupted run saw."""
-
-    def num_batches(self, epoch: int) -> int:
-        """Number of batches in ``epoch``."""
-
-    def iter_batches(self, epoch: int, start: int = 0) -> Iterator[dict[str, torch.Tensor]]:
-        """Batches ``start, start+1, ...`` of ``epoch``: dicts of CPU tensors, ``[B, T]`` first.
-
-        Every process of a multi-process run gets the same global batches; the loop keeps each
-        rank's slice of the rows. A source may also define ``describe(epoch, index) -> str``
-        naming a batch's source lines, used when its loss is not finite."""
-
-
-@dataclass
-class TrainResult:
-    """What a training run produced: optimiser steps, per-epoch dev metrics, the best epoch."""
-
-    steps: int
-    history: list[dict[str, Any]] = field(default_factory=list)
-    best_epoch: int | None = None
-    best_metric: float | None = None
-    train_seconds: float = 0.0
-    train_examples: int = 0
-    last_train: dict[str, Any] | None = None
-
-
-def _batch_examples(batch: dict[str, torch.Tensor]) -> tuple[int, int]:
-    """(examples, real tokens) of a batch, for throughput."""
-    mask = batch.get("attention_mask")
-    first = next(v for v in batch.values() if torch.is_tensor(v))
-    return int(first.shape[0]), int(mask.sum()) if mask is not None else int(first.numel())
-
-
-def _plan(data: BatchSource, cfg: TrainConfig) -> tuple[int, int]:
-    """(epochs to run, total optimiser steps): ``cfg.epochs`` epochs, or with ``cfg.max_steps``
-    as many epochs as those steps need (the last one cut short).
-
-    Raises:
-        BertkitError: the data gives no batch.
-    """
-    accum = cfg.gradient_accumulation
-    if not cfg.max_steps:
-        return cfg.epochs, sum(math.ceil(data.num_batches(e) / accum) for e in range(cfg.epochs))
-    steps, epochs = 0, 0
-    while steps < cfg.max_steps:
-        n = data.num_batches(epochs)
-        if n <= 0:
-            raise BertkitError("the training data gives no batch", expected="more training data "
-                                                                           "or a smaller batch size")
-        steps += math.ceil(n / accum)
-        epochs += 1
-    return epochs, cfg.max_steps
 
 
 def train(
@@ -146,7 +92,7 @@ def train(
     # evaluates and saves), DDP around the model, or the model itself
     net = shard_model(model, runtime.device) if sharded else wrap_model(model, runtime.device)
     accum = cfg.gradient_accumulation
-    n_epochs, total_steps = _plan(data, cfg)
+    n_epochs, total_steps = plan_steps(data, cfg)
     optimizer = build_optimizer(net if sharded else model, cfg.lr, cfg.weight_decay,
                                 runtime.device, sharded=sharded)
     scheduler = build_scheduler(optimizer, cfg.warmup, total_steps)
@@ -268,7 +214,7 @@ def train(
             n_batches = data.num_batches(epoch)
             clock["train"] = clock["window"] = time.perf_counter()
             for i, batch in enumerate(data.iter_batches(epoch, pos["batch"]), start=pos["batch"]):
-                examples, tokens = _batch_examples(batch)
+                examples, tokens = batch_examples(batch)
                 batch = runtime.to_device(shard_batch(batch, examples))
                 try:
                     with runtime.autocast():
@@ -278,7 +224,7 @@ def train(
                     if is_distributed():  # weight each rank by its share of the loss targets
                         local = out.get("loss_count")
                         scale = global_loss_scale(float(local) if local is not None
-                                                  else _batch_examples(batch)[0], device)
+                                                  else batch_examples(batch)[0], device)
                     scaler.scale(loss * scale / accum).backward()
                 except torch.OutOfMemoryError:
                     raise BertkitError(
