@@ -91,6 +91,8 @@ def train(
     # the module that trains: a sharded copy (FSDP; ``model`` stays a plain CPU copy that rank 0
     # evaluates and saves), DDP around the model, or the model itself
     net = shard_model(model, runtime.device) if sharded else wrap_model(model, runtime.device)
+    if sharded:
+        model.to("cpu")  # the shards train; this full copy only receives gathered weights
     accum = cfg.gradient_accumulation
     n_epochs, total_steps = plan_steps(data, cfg)
     optimizer = build_optimizer(net if sharded else model, cfg.lr, cfg.weight_decay,
