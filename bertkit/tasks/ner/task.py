@@ -163,9 +163,11 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
                    select_metric="f1", console=console if main else None)
     if not main:  # rank 0 scores test and writes every output
         return {"task": "ner", "rank": rank(), "steps": result.steps}
-    start = time.perf_counter()
+    test_windows, report = encode(test_s, tokenizer, label2id, cfg.max_length)
+    _warn_encoding(report, test_s, console)
+    start = time.perf_counter()  # forward passes and decoding (as Trainer.predict on encoded data)
     test_pred = tag_sentences(tagger, tokenizer, test_s, runtime, cfg.max_length,
-                              cfg.eval_batch_size, console)
+                              cfg.eval_batch_size, console, windows=test_windows)
     predict_seconds = time.perf_counter() - start
     test_metrics = entity_scores([s.tags for s in test_s], test_pred)
     write_text(run_dir / "test_predictions.conll", format_conll(test_s, test_pred))
