@@ -14,6 +14,7 @@ Reference:
 
 from __future__ import annotations
 
+import functools
 import os
 import unicodedata
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ BERT_SPECIAL_TOKENS: tuple[str, ...] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MA
 PREFIX = "##"
 
 
+@functools.lru_cache(maxsize=None)  # called per character of every piece: cache the few thousand
 def is_isolated_char(ch: str) -> bool:
     """True for characters BERT's pre-tokeniser always splits off as one-character words.
 
