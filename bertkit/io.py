@@ -14,19 +14,36 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from bertkit.errors import BertkitError
+
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success rename it onto ``path``.
 
-    Works for files and directories. On error the temporary is removed and ``path`` untouched.
+    Works for files and directories: a directory replaces a directory, a file a file; a file is
+    never written over an existing directory (that would delete the directory). On error the
+    temporary is removed and ``path`` untouched.
+
+    Raises:
+        BertkitError: ``path`` is an existing directory and the payload a file, or a parent of
+            ``path`` is a file.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path).expanduser().absolute()
+    if not path.name:  # "/" or similar
+        raise BertkitError("not a file name", file=path, expected="a path to a file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise BertkitError("cannot create the output: a parent of it is a file", file=path,
+                           expected="a path whose parent folders are folders") from None
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     target = tmp / "payload"
     try:
         yield target
+        if path.is_dir() and not target.is_dir():
+            raise BertkitError("is a directory; bertkit will not replace a directory with a file",
+                               file=path, expected="a path to a file")
         if path.is_dir() and not path.is_symlink():
             old = path.with_name(f".{path.name}.old")
             shutil.rmtree(old, ignore_errors=True)
@@ -40,7 +57,14 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    """Write ``text`` (UTF-8) to ``path`` atomically.
+
+    Raises:
+        BertkitError: ``path`` is a directory (checked before anything is written).
+    """
+    if Path(path).expanduser().is_dir():
+        raise BertkitError("is a directory; bertkit will not replace a directory with a file",
+                           file=Path(path), expected="a path to a file")
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
 
