@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from bertkit.errors import BertkitError
@@ -82,7 +83,7 @@ class TrainConfig:
         """
         checks = [
             ("epochs", self.epochs >= 1, "an integer >= 1"),
-            ("lr", self.lr > 0, "a number > 0"),
+            ("lr", math.isfinite(self.lr) and self.lr > 0, "a finite number > 0"),
             ("batch_size", self.batch_size >= 1, "an integer >= 1"),
             ("gradient_accumulation", self.gradient_accumulation >= 1, "an integer >= 1"),
             ("warmup", self.warmup >= 0, "a ratio in [0, 1) or a step count >= 1"),

@@ -56,6 +56,9 @@ def resolve_device(name: str) -> torch.device:
         device = torch.device(name)
     except RuntimeError:
         raise BertkitError(f"unknown device '{name}'", expected="auto, cpu, cuda, cuda:N or mps") from None
+    if device.type not in ("cpu", "cuda", "mps"):
+        raise BertkitError(f"device '{name}' is not supported by bertkit",
+                           expected="auto, cpu, cuda, cuda:N or mps")
     if device.type == "cuda" and not torch.cuda.is_available():
         raise BertkitError(f"device '{name}' requested but CUDA is not available here",
                            expected="--device cpu or auto")
