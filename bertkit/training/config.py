@@ -74,6 +74,12 @@ class TrainConfig:
         self.check_ranges()
         if self.resume and not self.output_dir:
             raise BertkitError("--resume needs the --output-dir of the run to continue")
+        if self.report_to == "tensorboard":
+            import importlib.util
+
+            if importlib.util.find_spec("tensorboard") is None:
+                raise BertkitError("--report-to tensorboard needs the tensorboard package",
+                                   expected="`pip install tensorboard` (or bertkit[tensorboard])")
 
     def check_ranges(self) -> None:
         """Check the loop settings' ranges (what :func:`~bertkit.training.loop.train` needs).

@@ -302,6 +302,8 @@ def train(
             if evaluate is not None and not cfg.eval_steps:
                 run_eval(epoch)
             checkpoint()
+            if broadcast_flag(stop.requested, device):  # e.g. Ctrl-C during the evaluation
+                stop_now(stop.signal_name)
     log.close()
     sync_model()
     if main:

@@ -228,3 +228,31 @@ def test_models_can_ask_for_a_higher_head_learning_rate():
     opt.step()
     sched.step()  # the schedule scales every group alike
     assert sorted(round(g["lr"], 8) for g in opt.param_groups) == [9e-5, 9e-5, 9e-4, 9e-4]
+
+
+def test_sigint_during_the_last_evaluation_stops_with_a_checkpoint(tmp_path):
+    """Ctrl-C while dev is scored after the last epoch: checkpoint, exit 130, and resume ends
+    the run with the same model (the signal used to be swallowed and the run went on)."""
+    import os
+    import signal
+
+    model_full, _ = run(tmp_path / "full", Source())
+    source = Source()
+    evals = []
+
+    def interrupted_eval(m):
+        evals.append(1)
+        if len(evals) == 3:  # the evaluation after the last epoch
+            os.kill(os.getpid(), signal.SIGINT)
+        return {"f1": -float(m(source.x, source.y)["loss"])}
+
+    cfg = TrainConfig(epochs=3, lr=1e-2, save_steps=2, logging_steps=1, warmup=0.2)
+    with pytest.raises(BertkitError, match="stopped by SIGINT at step 30") as err:
+        train(Toy(), source, cfg, make_runtime("cpu", "fp32"), tmp_path / "cut",
+              evaluate=interrupted_eval)
+    assert err.value.exit_code == 130
+    assert (tmp_path / "cut" / "checkpoints" / "step_30").is_dir()
+    model_res, res = run(tmp_path / "cut", Source(), resume=True)
+    assert res.steps == 30
+    for a, b in zip(model_full.state_dict().values(), model_res.state_dict().values()):
+        assert torch.equal(a, b)
