@@ -34,3 +34,4 @@ def test_directory_replaces_directory_and_parent_file_is_reported(tmp_path):
         write_text(tmp_path / "notes.txt" / "x.jsonl", "y")
     assert (tmp_path / "notes.txt").read_text() == "x"
 
+

@@ -173,6 +173,9 @@ def load_tagger(directory: str | Path) -> tuple[TokenTagger, dict]:
         raise BertkitError("no saved bertkit NER model here", file=path,
                            expected=f"a run directory with model/{META_FILE}, or a model directory")
     meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+    if meta.get("task", "ner") != "ner":
+        raise BertkitError(f"this is a saved '{meta.get('task')}' model, not an NER model",
+                           file=path, expected="the run directory of `bertkit finetune ner`")
     encoder = AutoModelForTokenClassification.from_pretrained(path, attn_implementation="sdpa")
     id2label = encoder.config.id2label
     labels = [id2label[i] for i in range(len(id2label))]

@@ -1,3 +1,4 @@
+import pytest
 import numpy as np
 import torch
 from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline
@@ -46,3 +47,16 @@ def test_loss_ignores_unlabelled_and_crf_loss_finite(tiny_encoder, tokenizer):
         assert torch.isfinite(out["loss"]) and out["loss"].item() > 0
         out["loss"].backward()
         assert np.isfinite(tagger.encoder.classifier.weight.grad.abs().sum().item())
+
+
+def test_loading_another_task_as_ner_is_a_clear_error(tmp_path):
+    import json
+
+    from bertkit.tasks.ner.model import load_tagger
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "bertkit.json").write_text(json.dumps({"task": "pretrain"}))
+    from bertkit.errors import BertkitError
+
+    with pytest.raises(BertkitError, match="not an NER model"):
+        load_tagger(tmp_path)
