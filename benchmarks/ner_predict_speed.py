@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -33,6 +34,7 @@ from bertkit.tasks.ner.encoding import encode  # noqa: E402
 from bertkit.tasks.ner.model import build_tagger  # noqa: E402
 from bertkit.tasks.ner.task import tag_sentences  # noqa: E402
 from bertkit.training.devices import make_runtime  # noqa: E402
+from ner_vs_stock import stock_dataset  # noqa: E402  (same folder: the stock recipe's tokenisation)
 
 
 def main() -> None:
@@ -59,23 +61,6 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {len(test_s)} test "
           f"sentences; repeats {args.repeat}", flush=True)
 
-    def stock_tokenise():
-        def tokenize(batch):
-            enc = tok(batch["tokens"], is_split_into_words=True, truncation=True)
-            rows = []
-            for i, tags in enumerate(batch["tags"]):
-                prev, row = None, []
-                for w in enc.word_ids(i):
-                    row.append(-100 if w is None or w == prev else label2id[tags[w]])
-                    prev = w
-                rows.append(row)
-            enc["labels"] = rows
-            return enc
-
-        ds = datasets.Dataset.from_dict({"tokens": [s.tokens for s in test_s],
-                                         "tags": [s.tags for s in test_s]})
-        return ds.map(tokenize, batched=True, remove_columns=["tokens", "tags"])
-
     out = tempfile.mkdtemp(prefix="bertkit-predict-bench-")
     trainer = Trainer(model=tagger.encoder, args=TrainingArguments(
         output_dir=out, report_to=[], disable_tqdm=True, use_cpu=True),
@@ -92,7 +77,7 @@ def main() -> None:
         for side in (("stock", "bertkit") if r % 2 == 0 else ("bertkit", "stock")):
             start = time.perf_counter()
             if side == "stock":
-                ds = stock_tokenise()
+                ds = stock_dataset(test_s, tok, label2id)
                 times["stock_tokenise"].append(time.perf_counter() - start)
                 start = time.perf_counter()
                 stock_predict(ds)
@@ -110,6 +95,7 @@ def main() -> None:
     print(f"tokenisation (not in the figures above): stock {med['stock_tokenise']:.1f} s, "
           f"bertkit {med['bertkit_encode']:.1f} s; with it: "
           f"{(med['stock'] + med['stock_tokenise']) / (med['bertkit'] + med['bertkit_encode']):.2f}x")
+    shutil.rmtree(out, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps({"seconds": times, "median": med}, indent=2) + "\n")
 

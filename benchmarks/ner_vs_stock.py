@@ -41,6 +41,28 @@ from bertkit.tasks.ner.data import load_ner_data  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def stock_dataset(sentences, tok, label2id: dict[str, int]):
+    """The stock recipe's tokenised ``datasets.Dataset``: first-subword labels, -100 elsewhere
+    (a tag unseen in training is labelled ``O``), as ``run_ner.py`` builds it."""
+    import datasets
+
+    def tokenize(batch):
+        enc = tok(batch["tokens"], is_split_into_words=True, truncation=True)
+        all_labels = []
+        for i, tags in enumerate(batch["tags"]):
+            prev, row = None, []
+            for w in enc.word_ids(i):
+                row.append(-100 if w is None or w == prev else label2id.get(tags[w], label2id["O"]))
+                prev = w
+            all_labels.append(row)
+        enc["labels"] = all_labels
+        return enc
+
+    ds = datasets.Dataset.from_dict({"tokens": [s.tokens for s in sentences],
+                                     "tags": [s.tags for s in sentences]})
+    return ds.map(tokenize, batched=True, remove_columns=["tokens", "tags"])
+
+
 def stock_recipe(data, epochs: int, lr: float, batch_size: int, seed: int, max_train: int | None,
                  out: str) -> dict:
     """The stock Trainer recipe; returns test scores and timings."""
@@ -57,24 +79,8 @@ def stock_recipe(data, epochs: int, lr: float, batch_size: int, seed: int, max_t
     model_name = default_model()
     tok = AutoTokenizer.from_pretrained(model_name)
 
-    def tokenize(batch):
-        enc = tok(batch["tokens"], is_split_into_words=True, truncation=True)
-        all_labels = []
-        for i, tags in enumerate(batch["tags"]):
-            prev, row = None, []
-            for w in enc.word_ids(i):
-                row.append(-100 if w is None or w == prev else label2id.get(tags[w], label2id["O"]))
-                prev = w
-            all_labels.append(row)
-        enc["labels"] = all_labels
-        return enc
-
-    def to_ds(sents):
-        return datasets.Dataset.from_dict({"tokens": [s.tokens for s in sents],
-                                           "tags": [s.tags for s in sents]})
-
-    train_ds = to_ds(train_s).map(tokenize, batched=True, remove_columns=["tokens", "tags"])
-    test_ds = to_ds(test_s).map(tokenize, batched=True, remove_columns=["tokens", "tags"])
+    train_ds = stock_dataset(train_s, tok, label2id)
+    test_ds = stock_dataset(test_s, tok, label2id)
     model = AutoModelForTokenClassification.from_pretrained(
         model_name, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id)
     args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size,
