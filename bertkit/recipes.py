@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,6 +208,11 @@ def _resolve_refs(settings: dict[str, Any], products: dict[str, str]) -> dict[st
             value = products[value[1:]]
         elif isinstance(value, str) and "$" in value:  # $BERTKIT_DATA/corpus/train.txt
             value = os.path.expandvars(value)
+            unset = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", value)
+            if unset:
+                raise BertkitError(f"setting {key} ({value!r}) uses ${unset[0]}, which is not set",
+                                   expected=f"export {unset[0]}=... (for BERTKIT_DATA: the "
+                                            f"folder holding ner/, re/, dep/, corpus/)")
         out[key] = value
     return out
 

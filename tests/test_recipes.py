@@ -135,3 +135,13 @@ def test_every_shipped_stage_builds_its_command_config():
             cls = recipes._load_attr(recipes.COMMANDS[stage.command][0])
             cfg = build_config(cls, settings, source=f"{rec.path} stage {stage.name}")
             cfg.check_ranges()
+
+
+def test_unset_variable_in_a_recipe_is_named(tmp_path, monkeypatch):
+    monkeypatch.delenv("BERTKIT_DATA", raising=False)
+    path = tmp_path / "r.yaml"
+    path.write_text("stages:\n  - {name: one, command: pretrain, "
+                    "settings: {corpus: $BERTKIT_DATA/corpus/train.txt}}\n")
+    with pytest.raises(BertkitError, match=r"uses \$BERTKIT_DATA, which is not set"):
+        recipes.run_recipe(recipes.load(path), tmp_path / "runs")
+    assert not (tmp_path / "runs" / "one").exists()

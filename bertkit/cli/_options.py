@@ -12,7 +12,7 @@ import functools
 import inspect
 import typing
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 
@@ -37,18 +37,24 @@ LOOP_OPTIONS = {
                      0.01, {"min": 0}),
     "max_grad_norm": (float, ("--max-grad-norm",), "Clip the gradient norm (0: off).", 1.0,
                       {"min": 0}),
-    "precision": (str, ("--precision",), "auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.",
-                  "auto", {}),
+    "precision": (Literal["auto", "fp32", "bf16", "fp16"], ("--precision",),
+                  "auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.", "auto", {}),
     "device": (str, ("--device",), "auto, cpu, cuda, cuda:N or mps.", "auto", {}),
     "save_steps": (int, ("--save-steps",), "Checkpoint every N optimiser steps (0: at epoch "
                    "ends only).", 0, {"min": 0}),
+    "max_steps": (int, ("--max-steps",), "Train for exactly N optimiser steps, over as many "
+                  "epochs as that takes (0: by --epochs).", 0, {"min": 0}),
+    "eval_steps": (int, ("--eval-steps",), "Evaluate every N optimiser steps and at the end (0: "
+                   "after each epoch).", 0, {"min": 0}),
+    "save_total_limit": (int, ("--save-total-limit",), "Keep at most N step checkpoints (the "
+                         "newest).", 2, {"min": 1}),
     "logging_steps": (int, ("--logging-steps",), "Log loss and throughput every N steps.", 50,
                       {"min": 1}),
     "skip_nonfinite": (int, ("--skip-nonfinite",), "Skip up to N batches with a non-finite loss "
                        "(each reported with its source lines) instead of stopping.", 0,
                        {"min": 0}),
-    "report_to": (str, ("--report-to",), "none, or tensorboard (event files beside "
-                  "metrics.jsonl).", "none", {}),
+    "report_to": (Literal["none", "tensorboard"], ("--report-to",), "none, or tensorboard "
+                  "(event files beside metrics.jsonl).", "none", {}),
     "fsdp": (bool, ("--fsdp/--no-fsdp",), "Under torchrun/accelerate: shard parameters, "
              "gradients and optimiser state over the processes (FSDP2) instead of DDP replicas.",
              "no-fsdp", {}),

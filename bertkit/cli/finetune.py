@@ -22,7 +22,7 @@ def ner_cli(
     crf: Annotated[Optional[bool], typer.Option("--crf/--no-crf", help="Linear-chain CRF over word scores. \\[default: no-crf]")] = None,
     label_all_subwords: Annotated[Optional[bool], typer.Option("--label-all-subwords", help="Train continuation pieces too (B- pieces after the first as I-).")] = None,
     max_length: opt.MaxLength = None,
-    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Windows per batch when evaluating. \\[default: 64]", min=1)] = None,
+    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Windows per batch when evaluating. \\[default: 32]", min=1)] = None,
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training sentences.", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test sentences.", min=1)] = None,
     pack: Annotated[Optional[bool], typer.Option("--pack/--no-pack", help="Train on packed rows: several sentences a row with block-diagonal attention, so random batches carry no padding. \\[default: pack]")] = None,

@@ -21,7 +21,7 @@ def ner_cli(
     input_format: Annotated[str, typer.Option("--input-format", help="auto, conll or text.")] = "auto",
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
     precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
-    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Windows per batch.", min=1)] = 64,
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Windows per batch.", min=1)] = 32,
 ) -> None:
     """Tag new text with a saved NER model; every input word gets exactly one tag."""
     from bertkit.tasks.ner import predict_ner

@@ -15,7 +15,8 @@ from bertkit.config import build_config, load_recipe
 
 @app.command("pretrain")
 @user_errors
-@opt.training_options(exclude=("epochs",), lr=1e-4, warmup=0.06)
+@opt.training_options(exclude=("epochs",), lr=1e-4, warmup=0.06, max_steps=1000,
+                      eval_steps=500)
 def pretrain_cli(
     corpus: Annotated[Optional[List[Path]], typer.Option("--corpus", "-c", help="Text file (one sentence a line, blank line between documents), .gz file or directory; repeatable.")] = None,
     valid: Annotated[Optional[Path], typer.Option("--valid", help="Held-out text: validation MLM loss, perplexity and masked-token accuracy (always token masking).")] = None,
@@ -32,9 +33,7 @@ def pretrain_cli(
     sbo_weight: Annotated[Optional[float], typer.Option("--sbo-weight", help="Loss = MLM + weight x SBO. \\[default: 1.0]", min=0)] = None,
     nsp: Annotated[Optional[bool], typer.Option("--nsp/--no-nsp", help="BERT's next-sentence prediction on sentence pairs (token or wwm masking; saved as BertForPreTraining). \\[default: no-nsp]")] = None,
     short_seq_prob: Annotated[Optional[float], typer.Option("--short-seq-prob", help="With --nsp: chance of a shorter pair length per document. \\[default: 0.1]", min=0, max=1)] = None,
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Optimiser steps. \\[default: 1000]", min=1)] = None,
     max_seq_length: Annotated[Optional[int], typer.Option("--max-seq-length", help="Tokens per packed sequence incl. [CLS]/[SEP]. \\[default: 128]", min=8)] = None,
-    eval_steps: Annotated[Optional[int], typer.Option("--eval-steps", help="Validate every N steps (and at the end). \\[default: 500]", min=0)] = None,
     eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Validation sequences per batch. \\[default: 64]", min=1)] = None,
     max_eval_sequences: Annotated[Optional[int], typer.Option("--max-eval-sequences", help="Validate on at most N sequences.", min=1)] = None,
     cache_dir: Annotated[Optional[Path], typer.Option("--cache-dir", help="Tokenised-corpus cache. \\[default: $BERTKIT_CACHE or ~/.cache/bertkit]")] = None,
@@ -56,7 +55,7 @@ def pretrain_cli(
         config=config, vocab=vocab, masking=masking, mask_prob=mask_prob,
         mask_replace_prob=mask_replace_prob, random_replace_prob=random_replace_prob,
         span_p=span_p, max_span_length=max_span_length, sbo=sbo, sbo_weight=sbo_weight,
-        nsp=nsp, short_seq_prob=short_seq_prob, max_steps=max_steps, max_seq_length=max_seq_length, eval_steps=eval_steps,
+        nsp=nsp, short_seq_prob=short_seq_prob, max_seq_length=max_seq_length,
         eval_batch_size=eval_batch_size, max_eval_sequences=max_eval_sequences,
         cache_dir=cache_dir, compile=compile)
     cfg = build_config(PretrainConfig, load_recipe(recipe, "pretrain") if recipe else None, flags,

@@ -58,6 +58,12 @@ def build_cli(
         f"peak memory {info['peak_memory_mb']} MiB"
         + (f", {c['skipped_lines']:,} bad lines skipped" if c["skipped_lines"] else ""),
         highlight=False)
+    if info["size"] < info["requested_size"]:
+        Console(stderr=True).print(
+            f"[yellow]warning:[/] the corpus yields only {info['size']:,} of the "
+            f"{info['requested_size']:,} tokens asked for (every word and piece seen "
+            f"{max(info['min_frequency'], 1)}+ times is already in); a larger corpus gives more",
+            highlight=False)
 
 
 @vocab_app.command("compare")

@@ -68,12 +68,17 @@ def data_root() -> Path | None:
 
 
 def _split_file(directory: Path, split: str, extensions: tuple[str, ...]) -> Path | None:
-    for stem in _SPLIT_ALIASES[split]:
-        for ext in extensions:
-            candidate = directory / f"{stem}{ext}"
-            if candidate.is_file():
-                return candidate
-    return None
+    """The one file of ``split`` in ``directory``; None if there is none.
+
+    Raises:
+        BertkitError: several candidates (``train.tsv`` and ``train.conll``): which is meant?
+    """
+    found = [directory / f"{stem}{ext}" for stem in _SPLIT_ALIASES[split] for ext in extensions
+             if (directory / f"{stem}{ext}").is_file()]
+    if len(found) > 1:
+        raise BertkitError(f"{len(found)} {split} files: " + ", ".join(p.name for p in found),
+                           file=directory, expected=f"one {split} file (move the others away)")
+    return found[0] if found else None
 
 
 def resolve_local(data: str, task: str, extensions: tuple[str, ...],
@@ -86,7 +91,7 @@ def resolve_local(data: str, task: str, extensions: tuple[str, ...],
 
     Raises:
         BertkitError: ``data`` is neither an existing directory nor a registered name, or the
-            directory lacks a requested split.
+            directory lacks a requested split or has two files for it.
     """
     path = Path(data).expanduser()
     if path.is_dir():

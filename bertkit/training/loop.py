@@ -13,6 +13,8 @@ DDP or FSDP across processes (:mod:`~bertkit.training.distributed`,
 
 from __future__ import annotations
 
+import json
+
 import math
 import time
 from pathlib import Path
@@ -86,8 +88,15 @@ def train(
         from bertkit.io import write_json
         from bertkit.provenance import run_environment
 
-        write_json(output_dir / "environment.json",
-                   run_environment(runtime.device, cfg.seed, torch_world_size()))
+        env = run_environment(runtime.device, cfg.seed, torch_world_size())
+        env_file = output_dir / "environment.json"
+        if cfg.resume and env_file.is_file():  # keep the original start; list each resume
+            try:
+                first = json.loads(env_file.read_text(encoding="utf-8"))
+                env = {**first, "resumed": [*first.get("resumed", []), env]}
+            except (OSError, ValueError, AttributeError):
+                pass
+        write_json(env_file, env)
     # the module that trains: a sharded copy (FSDP; ``model`` stays a plain CPU copy that rank 0
     # evaluates and saves), DDP around the model, or the model itself
     net = shard_model(model, runtime.device) if sharded else wrap_model(model, runtime.device)

@@ -10,7 +10,15 @@ from pathlib import Path
 from bertkit.errors import BertkitError
 from bertkit.training.devices import is_main_process
 
-RUN_MARKERS = ("config.yaml", "results.json", "metrics.jsonl", "checkpoints", "model")
+RUN_MARKERS = ("results.json", "metrics.jsonl", "checkpoints", "model")
+"""What makes a directory hold a run. A directory with only ``config.yaml``/``environment.json``
+is a run that failed while starting (bad data, a model that did not load): it may be reused."""
+
+RESUME_MAY_CHANGE = frozenset({
+    "device", "logging_steps", "save_steps", "save_total_limit", "eval_batch_size", "report_to",
+    "skip_nonfinite", "resume", "overwrite", "output_dir", "num_workers"})
+"""Settings a ``--resume`` may change: they affect where and how often things are written or
+shown, never the trained weights. Any other difference from the saved ``config.yaml`` is refused."""
 
 
 def default_run_dir(task: str, data: str) -> Path:
@@ -19,18 +27,67 @@ def default_run_dir(task: str, data: str) -> Path:
     return Path("runs") / f"{task}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def check_run_dir(path: Path, resume: bool, overwrite: bool) -> None:
-    """The checks of :func:`prepare_run_dir` that need no writing, to run before any loading.
+def _holds_run(path: Path) -> bool:
+    if not path.is_dir():
+        return False
+    for marker in RUN_MARKERS:
+        target = path / marker
+        if target.is_dir() and any(target.iterdir()):
+            return True
+        if target.is_file() and target.stat().st_size > 0:
+            return True
+    return False
+
+
+def check_resume_settings(path: Path, settings: dict) -> None:
+    """Refuse to resume the run in ``path`` with settings other than its saved ``config.yaml``.
+
+    A resumed run continues the saved one exactly (same data order, schedule and model), so only
+    the settings in :data:`RESUME_MAY_CHANGE` may differ. ``settings`` is the dict the task
+    writes as ``config.yaml``; a run without ``config.yaml`` is not checked.
 
     Raises:
-        BertkitError: as :func:`prepare_run_dir`, except for write failures.
+        BertkitError: naming every setting that differs, with its saved and new value.
+    """
+    import yaml
+
+    from bertkit.config import dump_yaml
+
+    saved_file = Path(path).expanduser() / "config.yaml"
+    if not saved_file.is_file():
+        return
+    try:
+        saved = yaml.safe_load(saved_file.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise BertkitError(f"cannot read the saved settings: {exc}", file=saved_file,
+                           expected="the config.yaml that bertkit wrote for this run") from None
+    now = yaml.safe_load(dump_yaml(settings))
+    diffs = [f"{key}: saved {saved.get(key)!r}, now {now.get(key)!r}"
+             for key in list(now) + [k for k in saved if k not in now]
+             if key not in RESUME_MAY_CHANGE and saved.get(key) != now.get(key)]
+    if diffs:
+        raise BertkitError("--resume with settings that differ from the saved run: "
+                           + "; ".join(diffs), file=saved_file,
+                           expected="the saved run's settings (a resumed run continues exactly "
+                                    "where it stopped), or a new --output-dir for a new run")
+
+
+def check_run_dir(path: Path, resume: bool, overwrite: bool,
+                  settings: dict | None = None) -> None:
+    """The checks of :func:`prepare_run_dir` that need no writing, to run before any loading.
+
+    ``settings``: with ``resume``, the new run's config, checked by :func:`check_resume_settings`.
+
+    Raises:
+        BertkitError: as :func:`prepare_run_dir`, except for write failures; settings that differ
+            from the saved run's on ``resume``.
     """
     path = Path(path).expanduser()
     if not is_main_process():  # rank 0 checks and writes; the others must not race it
         return
     if path.exists() and not path.is_dir():
         raise BertkitError("output path exists and is not a directory", file=path)
-    holds_run = path.is_dir() and any((path / m).exists() for m in RUN_MARKERS)
+    holds_run = _holds_run(path)
     if resume and not holds_run:
         raise BertkitError("--resume given but there is no run to resume", file=path,
                            expected="the --output-dir of an earlier run")
@@ -38,6 +95,8 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool) -> None:
         raise BertkitError("output directory already holds a run", file=path,
                            expected="--resume to continue it, --overwrite to replace it, "
                                     "or another --output-dir")
+    if resume and settings is not None and not overwrite:
+        check_resume_settings(path, settings)
 
 
 def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:

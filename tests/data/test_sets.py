@@ -40,3 +40,10 @@ def test_valid_alias_for_dev(tmp_path):
     d = write_ner_dir(tmp_path / "d")
     (d / "dev.tsv").rename(d / "valid.tsv")
     assert len(load_ner_data(str(d)).splits["dev"]) == 3
+
+
+def test_two_files_for_one_split_are_refused(tmp_path):
+    d = write_ner_dir(tmp_path / "d")
+    (d / "validation.conll").write_text((d / "dev.tsv").read_text())
+    with pytest.raises(BertkitError, match=r"2 dev files: dev.tsv, validation.conll"):
+        resolve_local(str(d), "ner", (".tsv", ".conll"))

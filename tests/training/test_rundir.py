@@ -36,3 +36,27 @@ def test_atomic_write_keeps_old_file_on_error(tmp_path):
         write_json(target, {"a": object()})
     assert target.read_text() == '{\n  "a": 1\n}\n'
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_resume_refuses_other_settings_but_allows_output_ones(tmp_path):
+    from bertkit.config import dump_yaml
+    from bertkit.training.rundir import check_run_dir
+
+    saved = {"data": "bc5cdr", "lr": 5e-05, "crf": False, "logging_steps": 50, "model": "m"}
+    (tmp_path / "config.yaml").write_text(dump_yaml(saved))
+    write_json(tmp_path / "metrics.jsonl", {})
+    check_run_dir(tmp_path, True, False, {**saved, "logging_steps": 10, "device": "cpu"})
+    with pytest.raises(BertkitError) as err:
+        check_run_dir(tmp_path, True, False, {**saved, "data": "ncbi-disease", "lr": 1e-4})
+    msg = str(err.value)
+    assert "data: saved 'bc5cdr', now 'ncbi-disease'" in msg and "lr: saved 5e-05, now 0.0001" in msg
+    assert "logging_steps" not in msg and "config.yaml" in msg
+
+
+def test_a_failed_start_is_not_a_run(tmp_path):
+    (tmp_path / "config.yaml").write_text("lr: 1\n")
+    (tmp_path / "environment.json").write_text("{}")
+    (tmp_path / "checkpoints").mkdir()
+    assert prepare_run_dir(tmp_path, resume=False, overwrite=False) == tmp_path
+    with pytest.raises(BertkitError, match="no run to resume"):
+        prepare_run_dir(tmp_path, resume=True, overwrite=False)

@@ -183,3 +183,18 @@ def test_cli_build_and_errors(corpus_file, tmp_path):
                               "--special-tokens", "[PAD],[UNK]", "--out", str(tmp_path / "w")])
     assert res.exit_code == 1 and "lacks [CLS], [SEP], [MASK]" in res.output
     assert not (tmp_path / "w").exists()
+
+
+def test_cli_warns_when_the_corpus_yields_fewer_tokens(corpus_file, tmp_path):
+    from typer.testing import CliRunner
+
+    from bertkit.cli._app import app
+    import bertkit.cli.vocab  # noqa: F401  (registers the commands)
+
+    out = tmp_path / "v"
+    res = CliRunner().invoke(app, ["vocab", "build", "--corpus", str(corpus_file), "--size",
+                                   "100000", "--no-progress", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    size = json.loads((out / "stats.json").read_text())["size"]
+    assert size < 100000
+    assert f"yields only {size:,} of the 100,000 tokens" in " ".join(res.output.split())

@@ -110,7 +110,8 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
     model_name = resolve_model_source(cfg.model or default_model())
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("dep", cfg.data)
     cfg.output_dir = str(run_dir)
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    settings = {**to_dict(cfg), "model": model_name}
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
     runtime = make_runtime(cfg.device, cfg.precision)
     data = load_dep_data(cfg.data)
     train_s = _limit(data.splits["train"], cfg.max_train_samples)
@@ -126,7 +127,7 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
     main = is_main_process()  # rank 0 writes every output of a multi-process run
     if main:
-        write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
+        write_text(run_dir / "config.yaml", dump_yaml(settings))
     rel2id = {r: i for i, r in enumerate(rels)}
     items, report = encode(train_s, tokenizer, rel2id, cfg.max_length)
     warn_encoding(report, train_s, console)

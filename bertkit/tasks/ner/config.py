@@ -34,7 +34,7 @@ class NERConfig(TrainConfig):
     max_length: int = 512
     crf: bool = False
     label_all_subwords: bool = False
-    eval_batch_size: int = 64
+    eval_batch_size: int = 32
     pack: bool = True
     pack_length: int = 64
     length_group: int | None = None

@@ -23,6 +23,7 @@ from bertkit.decoding.viterbi import viterbi_decode
 from bertkit.encoders import _short, quiet_transformers, resolve_model_source
 from bertkit.errors import BertkitError
 from bertkit.heads.crf import FORBIDDEN, LinearChainCRF
+from bertkit.pruned_forward import logits_at, supports_pruning
 from bertkit.data.tagging import allowed_transitions
 
 META_FILE = "bertkit.json"
@@ -40,7 +41,8 @@ class TokenTagger(nn.Module):
 
     Set ``packer`` (a :class:`~bertkit.packing.Packer`) to run training forward passes on packed
     rows (same outputs, no padding work); :meth:`decode` always runs unpacked on length-sorted
-    batches, which are already nearly free of padding.
+    batches, which are already nearly free of padding, and computes the last layer at first pieces
+    only (``prune_last_layer``, on by default; :mod:`bertkit.pruned_forward`).
     """
 
     def __init__(self, encoder: nn.Module, labels: Sequence[str], crf: bool = False,
@@ -51,6 +53,7 @@ class TokenTagger(nn.Module):
         self.label_all_subwords = label_all_subwords
         self.crf = LinearChainCRF(self.labels) if crf else None
         self.packer = None
+        self.prune_last_layer = True
         start_ok, trans_ok = allowed_transitions(self.labels)
         self.register_buffer("start_mask", (~torch.tensor(start_ok)).float() * FORBIDDEN,
                              persistent=False)
@@ -107,11 +110,19 @@ class TokenTagger(nn.Module):
         """Scores at each word's first piece: ``[B, T, C]`` gathered at ``[B, K]`` -> ``[B, K, C]``."""
         return logits.gather(1, word_pos.unsqueeze(2).expand(-1, -1, logits.shape[2]))
 
+    def emissions(self, input_ids, attention_mask, word_pos) -> torch.Tensor:
+        """Scores at each word's first piece, ``[B, K, C]``; in eval mode the last layer is
+        computed at those pieces only where the architecture allows
+        (:mod:`bertkit.pruned_forward`: same scores, less work)."""
+        if not self.training and self.prune_last_layer and supports_pruning(self.encoder):
+            return logits_at(self.encoder, input_ids, attention_mask, word_pos)
+        logits = self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits
+        return self.word_scores(logits, word_pos)
+
     @torch.inference_mode()
     def decode(self, input_ids, attention_mask, word_pos, word_mask, **_) -> torch.Tensor:
         """Best valid IOB2 label ids per owned word, ``[B, K]`` long (0 where ``word_mask`` is False)."""
-        logits = self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits
-        emissions = self.word_scores(logits, word_pos).float()
+        emissions = self.emissions(input_ids, attention_mask, word_pos).float()
         if self.crf is not None:
             return self.crf.decode(emissions, word_mask)
         C = emissions.shape[2]

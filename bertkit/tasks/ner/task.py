@@ -19,6 +19,7 @@ from bertkit.data.conll import Sentence, format_conll, looks_like_conll, read_co
 from bertkit.data.tagging import iob2_label_set
 from bertkit.encoders import default_model, load_tokenizer, resolve_model_source
 from bertkit.errors import BertkitError
+from bertkit.inference import run_batches
 from bertkit.io import atomic_path, write_json, write_text
 from bertkit.metrics.ner import entity_scores
 from bertkit.packing import Packer
@@ -46,11 +47,12 @@ def _warn_encoding(report, sentences: Sequence[Sentence], console: Console | Non
 
 
 def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence], runtime: Runtime,
-                  max_length: int, batch_size: int = 64, console: Console | None = None,
+                  max_length: int, batch_size: int = 32, console: Console | None = None,
                   windows: list | None = None) -> list[list[str]]:
     """Predict IOB2 tags for every word of every sentence (one tag per input word, always).
 
-    Windows are sorted by length so each batch is padded only to its own longest window.
+    Windows are sorted by length so each batch is padded only to its own longest window; on a
+    multi-core CPU two batches run at once (:func:`bertkit.inference.run_batches`).
 
     Args:
         windows: the sentences already encoded with :func:`encode` (reused across epochs).
@@ -63,14 +65,16 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
     out = [np.zeros(len(s.tokens), dtype=np.int64) for s in sentences]
     tagger.eval()
     tagger.to(runtime.device)
-    with torch.inference_mode():
-        for idx in sorted_batches(lengths, batch_size):
-            batch = runtime.to_device(collate([windows[i] for i in idx], tokenizer.pad_token_id))
-            with runtime.autocast():
-                pred = tagger.decode(**batch).cpu().numpy()
-            for row, i in enumerate(idx):
-                w = windows[i]
-                out[w.sentence][w.word_index] = pred[row, :len(w.word_index)]
+
+    def predict(idx: np.ndarray) -> None:
+        batch = runtime.to_device(collate([windows[i] for i in idx], tokenizer.pad_token_id))
+        with runtime.autocast():
+            pred = tagger.decode(**batch).cpu().numpy()
+        for row, i in enumerate(idx):
+            w = windows[i]
+            out[w.sentence][w.word_index] = pred[row, :len(w.word_index)]
+
+    run_batches(predict, sorted_batches(lengths, batch_size), runtime.device)
     labels = np.asarray(tagger.labels, dtype=object)
     return [labels[p].tolist() for p in out]
 
@@ -110,7 +114,8 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
     model_name = resolve_model_source(model_name)
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("ner", cfg.data)
     cfg.output_dir = str(run_dir)
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    settings = {**to_dict(cfg), "model": model_name}
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
     runtime = make_runtime(cfg.device, cfg.precision)
     data = load_ner_data(cfg.data)
     train_s = _limit(data.splits["train"], cfg.max_train_samples)
@@ -132,7 +137,7 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
     main = is_main_process()
     if main:
-        write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
+        write_text(run_dir / "config.yaml", dump_yaml(settings))
     label2id = {lab: i for i, lab in enumerate(labels)}
     windows, report = encode(train_s, tokenizer, label2id, cfg.max_length, cfg.label_all_subwords)
     _warn_encoding(report, train_s, console)
@@ -188,7 +193,7 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
 
 
 def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "auto",
-                 precision: str = "auto", batch_size: int = 64,
+                 precision: str = "auto", batch_size: int = 32,
                  console: Console | None = None) -> tuple[dict, list[Sentence], list[list[str]]]:
     """Score a saved model on one split of ``data``.
 
@@ -218,7 +223,7 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
 
 def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt: str = "conll",
                 input_format: str = "auto", device: str = "auto", precision: str = "auto",
-                batch_size: int = 64, console: Console | None = None) -> str:
+                batch_size: int = 32, console: Console | None = None) -> str:
     """Tag a CoNLL file (tokens in the first column) or plain text (one sentence a line).
 
     Args:

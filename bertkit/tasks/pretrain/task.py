@@ -64,7 +64,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         cfg.model = default_model()
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("pretrain", _paths(cfg.corpus)[0])
     cfg.output_dir = str(run_dir)
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    settings = {**to_dict(cfg), "sbo": cfg.use_sbo}
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
     runtime = make_runtime(cfg.device, cfg.precision)
     tokenizer = _tokenizer(cfg)
     with main_process_first(runtime.device):  # one process tokenises, the others read its cache
@@ -121,7 +122,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
     main = is_main_process()  # rank 0 writes every output of a multi-process run
     if main:
-        write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "sbo": cfg.use_sbo}))
+        write_text(run_dir / "config.yaml", dump_yaml(settings))
     else:
         console = None
     if console:

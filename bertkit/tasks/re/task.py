@@ -111,7 +111,8 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
     model_name = resolve_model_source(cfg.model or default_model())
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("re", cfg.data)
     cfg.output_dir = str(run_dir)
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    settings = {**to_dict(cfg), "model": model_name}
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
     runtime = make_runtime(cfg.device, cfg.precision)
     data = load_re_data(cfg.data, skip_bad_lines=cfg.skip_bad_lines)
     skipped = {s: len(v) for s, v in data.bad_lines.items()}
@@ -140,7 +141,7 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
     main = is_main_process()  # rank 0 writes every output of a multi-process run
     if main:
-        write_text(run_dir / "config.yaml", dump_yaml({**to_dict(cfg), "model": model_name}))
+        write_text(run_dir / "config.yaml", dump_yaml(settings))
     label2id = {lab: i for i, lab in enumerate(labels)}
     enc = {s: encode(xs, tokenizer, marker_ids, markers, label2id, cfg.max_length)
            for s, xs in (("train", train_x), ("dev", dev_x), ("test", test_x))}

@@ -23,6 +23,9 @@ def test_save_reload_same_predictions_and_hf_loadable(tiny_encoder, tokenizer, t
         rt = make_runtime("cpu", "fp32")
         before = tag_sentences(tagger, tokenizer, SENTS, rt, max_length=64)
         assert [len(p) for p in before] == [5, 300, 3]
+        tagger.prune_last_layer = False  # the full forward pass decodes the same
+        assert tag_sentences(tagger, tokenizer, SENTS, rt, max_length=64, batch_size=1) == before
+        tagger.prune_last_layer = True
         out = tmp_path / f"m{crf}"
         tagger.save(out, tokenizer, {"max_length": 64})
         again, meta = load_tagger(out)

@@ -1,0 +1,68 @@
+"""Running inference batches: on a multi-core CPU, several batches at once.
+
+A forward pass of a small encoder on a short batch keeps a few cores only partly busy: the
+matrix products are small and every operator ends in a barrier of the intra-op thread pool. On a
+CPU, :func:`run_batches` therefore runs ``workers`` batches at the same time in Python threads
+(PyTorch operators release the GIL), each with its share of the cores. The outputs are the same as
+running the batches one by one; measured on 2 cores with MiniLM on BC5CDR's test set, two
+single-threaded workers predict ~15% faster than one two-threaded loop
+(``benchmarks/ner_predict_speed.py``). On CUDA the batches run one by one (the GPU is the
+bottleneck, and one stream keeps results in order).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence, TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+
+def inference_workers(device: torch.device | str) -> int:
+    """How many batches to run at once on ``device``: 2 on a CPU with 2+ intra-op threads, else 1."""
+    return 2 if torch.device(device).type == "cpu" and torch.get_num_threads() >= 2 else 1
+
+
+def run_batches(fn: Callable[[T], None], batches: Sequence[T], device: torch.device | str,
+                workers: int | None = None) -> None:
+    """Call ``fn(batch)`` once for every batch, under ``torch.inference_mode``.
+
+    ``fn`` must store its own results (each batch writing to its own places). With ``workers`` > 1
+    (default :func:`inference_workers`), batch ``i`` goes to worker ``i % workers``, so with
+    length-sorted batches every worker gets a similar load; the process's intra-op thread count
+    is divided among the workers for the duration and restored afterwards.
+
+    Raises:
+        whatever ``fn`` raises (the first error; the other workers stop at their next batch).
+    """
+    workers = inference_workers(device) if workers is None else max(1, workers)
+    workers = min(workers, len(batches)) or 1
+    if workers == 1:
+        with torch.inference_mode():
+            for batch in batches:
+                fn(batch)
+        return
+    failed = threading.Event()
+
+    def work(k: int) -> None:
+        with torch.inference_mode():
+            for batch in batches[k::workers]:
+                if failed.is_set():
+                    return
+                try:
+                    fn(batch)
+                except BaseException:
+                    failed.set()
+                    raise
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads // workers))
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bertkit-infer") as pool:
+            for future in [pool.submit(work, k) for k in range(workers)]:
+                future.result()
+    finally:
+        torch.set_num_threads(threads)

@@ -1,0 +1,43 @@
+"""run_batches: every batch once, same results with two workers, errors and thread count kept."""
+
+import pytest
+import torch
+
+from bertkit.inference import inference_workers, run_batches
+
+
+def test_two_workers_run_every_batch_once_with_same_results():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 3)
+    batches = [torch.randn(n, 8) for n in (5, 4, 4, 3, 2, 1, 1)]
+    one, two = {}, {}
+    run_batches(lambda b: one.__setitem__(id(b), lin(b)), batches, "cpu", workers=1)
+    threads = torch.get_num_threads()
+    seen = []
+
+    def fn(b):
+        assert torch.is_inference_mode_enabled()
+        seen.append(id(b))
+        two[id(b)] = lin(b)
+
+    run_batches(fn, batches, "cpu", workers=2)
+    assert sorted(seen) == sorted(id(b) for b in batches)
+    assert all(torch.allclose(one[k], two[k]) for k in one)
+    assert torch.get_num_threads() == threads
+
+
+def test_error_in_a_worker_is_raised_and_threads_restored():
+    threads = torch.get_num_threads()
+
+    def fn(b):
+        if b == 3:
+            raise KeyError("bad batch")
+
+    with pytest.raises(KeyError, match="bad batch"):
+        run_batches(fn, list(range(8)), "cpu", workers=2)
+    assert torch.get_num_threads() == threads
+
+
+def test_workers_only_on_a_multicore_cpu():
+    assert inference_workers("meta") == 1
+    assert inference_workers("cpu") == (2 if torch.get_num_threads() >= 2 else 1)
