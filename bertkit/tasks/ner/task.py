@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import torch
 from rich.console import Console
 
 from bertkit.config import dump_yaml, to_dict
