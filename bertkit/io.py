@@ -17,13 +17,31 @@ from typing import Any, Iterator
 from bertkit.errors import BertkitError
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _honour_umask(target: Path) -> None:
+    """Give ``target`` (a file or a tree) the modes a plain ``open``/``mkdir`` would: some writers
+    (``safetensors``, temporary files) create files readable by their owner only (0600)."""
+    mask = _current_umask()
+    paths = [target] + (list(target.rglob("*")) if target.is_dir() else [])
+    for p in paths:
+        if p.is_symlink():
+            continue
+        os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success rename it onto ``path``.
 
     Works for files and directories: a directory replaces a directory, a file a file; a file is
     never written over an existing directory (that would delete the directory). On error the
-    temporary is removed and ``path`` untouched.
+    temporary is removed and ``path`` untouched. Files and folders get the modes the umask
+    gives (not the owner-only modes of temporary files).
 
     Raises:
         BertkitError: ``path`` is an existing directory and the payload a file, or a parent of
@@ -41,6 +59,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     target = tmp / "payload"
     try:
         yield target
+        if target.exists():
+            _honour_umask(target)
         if path.is_dir() and not target.is_dir():
             raise BertkitError("is a directory; bertkit will not replace a directory with a file",
                                file=path, expected="a path to a file")

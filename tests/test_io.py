@@ -35,3 +35,20 @@ def test_directory_replaces_directory_and_parent_file_is_reported(tmp_path):
     assert (tmp_path / "notes.txt").read_text() == "x"
 
 
+
+
+def test_outputs_get_umask_modes_not_owner_only(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        with atomic_path(tmp_path / "model") as tmp:
+            tmp.mkdir()
+            weights = tmp / "model.safetensors"
+            weights.write_bytes(b"x")
+            os.chmod(weights, 0o600)  # as safetensors writes it
+        assert stat.S_IMODE((tmp_path / "model" / "model.safetensors").stat().st_mode) == 0o644
+        assert stat.S_IMODE((tmp_path / "model").stat().st_mode) == 0o755
+    finally:
+        os.umask(old)

@@ -114,8 +114,10 @@ def train(
     if cfg.resume:
         found = list_checkpoints(ckpt_dir)
         if not found:
-            raise BertkitError("--resume given but the run has no checkpoint", file=ckpt_dir,
-                               expected="a checkpoints/step_N folder from an earlier run")
+            raise BertkitError("--resume given but the run has no checkpoint (it stopped before "
+                               "its first one)", file=ckpt_dir,
+                               expected="a checkpoints/step_N folder from an earlier run; to "
+                                        "start this run again: --overwrite instead of --resume")
         saved = load_checkpoint(found[-1], model)
         if sharded:
             load_full_state(net, optimizer, model.state_dict(), saved["optimizer"])
