@@ -1,4 +1,4 @@
-"""Running inference batches: on a multi-core CPU, several batches at once.
+"""Inference batching: length-sorted batches, and on a multi-core CPU several batches at once.
 
 A forward pass of a small encoder on a short batch keeps a few cores only partly busy: the
 matrix products are small and every operator ends in a barrier of the intra-op thread pool. On a
@@ -16,9 +16,18 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence, TypeVar
 
+import numpy as np
 import torch
 
 T = TypeVar("T")
+
+
+def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Inference batches of indices, sorted by length (longest first), so each batch is padded
+    only to its own longest item. ``lengths``: ``[N]`` ints; returns arrays of at most
+    ``batch_size`` indices covering ``0..N-1`` once."""
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
 
 
 def inference_workers(device: torch.device | str) -> int:

@@ -41,3 +41,12 @@ def test_error_in_a_worker_is_raised_and_threads_restored():
 def test_workers_only_on_a_multicore_cpu():
     assert inference_workers("meta") == 1
     assert inference_workers("cpu") == (2 if torch.get_num_threads() >= 2 else 1)
+
+
+def test_sorted_batches_cover_every_index_once_longest_first():
+    import numpy as np
+
+    from bertkit.inference import sorted_batches
+
+    batches = sorted_batches(np.array([3, 9, 1, 9, 5]), 2)
+    assert [b.tolist() for b in batches] == [[1, 3], [4, 0], [2]]

@@ -147,12 +147,6 @@ def collate(items: Sequence[EncodedSentence], pad_id: int, mean: bool = False
             "heads": torch.from_numpy(heads), "rels": torch.from_numpy(rels)}
 
 
-def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    """Inference batches: indices sorted by length (longest first), so padding is minimal."""
-    order = np.argsort(-lengths, kind="stable")
-    return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
-
-
 class SentenceBatches:
     """The training :class:`~bertkit.training.loop.BatchSource`: length-grouped sentence batches
     (order a function of ``seed + epoch`` only, so resume replays it exactly)."""

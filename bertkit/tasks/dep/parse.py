@@ -9,7 +9,8 @@ from rich.console import Console
 
 from bertkit.data.conllu import DepSentence
 from bertkit.metrics.dep import attachment_scores
-from bertkit.tasks.dep.encoding import collate, encode, sorted_batches
+from bertkit.inference import run_batches, sorted_batches
+from bertkit.tasks.dep.encoding import collate, encode
 from bertkit.tasks.dep.model import BiaffineParser
 from bertkit.training.devices import Runtime
 
@@ -36,7 +37,8 @@ def parse_sentences(parser: BiaffineParser, tokenizer, sentences: Sequence[DepSe
     """Parse every sentence: ``[n]`` heads (always a well-formed tree) and ``n`` relations each.
 
     Sentences are batched by length (longest first) so each batch is padded only to its own
-    longest window.
+    longest window; on a multi-core CPU two batches run at once
+    (:func:`bertkit.inference.run_batches`).
 
     Args:
         encoded: the sentences already encoded with :func:`encode` (reused across epochs).
@@ -51,13 +53,15 @@ def parse_sentences(parser: BiaffineParser, tokenizer, sentences: Sequence[DepSe
     lengths = np.asarray([e.n_pieces for e in encoded])
     parser.eval()
     parser.to(runtime.device)
-    for idx in sorted_batches(lengths, batch_size):
+    def predict(idx: np.ndarray) -> None:
         batch = runtime.to_device(collate([encoded[i] for i in idx], tokenizer.pad_token_id,
                                           word_repr == "mean"))
         with runtime.autocast():
             h, r = parser.parse(**batch, decoder=decoder)
         for row, i in enumerate(idx):
             heads[i], rels[i] = h[row], names[r[row]].tolist()
+
+    run_batches(predict, sorted_batches(lengths, batch_size), runtime.device)
     return heads, rels
 
 

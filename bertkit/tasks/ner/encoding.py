@@ -225,12 +225,6 @@ def length_grouped_batches(lengths: np.ndarray, batch_size: int, seed: int,
     return [batches[o] for o in order]
 
 
-def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    """Batches for inference: indices sorted by length (longest first), so padding is minimal."""
-    order = np.argsort(-lengths, kind="stable")
-    return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
-
-
 class WindowBatches:
     """The training :class:`~bertkit.training.loop.BatchSource` over encoded windows.
 

@@ -18,13 +18,13 @@ from bertkit.data.conll import Sentence, format_conll, looks_like_conll, read_co
 from bertkit.data.tagging import iob2_label_set
 from bertkit.encoders import default_model, load_tokenizer, resolve_model_source
 from bertkit.errors import BertkitError
-from bertkit.inference import run_batches
+from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import atomic_path, write_json, write_text
 from bertkit.metrics.ner import entity_scores
 from bertkit.packing import Packer
 from bertkit.tasks.ner.config import NERConfig
 from bertkit.tasks.ner.data import entity_types, load_ner_data, unseen_labels
-from bertkit.tasks.ner.encoding import WindowBatches, collate, encode, sorted_batches
+from bertkit.tasks.ner.encoding import WindowBatches, collate, encode
 from bertkit.tasks.ner.model import TokenTagger, build_tagger, load_tagger
 from bertkit.tasks.ner.spans import sentence_spans
 from bertkit.training import train

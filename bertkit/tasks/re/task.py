@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import torch
 from rich.console import Console
 from rich.markup import escape
 
@@ -20,9 +19,9 @@ from bertkit.config import dump_yaml, to_dict
 from bertkit.data.relations import BadLine, RelationExample, read_relations
 from bertkit.encoders import default_model, resolve_model_source
 from bertkit.errors import BertkitError
+from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import atomic_path, write_json, write_text
 from bertkit.metrics.re import detect_negative, relation_scores, save_confusion
-from bertkit.tasks.ner.encoding import sorted_batches
 from bertkit.tasks.re.config import REConfig
 from bertkit.tasks.re.data import entity_types, load_re_data, unseen_labels
 from bertkit.tasks.re.encoding import Encoded, MarkerSet, PairBatches, collate, encode
@@ -41,7 +40,8 @@ def classify(model, items: Sequence[Encoded], runtime: Runtime, pad_id: int,
              batch_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """Predicted label ids ``[N]`` and their softmax probabilities ``[N]`` for encoded pairs.
 
-    Inputs are sorted by length so each batch is padded only to its own longest.
+    Inputs are sorted by length so each batch is padded only to its own longest; on a
+    multi-core CPU two batches run at once (:func:`bertkit.inference.run_batches`).
     """
     n = len(items)
     pred, prob = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.float32)
@@ -50,15 +50,17 @@ def classify(model, items: Sequence[Encoded], runtime: Runtime, pad_id: int,
     lengths = np.asarray([len(x.input_ids) for x in items])
     model.eval()
     model.to(runtime.device)
-    with torch.inference_mode():
-        for idx in sorted_batches(lengths, batch_size):
-            batch = collate([items[i] for i in idx], pad_id)
-            batch.pop("labels")
-            batch = runtime.to_device(batch)
-            with runtime.autocast():
-                logits = model(**batch).logits
-            p, k = logits.float().softmax(-1).max(-1)
-            pred[idx], prob[idx] = k.cpu().numpy(), p.cpu().numpy()
+
+    def predict(idx: np.ndarray) -> None:
+        batch = collate([items[i] for i in idx], pad_id)
+        batch.pop("labels")
+        batch = runtime.to_device(batch)
+        with runtime.autocast():
+            logits = model(**batch).logits
+        p, k = logits.float().softmax(-1).max(-1)
+        pred[idx], prob[idx] = k.cpu().numpy(), p.cpu().numpy()
+
+    run_batches(predict, sorted_batches(lengths, batch_size), runtime.device)
     return pred, prob
 
 
