@@ -22,7 +22,8 @@ from bertkit.tasks.dep.data import load_dep_data, relations
 from bertkit.tasks.dep.encoding import SentenceBatches, encode
 from bertkit.tasks.dep.model import DECODERS, BiaffineParser, build_parser, load_parser
 from bertkit.tasks.dep.parse import warn_encoding, parse_sentences, score
-from bertkit.training import TrainConfig, train
+from bertkit.tasks.finetune_config import FinetuneConfig
+from bertkit.training import train
 from bertkit.training.devices import make_runtime, seed_everything
 from bertkit.training.devices import is_main_process, rank
 from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
@@ -31,7 +32,7 @@ WORD_REPRS = ("first", "mean")
 
 
 @dataclass
-class DepConfig(TrainConfig):
+class DepConfig(FinetuneConfig):
     """``finetune dep`` settings: the training-loop fields plus these.
 
     Defaults for ``epochs``, ``lr`` and ``batch_size`` are those of ``benchmarks/dep_genia.py``
@@ -70,24 +71,13 @@ class DepConfig(TrainConfig):
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
 
-    def validate(self) -> None:
-        """Check every setting (see :meth:`TrainConfig.validate`) before anything is loaded.
-
-        Raises:
-            BertkitError: naming the option out of range.
-        """
-        super().validate()
-        self.require((
-            ("max_length", 8 <= self.max_length, "an integer >= 8"),
-            ("word_repr", self.word_repr in WORD_REPRS, "first or mean"),
-            ("decoder", self.decoder in DECODERS, "mst or eisner"),
-            ("arc_mlp", self.arc_mlp >= 1, "an integer >= 1"),
-            ("rel_mlp", self.rel_mlp >= 1, "an integer >= 1"),
-            ("mlp_dropout", 0 <= self.mlp_dropout < 1, "a number in [0, 1)"),
-            ("head_lr", self.head_lr is None or self.head_lr > 0, "a number > 0"),
-            ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
-            ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
-            ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")))
+    def task_checks(self) -> tuple:
+        return (("word_repr", self.word_repr in WORD_REPRS, "first or mean"),
+                ("decoder", self.decoder in DECODERS, "mst or eisner"),
+                ("arc_mlp", self.arc_mlp >= 1, "an integer >= 1"),
+                ("rel_mlp", self.rel_mlp >= 1, "an integer >= 1"),
+                ("mlp_dropout", 0 <= self.mlp_dropout < 1, "a number in [0, 1)"),
+                ("head_lr", self.head_lr is None or self.head_lr > 0, "a number > 0"))
 
 
 def _limit(sentences: list[DepSentence], n: int | None) -> list[DepSentence]:

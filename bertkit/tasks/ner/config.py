@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bertkit.training.config import TrainConfig
+from bertkit.tasks.finetune_config import FinetuneConfig
 
 
 @dataclass
-class NERConfig(TrainConfig):
+class NERConfig(FinetuneConfig):
     """``finetune ner`` settings: the training-loop fields plus these.
 
     Attributes:
@@ -41,18 +41,7 @@ class NERConfig(TrainConfig):
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
 
-    def validate(self) -> None:
-        """Check every setting (see :meth:`TrainConfig.validate`) before anything is loaded.
-
-        Raises:
-            BertkitError: naming the option out of range.
-        """
-        super().validate()
-        self.require((
-            ("max_length", 8 <= self.max_length, "an integer >= 8"),
-            ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
-            ("pack_length", self.pack_length >= 8, "an integer >= 8"),
-            ("length_group", (self.length_group or 1) >= 1,
-             "an integer >= 1 (1: random batches)"),
-            ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
-            ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")))
+    def task_checks(self) -> tuple:
+        return (("pack_length", self.pack_length >= 8, "an integer >= 8"),
+                ("length_group", (self.length_group or 1) >= 1,
+                 "an integer >= 1 (1: random batches)"))

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bertkit.heads.relation import POOLINGS
-from bertkit.training import TrainConfig
+from bertkit.tasks.finetune_config import FinetuneConfig
 
 
 @dataclass
-class REConfig(TrainConfig):
+class REConfig(FinetuneConfig):
     """``finetune re`` settings: the training-loop fields plus these.
 
     Attributes:
@@ -42,17 +42,6 @@ class REConfig(TrainConfig):
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
 
-    def validate(self) -> None:
-        """Check every setting (see :meth:`TrainConfig.validate`) before anything is loaded.
-
-        Raises:
-            BertkitError: naming the option out of range.
-        """
-        super().validate()
-        self.require((
-            ("pooling", self.pooling in POOLINGS, " or ".join(POOLINGS)),
-            ("max_length", 8 <= self.max_length, "an integer >= 8"),
-            ("negative_label", bool(self.negative_label.strip()), "auto, a label or -"),
-            ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
-            ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
-            ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")))
+    def task_checks(self) -> tuple:
+        return (("pooling", self.pooling in POOLINGS, " or ".join(POOLINGS)),
+                ("negative_label", bool(self.negative_label.strip()), "auto, a label or -"))
