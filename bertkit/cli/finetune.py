@@ -13,6 +13,16 @@ from bertkit.cli._report import entity_table
 from bertkit.config import build_config, load_recipe
 
 
+def _run(config_cls, command: str, run, flags: dict, recipe):
+    """Build the config (dataclass < recipe < flags), run the task; results None on a non-main
+    process of a multi-process run (it prints nothing)."""
+    cfg = build_config(config_cls, load_recipe(recipe, command) if recipe else None, flags,
+                       source=str(recipe) if recipe else "options")
+    console = Console()
+    results = run(cfg, console)
+    return cfg, console, (results if "test" in results else None)
+
+
 @finetune_app.command("ner")
 @user_errors
 @opt.training_options()
@@ -43,11 +53,8 @@ def ner_cli(
         max_length=max_length, eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples, pack=pack, pack_length=pack_length,
         length_group=length_group)
-    cfg = build_config(NERConfig, load_recipe(recipe, "finetune ner") if recipe else None, flags,
-                       source=str(recipe) if recipe else "options")
-    console = Console()
-    results = finetune_ner(cfg, console)
-    if "test" not in results:  # a non-main process of a multi-process run
+    cfg, console, results = _run(NERConfig, "finetune ner", finetune_ner, flags, recipe)
+    if results is None:
         return
     console.print(entity_table(results["test"], f"test: {cfg.data}"))
     console.print(f"run directory: {cfg.output_dir} (best epoch {results['best_epoch']}; "
@@ -85,11 +92,8 @@ def re_cli(
         negative_label=negative_label, skip_bad_lines=skip_bad_lines, max_length=max_length,
         eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples)
-    cfg = build_config(REConfig, load_recipe(recipe, "finetune re") if recipe else None, flags,
-                       source=str(recipe) if recipe else "options")
-    console = Console()
-    results = finetune_re(cfg, console)
-    if "test" not in results:  # a non-main process of a multi-process run
+    cfg, console, results = _run(REConfig, "finetune re", finetune_re, flags, recipe)
+    if results is None:
         return
     console.print(relation_table(results["test"], f"test: {cfg.data}"))
     console.print(f"run directory: {cfg.output_dir} (best epoch {results['best_epoch']}; "
@@ -131,11 +135,8 @@ def dep_cli(
         decoder=decoder, arc_mlp=arc_mlp, rel_mlp=rel_mlp, mlp_dropout=mlp_dropout,
         head_lr=head_lr, max_length=max_length, eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples)
-    cfg = build_config(DepConfig, load_recipe(recipe, "finetune dep") if recipe else None, flags,
-                       source=str(recipe) if recipe else "options")
-    console = Console()
-    results = finetune_dep(cfg, console)
-    if "test" not in results:  # a non-main process of a multi-process run
+    cfg, console, results = _run(DepConfig, "finetune dep", finetune_dep, flags, recipe)
+    if results is None:
         return
     console.print(parse_table(results["test"], f"test: {cfg.data}"))
     if results["split_note"]:
