@@ -53,22 +53,30 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise BertkitError("file not found", file=path)
     if path.is_dir():
         raise BertkitError("is a directory", file=path, expected="a text file")
-    offset = 0
+    offset, number = 0, 0
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for raw in handle:
+            number += 1
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise BertkitError(
                     f"not valid UTF-8 at byte {offset + exc.start} of the file", file=path,
                     line=number, expected="UTF-8 text") from None
-            if number == 1:
+            if offset == 0:
                 text = text.lstrip("\ufeff")
             if "\x00" in text:
                 raise BertkitError("binary data (NUL byte)", file=path, line=number,
                                    expected="UTF-8 text")
             offset += len(raw)
-            yield number, text.rstrip("\r\n")
+            text = text.rstrip("\r\n")
+            if "\r" in text:  # old Mac line ends (CR only): each CR ends a line
+                parts = text.split("\r")
+                for part in parts[:-1]:
+                    yield number, part
+                    number += 1
+                text = parts[-1]
+            yield number, text
 
 
 def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:

@@ -21,6 +21,16 @@ def test_reads_tabs_docstart_crlf_and_bom(tmp_path):
     assert f.scheme == "IOB2"
 
 
+def test_reads_cr_only_line_ends_with_line_numbers(tmp_path):
+    p = write(tmp_path, "Aspirin\tB-Chem\rworks\tO\r\rX\tB-Dis\r")
+    f = read_conll(p)
+    assert [s.tokens for s in f.sentences] == [["Aspirin", "works"], ["X"]]
+    assert f.sentences[1].tags == ["B-Dis"] and f.sentences[1].line == 4
+    bad = write(tmp_path, "Aspirin\tB-Chem\rworks\r", name="bad.tsv")
+    with pytest.raises(BertkitError, match=r"bad.tsv:2: only one column"):
+        read_conll(bad)
+
+
 def test_space_separated_multi_column_uses_first_and_last(tmp_path):
     p = write(tmp_path, "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n")
     f = read_conll(p)
