@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 from bertkit.data.conllu import DepSentence
-from bertkit.tasks.ner.encoding import length_grouped_batches, owners, window_bounds
+from bertkit.tasks.ner.encoding import (EncodeReport, length_grouped_batches, owners,
+                                        window_bounds)
 
 
 @dataclass
@@ -46,15 +47,6 @@ class EncodedSentence:
     @property
     def n_pieces(self) -> int:
         return sum(len(w) for w in self.windows)
-
-
-@dataclass
-class EncodeReport:
-    """What encoding worked around: (sentence, word) pairs, and how many sentences were windowed."""
-
-    empty_words: list[tuple[int, int]]
-    long_words: list[tuple[int, int]]
-    windowed_sentences: int
 
 
 def encode(sentences: Sequence[DepSentence], tokenizer, rel2id: dict[str, int],

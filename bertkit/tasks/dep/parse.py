@@ -15,20 +15,6 @@ from bertkit.tasks.dep.model import BiaffineParser
 from bertkit.training.devices import Runtime
 
 
-def warn_encoding(report, sentences: Sequence[DepSentence], console: Console | None) -> None:
-    """Print one warning per kind of word encoding had to work around (empty, over-long)."""
-    if console is None:
-        return
-    for kind, items in (("no word pieces: fed as [UNK]", report.empty_words),
-                        ("more pieces than a window: extra pieces dropped", report.long_words)):
-        if items:
-            s, w = items[0]
-            first = sentences[s]
-            console.print(f"[yellow]warning:[/] {len(items)} word(s) with {kind}; first at "
-                          f"{first.file}:{first.line_of(w)} ({first.words[w]!r}); each still "
-                          f"gets a head", highlight=False)
-
-
 def parse_sentences(parser: BiaffineParser, tokenizer, sentences: Sequence[DepSentence],
                     runtime: Runtime, max_length: int, batch_size: int = 64,
                     decoder: str = "mst", word_repr: str = "first",
@@ -46,7 +32,7 @@ def parse_sentences(parser: BiaffineParser, tokenizer, sentences: Sequence[DepSe
     if encoded is None:
         encoded, report = encode(sentences, tokenizer, {r: i for i, r in enumerate(parser.rels)},
                                  max_length)
-        warn_encoding(report, sentences, console)
+        report.warn(sentences, console, "a head")
     heads: list = [None] * len(sentences)
     rels: list = [None] * len(sentences)
     names = np.asarray(parser.rels, dtype=object)

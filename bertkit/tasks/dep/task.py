@@ -21,7 +21,7 @@ from bertkit.metrics.dep import punct_rule
 from bertkit.tasks.dep.data import load_dep_data, relations
 from bertkit.tasks.dep.encoding import SentenceBatches, encode
 from bertkit.tasks.dep.model import DECODERS, BiaffineParser, build_parser, load_parser
-from bertkit.tasks.dep.parse import warn_encoding, parse_sentences, score
+from bertkit.tasks.dep.parse import parse_sentences, score
 from bertkit.tasks.finetune_config import FinetuneConfig
 from bertkit.training import train
 from bertkit.training.devices import make_runtime, seed_everything
@@ -120,7 +120,7 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
         write_text(run_dir / "config.yaml", dump_yaml(settings))
     rel2id = {r: i for i, r in enumerate(rels)}
     items, report = encode(train_s, tokenizer, rel2id, cfg.max_length)
-    warn_encoding(report, train_s, console)
+    report.warn(train_s, console, "a head")
     if console:
         if data.note:
             console.print(f"note: {data.note}", highlight=False)

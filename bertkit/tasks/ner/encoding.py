@@ -45,11 +45,27 @@ class Window:
 
 @dataclass
 class EncodeReport:
-    """What encoding had to work around, for warnings: (sentence, word) pairs."""
+    """What encoding had to work around, for warnings: (sentence, word) pairs, and how many
+    sentences were windowed. Shared by the tagger and the parser."""
 
     empty_words: list[tuple[int, int]]
     long_words: list[tuple[int, int]]
     windowed_sentences: int
+
+    def warn(self, sentences: Sequence, console, outcome: str = "one prediction") -> None:
+        """Print one warning per kind of word worked around (no pieces, over-long), with the
+        count and the first one's ``file:line``; ``outcome`` says what each still gets."""
+        if console is None:
+            return
+        for kind, items in (("no word pieces: fed as [UNK]", self.empty_words),
+                            ("more pieces than a window: extra pieces dropped", self.long_words)):
+            if items:
+                s, w = items[0]
+                first = sentences[s]
+                words = first.tokens if hasattr(first, "tokens") else first.words
+                console.print(f"[yellow]warning:[/] {len(items)} word(s) with {kind}; first at "
+                              f"{first.file}:{first.line_of(w)} ({words[w]!r}); each still gets "
+                              f"{outcome}", highlight=False)
 
 
 def window_bounds(counts: np.ndarray, budget: int) -> list[tuple[int, int]]:

@@ -32,19 +32,6 @@ from bertkit.training.devices import Runtime, is_main_process, make_runtime, ran
 from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
 
 
-def _warn_encoding(report, sentences: Sequence[Sentence], console: Console | None) -> None:
-    if console is None:
-        return
-    for kind, items in (("no word pieces: fed as [UNK]", report.empty_words),
-                        ("more pieces than a window: extra pieces dropped", report.long_words)):
-        if items:
-            s, w = items[0]
-            first = sentences[s]
-            console.print(f"[yellow]warning:[/] {len(items)} word(s) with {kind}; first at "
-                          f"{first.file}:{first.line_of(w)} ({first.tokens[w]!r}); each still gets "
-                          f"one prediction", highlight=False)
-
-
 def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence], runtime: Runtime,
                   max_length: int, batch_size: int = 32, console: Console | None = None,
                   windows: list | None = None) -> list[list[str]]:
@@ -59,7 +46,7 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
     if windows is None:
         label2id = {lab: i for i, lab in enumerate(tagger.labels)}
         windows, report = encode(sentences, tokenizer, label2id, max_length)
-        _warn_encoding(report, sentences, console)
+        report.warn(sentences, console)
     lengths = np.asarray([len(w.input_ids) for w in windows])
     out = [np.zeros(len(s.tokens), dtype=np.int64) for s in sentences]
     tagger.eval()
@@ -139,7 +126,7 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
         write_text(run_dir / "config.yaml", dump_yaml(settings))
     label2id = {lab: i for i, lab in enumerate(labels)}
     windows, report = encode(train_s, tokenizer, label2id, cfg.max_length, cfg.label_all_subwords)
-    _warn_encoding(report, train_s, console)
+    report.warn(train_s, console)
     if console:
         console.print(f"data: {len(train_s)}/{len(dev_s)}/{len(test_s)} sentences "
                       f"(train/dev/test), schemes {data.schemes}; labels {labels}; "
@@ -168,7 +155,7 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
     if not main:  # rank 0 scores test and writes every output
         return {"task": "ner", "rank": rank(), "steps": result.steps}
     test_windows, report = encode(test_s, tokenizer, label2id, cfg.max_length)
-    _warn_encoding(report, test_s, console)
+    report.warn(test_s, console)
     start = time.perf_counter()  # forward passes and decoding (as Trainer.predict on encoded data)
     test_pred = tag_sentences(tagger, tokenizer, test_s, runtime, cfg.max_length,
                               cfg.eval_batch_size, console, windows=test_windows)

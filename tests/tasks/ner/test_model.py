@@ -63,3 +63,16 @@ def test_loading_another_task_as_ner_is_a_clear_error(tmp_path):
 
     with pytest.raises(BertkitError, match="not an NER model"):
         load_tagger(tmp_path)
+
+
+def test_words_without_pieces_are_warned_with_file_and_line(tiny_encoder, tokenizer):
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    sents = [Sentence(["x", "\u200b", "y"], file="in.txt", line=7, one_line=True)]
+    tags = tag_sentences(build_tagger(tiny_encoder, LABELS, crf=False, label_all_subwords=False),
+                         tokenizer, sents, make_runtime("cpu", "fp32"), 64, console=console)
+    assert len(tags[0]) == 3
+    text = console.export_text()
+    assert "1 word(s) with no word pieces" in text and "in.txt:7" in text
+    assert "each still gets one prediction" in text
