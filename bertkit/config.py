@@ -7,6 +7,8 @@ key is an error naming the valid ones. Every run writes the resolved config as `
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -54,7 +56,30 @@ def load_recipe(path: str | Path, command: str | None = None) -> dict[str, Any]:
         data = data.get("settings") or {}
         if not isinstance(data, dict):
             raise BertkitError("'settings' must be a mapping of option names to values", file=path)
-    return {str(k).replace("-", "_"): v for k, v in data.items()}
+    return {str(k).replace("-", "_"): expand_vars(str(k), v, path) for k, v in data.items()}
+
+
+def expand_vars(key: str, value: Any, file: str | Path | None = None) -> Any:
+    """A recipe value with ``$VARIABLES`` expanded from the environment
+    (``$BERTKIT_DATA/corpus/train.txt``); other values unchanged.
+
+    Raises:
+        BertkitError: a variable used in ``value`` is not set (naming it and ``key``).
+    """
+    if not isinstance(value, str) or "$" not in value:
+        return value
+    expanded = os.path.expandvars(value)
+    unset = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", expanded)
+    if unset:
+        raise BertkitError(f"setting {key} ({value!r}) uses ${unset[0]}, which is not set",
+                           file=file, expected=f"export {unset[0]}=... (for BERTKIT_DATA: the "
+                                                f"folder holding ner/, re/, dep/, corpus/)")
+    return expanded
+
+
+def field_names(cls: type) -> list[str]:
+    """The field names of dataclass ``cls``."""
+    return [f.name for f in dataclasses.fields(cls)]
 
 
 def build_config(cls: type[C], *layers: dict[str, Any] | None, source: str = "options") -> C:

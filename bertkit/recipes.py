@@ -24,8 +24,6 @@ every stage that has it, ``--set stage.key=value`` in one stage; values are read
 from __future__ import annotations
 
 import importlib
-import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +31,7 @@ from typing import Any, Callable
 
 import yaml
 
+from bertkit.config import expand_vars
 from bertkit.errors import BertkitError
 
 # command -> (config dataclass, function taking (cfg, console) and returning the results dict).
@@ -206,13 +205,8 @@ def _resolve_refs(settings: dict[str, Any], products: dict[str, str]) -> dict[st
                                    expected="@" + " or @".join(products) if products else
                                    "a stage defined above this one")
             value = products[value[1:]]
-        elif isinstance(value, str) and "$" in value:  # $BERTKIT_DATA/corpus/train.txt
-            value = os.path.expandvars(value)
-            unset = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", value)
-            if unset:
-                raise BertkitError(f"setting {key} ({value!r}) uses ${unset[0]}, which is not set",
-                                   expected=f"export {unset[0]}=... (for BERTKIT_DATA: the "
-                                            f"folder holding ner/, re/, dep/, corpus/)")
+        else:  # $BERTKIT_DATA/corpus/train.txt
+            value = expand_vars(key, value)
         out[key] = value
     return out
 

@@ -145,3 +145,15 @@ def test_unset_variable_in_a_recipe_is_named(tmp_path, monkeypatch):
     with pytest.raises(BertkitError, match=r"uses \$BERTKIT_DATA, which is not set"):
         recipes.run_recipe(recipes.load(path), tmp_path / "runs")
     assert not (tmp_path / "runs" / "one").exists()
+
+
+def test_recipe_option_expands_variables(tmp_path, monkeypatch):
+    from bertkit.config import load_recipe
+
+    path = tmp_path / "r.yaml"
+    path.write_text("data: $BERTKIT_DATA/ner/bc5cdr\nlr: 1e-4\n")
+    monkeypatch.setenv("BERTKIT_DATA", "/data/root")
+    assert load_recipe(path) == {"data": "/data/root/ner/bc5cdr", "lr": "1e-4"}
+    monkeypatch.delenv("BERTKIT_DATA")
+    with pytest.raises(BertkitError, match=r"uses \$BERTKIT_DATA, which is not set"):
+        load_recipe(path)

@@ -67,8 +67,8 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, still_encoder
     for ckpt in (cut / "checkpoints").glob("step_*"):  # every checkpoint on disk is complete
         assert (ckpt / "state.pt").is_file() or any(ckpt.iterdir())
 
-    resumed = subprocess.run([sys.executable, "-m", "bertkit",
-                              *_args(corpus, still_encoder, cut, cache, steps), "--resume"],
+    resumed = subprocess.run([sys.executable, "-m", "bertkit", "pretrain", "--resume", "-o",
+                              str(cut)],  # the saved config.yaml gives every other setting
                              capture_output=True, text=True, env=ENV, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert _train_losses(cut) == pytest.approx(_train_losses(full), rel=1e-6)

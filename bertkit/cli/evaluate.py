@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, Literal
 
 import typer
 from rich.console import Console
@@ -21,7 +21,7 @@ def ner_cli(
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write token, gold, predicted as CoNLL here.")] = None,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
+    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Windows per batch.", min=1)] = 32,
 ) -> None:
     """Score a saved NER model on a labelled split: entity precision, recall and F1 per type."""
@@ -50,7 +50,7 @@ def re_cli(
     negative_label: Annotated[Optional[str], typer.Option("--negative-label", help="Label left out of micro/macro-F1 (auto, a label, or -). \\[default: the one saved with the model]")] = None,
     skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count unreadable lines.")] = False,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
+    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Pairs per batch.", min=1)] = 64,
 ) -> None:
     """Score a saved relation model on a labelled split: micro/macro-F1, accuracy, per label."""
@@ -82,7 +82,7 @@ def dep_cli(
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write the parses as CoNLL-U here.")] = None,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
+    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sentences per batch.", min=1)] = 64,
 ) -> None:
     """Score a saved dependency parser on a labelled split: UAS/LAS without and with punctuation,

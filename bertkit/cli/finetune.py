@@ -10,13 +10,16 @@ from rich.console import Console
 from bertkit.cli import _options as opt
 from bertkit.cli._app import finetune_app, user_errors
 from bertkit.cli._report import entity_table
-from bertkit.config import build_config, load_recipe
+from bertkit.config import build_config, field_names, load_recipe
+from bertkit.training.rundir import saved_settings
 
 
 def _run(config_cls, command: str, run, flags: dict, recipe):
-    """Build the config (dataclass < recipe < flags), run the task; results None on a non-main
+    """Build the config (dataclass < saved run with --resume < recipe < flags), run the task; results None on a non-main
     process of a multi-process run (it prints nothing)."""
-    cfg = build_config(config_cls, load_recipe(recipe, command) if recipe else None, flags,
+    saved = saved_settings(flags.get("output_dir"), field_names(config_cls)) \
+        if flags.get("resume") else None
+    cfg = build_config(config_cls, saved, load_recipe(recipe, command) if recipe else None, flags,
                        source=str(recipe) if recipe else "options")
     console = Console()
     results = run(cfg, console)

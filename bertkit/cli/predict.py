@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, Literal
 
 import typer
 from rich.console import Console
@@ -17,10 +17,10 @@ def ner_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
     input: Annotated[Path, typer.Option("--input", "-i", help="CoNLL file (token first) or plain text, one sentence a line.")],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="conll (token [gold] predicted) or jsonl (tokens, tags, spans).")] = "conll",
-    input_format: Annotated[str, typer.Option("--input-format", help="auto, conll or text.")] = "auto",
+    format: Annotated[Literal["conll", "jsonl"], typer.Option("--format", "-f", help="conll (token, gold if the input has it, predicted) or jsonl (line, tokens, tags, spans).")] = "conll",
+    input_format: Annotated[Literal["auto", "conll", "text"], typer.Option("--input-format", help="auto, conll or text (one sentence a line).")] = "auto",
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
+    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Windows per batch.", min=1)] = 32,
 ) -> None:
     """Tag new text with a saved NER model; every input word gets exactly one tag."""
@@ -38,10 +38,10 @@ def re_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
     input: Annotated[Path, typer.Option("--input", "-i", help="JSON lines (marker, span or TACRED form; label optional) or plain text, one << >>/[[ ]]-marked sentence a line.")],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
-    input_format: Annotated[str, typer.Option("--input-format", help="auto, jsonl or text.")] = "auto",
+    input_format: Annotated[Literal["auto", "jsonl", "text"], typer.Option("--input-format", help="auto, jsonl or text.")] = "auto",
     skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count unreadable lines.")] = False,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
+    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Pairs per batch.", min=1)] = 64,
 ) -> None:
     """Classify entity pairs with a saved relation model: JSON lines with predicted and probability."""
@@ -59,10 +59,10 @@ def dep_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
     input: Annotated[Path, typer.Option("--input", "-i", help="CoNLL-U file (HEAD/DEPREL may be _) or plain text, one sentence a line.")],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
-    input_format: Annotated[str, typer.Option("--input-format", help="auto, conllu or text.")] = "auto",
+    input_format: Annotated[Literal["auto", "conllu", "text"], typer.Option("--input-format", help="auto, conllu or text.")] = "auto",
     decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[str, typer.Option("--precision", help="auto, fp32, bf16 or fp16.")] = "auto",
+    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sentences per batch.", min=1)] = 64,
 ) -> None:
     """Parse new text with a saved dependency parser; writes CoNLL-U with HEAD and DEPREL filled

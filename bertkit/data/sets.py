@@ -61,6 +61,13 @@ register(DatasetEntry("re", "chemprot", "", "ChemProt (Krallinger et al., 2017),
                                             "entity-marker release (Beltagy et al., 2019)"))
 
 
+def canonical_data(data: str) -> str:
+    """``data`` as recorded in a run: an existing directory as its absolute path (so a resumed
+    run from another working directory names the same files), a registered name unchanged."""
+    path = Path(data).expanduser()
+    return str(path.resolve()) if path.is_dir() else data
+
+
 def data_root() -> Path | None:
     """The data root from ``$BERTKIT_DATA``, or None when unset."""
     root = os.environ.get("BERTKIT_DATA")

@@ -19,6 +19,16 @@ class FinetuneConfig(TrainConfig):
         """The subclass's own ``(option name, ok, what it must be)`` checks (none here)."""
         return ()
 
+    def examples_trained(self, n_train: int, steps: int) -> int:
+        """Training examples seen: ``n_train`` per epoch, or with ``max_steps`` the optimiser steps
+        times the (global) batch and accumulation, at most ``n_train`` per started epoch."""
+        if not self.max_steps:
+            return n_train * self.epochs
+        per_step = self.batch_size * self.gradient_accumulation
+        per_epoch_steps = max(1, -(-n_train // per_step))
+        full, rest = divmod(steps, per_epoch_steps)
+        return full * n_train + min(rest * per_step, n_train)
+
     def validate(self) -> None:
         """Check every setting (see :meth:`TrainConfig.validate`) before anything is loaded.
 

@@ -35,10 +35,22 @@ class TrainResult:
     steps: int
     history: list[dict[str, Any]] = field(default_factory=list)
     best_epoch: int | None = None
+    best_index: int | None = None
     best_metric: float | None = None
     train_seconds: float = 0.0
     train_examples: int = 0
     last_train: dict[str, Any] | None = None
+
+    @property
+    def best_record(self) -> dict[str, Any] | None:
+        """The dev evaluation that selected the kept weights (None without selection). With
+        ``eval_steps`` there are several per epoch, so ``history[best_epoch - 1]`` would be wrong."""
+        if self.best_index is not None:
+            return self.history[self.best_index]
+        if self.best_epoch is None:  # a checkpoint from before best_index was recorded
+            return None
+        return next((r for r in reversed(self.history) if r.get("epoch") == self.best_epoch),
+                    None)
 
 
 def batch_examples(batch: dict[str, torch.Tensor]) -> tuple[int, int]:

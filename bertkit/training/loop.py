@@ -96,7 +96,8 @@ def train(
                 env = {**first, "resumed": [*first.get("resumed", []), env]}
             except (OSError, ValueError, AttributeError):
                 pass
-        write_json(env_file, env)
+        if not (cfg.resume and not list_checkpoints(ckpt_dir)):  # that resume fails below
+            write_json(env_file, env)
     # the module that trains: a sharded copy (FSDP; ``model`` stays a plain CPU copy that rank 0
     # evaluates and saves), DDP around the model, or the model itself
     net = shard_model(model, runtime.device) if sharded else wrap_model(model, runtime.device)
@@ -109,7 +110,7 @@ def train(
     scheduler = build_scheduler(optimizer, cfg.warmup, total_steps)
     scaler = torch.amp.GradScaler(runtime.device.type, enabled=runtime.dtype == torch.float16)
     pos = {"step": 0, "epoch": 0, "batch": 0, "best_metric": None, "best_epoch": None,
-           "history": [], "train_seconds": 0.0, "train_examples": 0, "last_train": None}
+           "best_index": None, "history": [], "train_seconds": 0.0, "train_examples": 0, "last_train": None}
 
     if cfg.resume:
         found = list_checkpoints(ckpt_dir)
@@ -189,12 +190,17 @@ def train(
             score = float(metrics[select_metric])
             if pos["best_metric"] is None or score > pos["best_metric"]:
                 pos["best_metric"], pos["best_epoch"] = score, epoch + 1
+                pos["best_index"] = len(pos["history"]) - 1
                 if main:
                     with atomic_path(ckpt_dir / "best.pt") as tmp:
                         torch.save(model.state_dict(), tmp)
             if console is not None and main:
-                console.print(f"epoch {epoch + 1}/{n_epochs}: dev {select_metric} "
-                              f"{score:.4f} (best {pos['best_metric']:.4f}, epoch {pos['best_epoch']})")
+                best = pos["history"][pos["best_index"]]
+                where, best_at = ((f"step {pos['step']}/{total_steps}", f"step {best['step']}")
+                                  if cfg.eval_steps else
+                                  (f"epoch {epoch + 1}/{n_epochs}", f"epoch {pos['best_epoch']}"))
+                console.print(f"{where}: dev {select_metric} {score:.4f} "
+                              f"(best {pos['best_metric']:.4f}, {best_at})")
         elif console is not None and main:
             shown = ", ".join(f"{k} {v:.4f}" for k, v in record.items()
                               if isinstance(v, float) and k != "time_s")
@@ -326,6 +332,7 @@ def train(
                                          weights_only=True))
     model.eval()
     return TrainResult(steps=pos["step"], history=pos["history"], best_epoch=pos["best_epoch"],
+                       best_index=pos.get("best_index"),
                        best_metric=pos["best_metric"], train_seconds=pos["train_seconds"],
                        train_examples=pos["train_examples"], last_train=pos.get("last_train"))
 

@@ -14,6 +14,11 @@ RUN_MARKERS = ("results.json", "metrics.jsonl", "checkpoints", "model")
 """What makes a directory hold a run. A directory with only ``config.yaml``/``environment.json``
 is a run that failed while starting (bad data, a model that did not load): it may be reused."""
 
+RUN_FILES = ("config.yaml", "environment.json", "results.json", "metrics.jsonl", "checkpoints",
+             "model", "tensorboard", "curves.png", "test_predictions.*", "test_confusion.*")
+"""What a run writes in its directory: ``--overwrite`` removes these (and nothing else) first, so
+the new run never mixes with the old one's checkpoints, metrics or results."""
+
 RESUME_MAY_CHANGE = frozenset({
     "device", "logging_steps", "save_steps", "save_total_limit", "eval_batch_size", "report_to",
     "skip_nonfinite", "resume", "overwrite", "output_dir", "num_workers"})
@@ -39,11 +44,24 @@ def _holds_run(path: Path) -> bool:
     return False
 
 
+def _remove_run_files(path: Path) -> None:
+    """Delete the files of :data:`RUN_FILES` in ``path`` (for ``--overwrite``)."""
+    import shutil
+
+    for pattern in RUN_FILES:
+        for target in path.glob(pattern):
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+
+
 def check_resume_settings(path: Path, settings: dict) -> None:
     """Refuse to resume the run in ``path`` with settings other than its saved ``config.yaml``.
 
     A resumed run continues the saved one exactly (same data order, schedule and model), so only
-    the settings in :data:`RESUME_MAY_CHANGE` may differ. ``settings`` is the dict the task
+    the settings in :data:`RESUME_MAY_CHANGE` may differ (the CLI starts a resumed run from the
+    saved settings, :func:`saved_settings`, so only flags given explicitly can differ). ``settings`` is the dict the task
     writes as ``config.yaml``; a run without ``config.yaml`` is not checked.
 
     Raises:
@@ -72,6 +90,32 @@ def check_resume_settings(path: Path, settings: dict) -> None:
                                     "where it stopped), or a new --output-dir for a new run")
 
 
+def saved_settings(output_dir: str | Path | None, fields) -> dict | None:
+    """The saved ``config.yaml`` of the run in ``output_dir`` as a config layer for ``--resume``:
+    its values for ``fields`` (a dataclass's field names) but ``resume``/``overwrite``/``output_dir``,
+    so a resumed run needs no flags but ``--resume --output-dir`` (flags given on top may change
+    only :data:`RESUME_MAY_CHANGE`). None if there is no such file.
+
+    Raises:
+        BertkitError: the file cannot be read as YAML.
+    """
+    import yaml
+
+    if not output_dir:
+        return None
+    saved_file = Path(output_dir).expanduser() / "config.yaml"
+    if not saved_file.is_file():
+        return None
+    try:
+        saved = yaml.safe_load(saved_file.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise BertkitError(f"cannot read the saved settings: {exc}", file=saved_file,
+                           expected="the config.yaml that bertkit wrote for this run") from None
+    fields = set(fields)
+    return {k: v for k, v in saved.items()
+            if k in fields and k not in ("resume", "overwrite", "output_dir")}
+
+
 def check_run_dir(path: Path, resume: bool, overwrite: bool,
                   settings: dict | None = None) -> None:
     """The checks of :func:`prepare_run_dir` that need no writing, to run before any loading.
@@ -87,6 +131,10 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool,
         return
     if path.exists() and not path.is_dir():
         raise BertkitError("output path exists and is not a directory", file=path)
+    if resume and overwrite:
+        raise BertkitError("--resume and --overwrite together", file=path,
+                           expected="--resume to continue the run there, or --overwrite to "
+                                    "replace it with a new one")
     holds_run = _holds_run(path)
     if resume and not holds_run:
         raise BertkitError("--resume given but there is no run to resume", file=path,
@@ -95,12 +143,14 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool,
         raise BertkitError("output directory already holds a run", file=path,
                            expected="--resume to continue it, --overwrite to replace it, "
                                     "or another --output-dir")
-    if resume and settings is not None and not overwrite:
+    if resume and settings is not None:
         check_resume_settings(path, settings)
 
 
 def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:
     """Create ``path`` (or check it for ``resume``) and make sure files can be written there.
+
+    With ``overwrite``, the earlier run's files (:data:`RUN_FILES`) are removed first.
 
     Raises:
         BertkitError: the directory holds another run (without ``resume``/``overwrite``),
@@ -110,6 +160,8 @@ def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:
     if not is_main_process():
         return path
     check_run_dir(path, resume, overwrite)
+    if overwrite and not resume and path.is_dir():
+        _remove_run_files(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-") as handle:

@@ -60,3 +60,33 @@ def test_a_failed_start_is_not_a_run(tmp_path):
     assert prepare_run_dir(tmp_path, resume=False, overwrite=False) == tmp_path
     with pytest.raises(BertkitError, match="no run to resume"):
         prepare_run_dir(tmp_path, resume=True, overwrite=False)
+
+
+def test_overwrite_removes_the_old_runs_files_only(tmp_path):
+    for name in ("config.yaml", "results.json", "metrics.jsonl", "test_predictions.conll",
+                 "notes.txt"):
+        (tmp_path / name).write_text("old\n")
+    (tmp_path / "checkpoints" / "step_30").mkdir(parents=True)
+    (tmp_path / "model").mkdir()
+    with pytest.raises(BertkitError, match="--resume and --overwrite together"):
+        prepare_run_dir(tmp_path, resume=True, overwrite=True)
+    assert (tmp_path / "checkpoints" / "step_30").is_dir()
+    prepare_run_dir(tmp_path, resume=False, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_saved_settings_are_the_base_of_a_resumed_run(tmp_path):
+    from bertkit.config import build_config, dump_yaml, field_names
+    from bertkit.tasks.ner.config import NERConfig
+    from bertkit.training.rundir import saved_settings
+
+    (tmp_path / "config.yaml").write_text(dump_yaml(
+        {"data": "/abs/d", "lr": 3e-4, "logging_steps": 7, "output_dir": "elsewhere",
+         "resume": False, "sbo": True}))
+    base = saved_settings(tmp_path, field_names(NERConfig))
+    assert base == {"data": "/abs/d", "lr": 3e-4, "logging_steps": 7}
+    cfg = build_config(NERConfig, base, {"resume": True, "output_dir": str(tmp_path),
+                                         "logging_steps": 1})
+    assert (cfg.data, cfg.lr, cfg.logging_steps, cfg.output_dir) == ("/abs/d", 3e-4, 1,
+                                                                      str(tmp_path))
+    assert saved_settings(tmp_path / "none", ["lr"]) is None

@@ -18,7 +18,7 @@ from torch import nn
 
 from bertkit.decoding.eisner import eisner_decode
 from bertkit.decoding.mst import mst_decode
-from bertkit.encoders import _short, quiet_transformers, resolve_model_source
+from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers, resolve_model_source
 from bertkit.errors import BertkitError
 from bertkit.heads.biaffine import BiaffineHead
 
@@ -118,7 +118,7 @@ def _load_encoder(source: str):
     quiet_transformers()
     try:
         return AutoModel.from_pretrained(source, attn_implementation="sdpa")
-    except (OSError, ValueError) as exc:
+    except LOAD_ERRORS as exc:
         raise BertkitError(f"cannot load model '{source}': {_short(exc)}",
                            expected="a directory saved with save_pretrained, or a hub id "
                                     "where the hub can be reached") from None

@@ -15,6 +15,7 @@ from rich.console import Console
 from bertkit.config import dump_yaml, to_dict
 from bertkit.data.conllu import DepSentence, format_conllu, read_conllu, text_sentences
 from bertkit.encoders import default_model, load_tokenizer, resolve_model_source
+from bertkit.data.sets import canonical_data
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path, write_json, write_text
 from bertkit.metrics.dep import punct_rule
@@ -97,6 +98,7 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
         BertkitError: bad data, model, settings or output directory.
     """
     cfg.validate()
+    cfg.data = canonical_data(cfg.data)
     model_name = resolve_model_source(cfg.model or default_model())
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("dep", cfg.data)
     cfg.output_dir = str(run_dir)
@@ -153,12 +155,13 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
         parser.save(tmp, tokenizer, {"max_length": cfg.max_length, "base_model": model_name,
                                      "data": cfg.data, "word_repr": cfg.word_repr,
                                      "decoder": cfg.decoder})
-    dev = result.history[result.best_epoch - 1] if result.best_epoch else None
+    dev = result.best_record
     results = {
         "task": "dep", "data": cfg.data, "model": model_name, "splits": data.sources,
         "split_note": data.note, "best_epoch": result.best_epoch, "dev": dev, "test": test_metrics,
         "train_seconds": result.train_seconds,
-        "train_sentences_per_second": len(train_s) * cfg.epochs / max(result.train_seconds, 1e-9),
+        "train_sentences_per_second": cfg.examples_trained(len(train_s), result.steps)
+        / max(result.train_seconds, 1e-9),
         "predict_seconds": predict_seconds, "steps": result.steps, "decoder": cfg.decoder,
         "scoring": "uas/las exclude punctuation (" + test_metrics["punct_rule_text"] + "); "
                    "*_punct include it; ucm/lcm complete match without punctuation",

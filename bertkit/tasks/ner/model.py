@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from bertkit.decoding.viterbi import viterbi_decode
-from bertkit.encoders import _short, quiet_transformers, resolve_model_source
+from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers, resolve_model_source
 from bertkit.errors import BertkitError
 from bertkit.heads.crf import FORBIDDEN, LinearChainCRF
 from bertkit.pruned_forward import logits_at, supports_pruning
@@ -159,7 +159,7 @@ def build_tagger(model_name: str, labels: Sequence[str], crf: bool, label_all_su
             model_name, num_labels=len(labels), id2label=id2label,
             label2id={v: k for k, v in id2label.items()}, ignore_mismatched_sizes=True,
             attn_implementation="sdpa")
-    except (OSError, ValueError) as exc:
+    except LOAD_ERRORS as exc:
         raise BertkitError(f"cannot load model '{model_name}': {_short(exc)}",
                            expected="a directory saved with save_pretrained, or a hub id "
                                     "where the hub can be reached") from None
@@ -187,7 +187,12 @@ def load_tagger(directory: str | Path) -> tuple[TokenTagger, dict]:
     if meta.get("task", "ner") != "ner":
         raise BertkitError(f"this is a saved '{meta.get('task')}' model, not an NER model",
                            file=path, expected="the run directory of `bertkit finetune ner`")
-    encoder = AutoModelForTokenClassification.from_pretrained(path, attn_implementation="sdpa")
+    try:
+        encoder = AutoModelForTokenClassification.from_pretrained(path, attn_implementation="sdpa")
+    except LOAD_ERRORS as exc:
+        raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
+                           expected="the model/ folder bertkit saved (complete, not truncated)"
+                           ) from None
     id2label = encoder.config.id2label
     labels = [id2label[i] for i in range(len(id2label))]
     tagger = TokenTagger(encoder, labels, crf=meta.get("crf", False),

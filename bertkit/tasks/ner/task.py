@@ -17,6 +17,7 @@ from bertkit.config import dump_yaml, to_dict
 from bertkit.data.conll import Sentence, format_conll, looks_like_conll, read_conll, read_text
 from bertkit.data.tagging import iob2_label_set
 from bertkit.encoders import default_model, load_tokenizer, resolve_model_source
+from bertkit.data.sets import canonical_data
 from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import atomic_path, write_json, write_text
@@ -96,6 +97,7 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
         BertkitError: bad data, model, settings or output directory.
     """
     cfg.validate()
+    cfg.data = canonical_data(cfg.data)
     model_name = cfg.model or default_model()
     model_name = resolve_model_source(model_name)
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("ner", cfg.data)
@@ -167,10 +169,10 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
                                      "data": cfg.data})
     results = {
         "task": "ner", "data": cfg.data, "model": model_name,
-        "best_epoch": result.best_epoch, "dev": result.history[result.best_epoch - 1]
-        if result.best_epoch else None, "test": test_metrics,
+        "best_epoch": result.best_epoch, "dev": result.best_record, "test": test_metrics,
         "train_seconds": result.train_seconds,
-        "train_sentences_per_second": len(train_s) * cfg.epochs / max(result.train_seconds, 1e-9),
+        "train_sentences_per_second": cfg.examples_trained(len(train_s), result.steps)
+        / max(result.train_seconds, 1e-9),
         "predict_seconds": predict_seconds, "steps": result.steps,
         "scoring": "seqeval: precision/recall/f1/macro_f1 strict IOB2 mode; conlleval_* default mode",
     }
@@ -213,8 +215,9 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
     """Tag a CoNLL file (tokens in the first column) or plain text (one sentence a line).
 
     Args:
-        fmt: ``conll`` (token, [gold,] predicted) or ``jsonl`` (one object a sentence with
-            ``tokens``, ``tags`` and ``spans``: word offsets, end exclusive, type and text).
+        fmt: ``conll`` (token, [gold,] predicted) or ``jsonl`` (one object a sentence with its
+            input ``line``, ``tokens``, ``tags`` and ``spans``: word offsets, end exclusive, type
+            and text; empty input lines give no object).
         input_format: ``auto``, ``conll`` or ``text``.
         output: file to write atomically; None returns the text only.
 

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from bertkit.encoders import _short, quiet_transformers, resolve_model_source
+from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers, resolve_model_source
 from bertkit.errors import BertkitError
 from bertkit.heads.sbo import SpanBoundaryHead
 from bertkit.masking import IGNORE
@@ -184,7 +184,7 @@ def build_pretrain_model(model: str | None, size: str | None, tokenizer, sbo: bo
         try:
             mlm, loading = auto.from_pretrained(
                 path, attn_implementation="sdpa", output_loading_info=True)
-        except (OSError, ValueError) as exc:
+        except LOAD_ERRORS as exc:
             raise BertkitError(f"cannot load a masked-LM from '{model}': {_short(exc)}",
                                expected="a BERT-family model directory or hub id") from None
         missing = [k for k in loading.get("missing_keys", []) if "embeddings" not in k]

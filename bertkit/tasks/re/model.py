@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from bertkit.encoders import _short, load_tokenizer, quiet_transformers, resolve_model_source
+from bertkit.encoders import (LOAD_ERRORS, _short, load_tokenizer, quiet_transformers,
+                              resolve_model_source)
 from bertkit.errors import BertkitError
 from bertkit.heads.relation import POOLINGS, BertForRelationClassification
 from bertkit.tasks.re.encoding import MarkerSet, add_markers
@@ -43,7 +44,7 @@ def build_relation_model(model_name: str, labels: Sequence[str], pooling: str,
     id2label = dict(enumerate(labels))
     try:
         config = AutoConfig.from_pretrained(model_name)
-    except (OSError, ValueError) as exc:
+    except LOAD_ERRORS as exc:
         raise BertkitError(f"cannot load model '{model_name}': {_short(exc)}",
                            expected="a directory saved with save_pretrained, or a hub id "
                                     "where the hub can be reached") from None

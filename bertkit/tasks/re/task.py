@@ -18,6 +18,7 @@ from rich.markup import escape
 from bertkit.config import dump_yaml, to_dict
 from bertkit.data.relations import BadLine, RelationExample, read_relations
 from bertkit.encoders import default_model, resolve_model_source
+from bertkit.data.sets import canonical_data
 from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import atomic_path, write_json, write_text
@@ -110,6 +111,7 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
         BertkitError: bad data (before any training), model, settings or output directory.
     """
     cfg.validate()
+    cfg.data = canonical_data(cfg.data)
     model_name = resolve_model_source(cfg.model or default_model())
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("re", cfg.data)
     cfg.output_dir = str(run_dir)
@@ -180,9 +182,10 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
     results = {
         "task": "re", "data": cfg.data, "model": model_name, "pooling": cfg.pooling,
         "negative_label": negative, "best_epoch": result.best_epoch,
-        "dev": result.history[result.best_epoch - 1] if result.best_epoch else None,
+        "dev": result.best_record,
         "test": test_metrics, "train_seconds": result.train_seconds,
-        "train_pairs_per_second": len(train_x) * cfg.epochs / max(result.train_seconds, 1e-9),
+        "train_pairs_per_second": cfg.examples_trained(len(train_x), result.steps)
+        / max(result.train_seconds, 1e-9),
         "predict_seconds": predict_seconds, "steps": result.steps,
         "skipped_bad_lines": skipped, "truncated_pairs": truncated, "scoring": SCORING,
     }

@@ -76,3 +76,16 @@ def test_words_without_pieces_are_warned_with_file_and_line(tiny_encoder, tokeni
     text = console.export_text()
     assert "1 word(s) with no word pieces" in text and "in.txt:7" in text
     assert "each still gets one prediction" in text
+
+
+def test_truncated_weights_give_a_message_not_a_traceback(tiny_encoder, tmp_path):
+    import shutil
+
+    from bertkit.errors import BertkitError
+
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny_encoder, bad)
+    weights = bad / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:40])
+    with pytest.raises(BertkitError, match="cannot load model"):
+        build_tagger(str(bad), LABELS, crf=False, label_all_subwords=False)
