@@ -61,6 +61,14 @@ def test_finetune_evaluate_predict_tiny(tmp_path, ner_dir, tiny_encoder):
     # the same run directory again is refused; --overwrite is needed
     again = invoke("finetune", "ner", "--data", str(ner_dir), "--model", tiny_encoder, "-o", str(run))
     assert again.exit_code == 1 and "already holds a run" in again.output
+    # a bare --resume takes the saved settings; a changed one is refused, the run left as it was
+    saved = (run / "config.yaml").read_text()
+    res = invoke("finetune", "ner", "--resume", "-o", str(run), "--lr", "5e-4")
+    assert res.exit_code == 1 and "lr: saved 0.001, now 0.0005" in " ".join(res.output.split())
+    res = invoke("finetune", "ner", "--resume", "-o", str(run), "--logging-steps", "3")
+    assert res.exit_code == 0, res.output
+    assert (run / "config.yaml").read_text() == saved.replace(
+        "logging_steps: 50", "logging_steps: 3").replace("resume: false", "resume: true")
 
     res = invoke("evaluate", "ner", "--model", str(run), "--data", str(ner_dir), "--split", "dev",
                  "--output", str(tmp_path / "m.json"))
