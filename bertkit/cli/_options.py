@@ -54,7 +54,7 @@ LOOP_OPTIONS = {
                        "(each reported with its source lines) instead of stopping.", 0,
                        {"min": 0}),
     "report_to": (Literal["none", "tensorboard"], ("--report-to",), "none, or tensorboard "
-                  "(event files beside metrics.jsonl).", "none", {}),
+                  "(event files in the run directory's tensorboard/ folder).", "none", {}),
     "fsdp": (bool, ("--fsdp/--no-fsdp",), "Under torchrun/accelerate: shard parameters, "
              "gradients and optimiser state over the processes (FSDP2) instead of DDP replicas.",
              "no-fsdp", {}),

@@ -34,7 +34,7 @@ class TrainConfig:
             0: after each epoch.
         skip_nonfinite: skip up to this many batches whose loss is not finite (each reported
             with its source lines); 0: the first one stops the run.
-        report_to: ``none`` or ``tensorboard`` (event files beside ``metrics.jsonl``).
+        report_to: ``none`` or ``tensorboard`` (event files in the run directory's ``tensorboard/``).
         fsdp: in a multi-process run, shard parameters, gradients and optimiser state (FSDP2,
             see :mod:`bertkit.training.fsdp`) instead of keeping DDP replicas; ignored by one
             process.
