@@ -266,8 +266,10 @@ def train(
                         raise BertkitError(
                             f"non-finite training loss ({values[0]}) at step {pos['step'] + 1}, "
                             f"epoch {epoch + 1}, on {where}",
-                            expected="a lower --lr, --precision fp32, or --skip-nonfinite N to "
-                                     "skip up to N such batches")
+                            expected="a lower --lr, "
+                                     + ("--precision fp32, " if runtime.dtype is not None
+                                        else "") + "or --skip-nonfinite N to skip up to N such "
+                                     "batches")
                     log.log({"type": "skipped_batch", "step": pos["step"], "epoch": epoch + 1,
                              "batch": i, "source": where, "loss": str(values[0])})
                     if console is not None and main:

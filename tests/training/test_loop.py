@@ -80,8 +80,9 @@ def test_non_finite_loss_stops_with_step(tmp_path):
     src = Source()
     src.y[:] = float("nan")
     with pytest.raises(BertkitError, match="non-finite training loss .* step 1, epoch 1, on "
-                                           "batch 1 of epoch 1"):
+                                           "batch 1 of epoch 1") as err:
         run(tmp_path, src)
+    assert "a lower --lr, or --skip-nonfinite" in str(err.value)  # fp32 already: not suggested
 
 
 class Described(Source):
