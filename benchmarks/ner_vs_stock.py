@@ -67,7 +67,8 @@ def stock_recipe(data, epochs: int, lr: float, batch_size: int, seed: int, max_t
                  out: str) -> dict:
     """The stock Trainer recipe; returns test scores and timings."""
     from transformers import (AutoModelForTokenClassification, AutoTokenizer,
-                              DataCollatorForTokenClassification, Trainer, TrainingArguments)
+                              DataCollatorForTokenClassification, Trainer, TrainingArguments,
+                              set_seed)
     import datasets
 
     quiet_transformers()
@@ -81,6 +82,7 @@ def stock_recipe(data, epochs: int, lr: float, batch_size: int, seed: int, max_t
 
     train_ds = stock_dataset(train_s, tok, label2id)
     test_ds = stock_dataset(test_s, tok, label2id)
+    set_seed(seed)  # as run_ner.py: before the model, so the new head's initialisation is seeded
     model = AutoModelForTokenClassification.from_pretrained(
         model_name, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id)
     args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,15 @@ def save_checkpoint(directory: Path, step: int, model_state: dict[str, torch.Ten
         torch.save(model_state, tmp / "model.pt")
         torch.save({**state, "rng": rng_state()}, tmp / "state.pt")
     for old in list_checkpoints(directory)[:-max(keep, 1)]:
-        shutil.rmtree(old, ignore_errors=True)
+        # renamed first, so a kill mid-deletion never leaves a half-deleted step_N behind
+        trash = old.with_name(f".{old.name}.deleting")
+        try:
+            os.replace(old, trash)
+        except OSError:
+            continue
+        shutil.rmtree(trash, ignore_errors=True)
+    for leftover in directory.glob(".step_*.deleting"):  # from a run killed while deleting
+        shutil.rmtree(leftover, ignore_errors=True)
     return target
 
 
