@@ -63,7 +63,7 @@ def read_split(d: Path, split: str) -> list[dict]:
 def stock_recipe(d: Path, epochs: int, lr: float, batch_size: int, seed: int, out: str) -> dict:
     """The stock Trainer recipe on the raw marked text; returns test scores and timings."""
     from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
-                              DataCollatorWithPadding, Trainer, TrainingArguments)
+                              DataCollatorWithPadding, Trainer, TrainingArguments, set_seed)
     import datasets
 
     quiet_transformers()
@@ -80,6 +80,7 @@ def stock_recipe(d: Path, epochs: int, lr: float, batch_size: int, seed: int, ou
         return ds.map(lambda b: tok(b["text"], truncation=True), batched=True, remove_columns=["text"])
 
     train_ds, test_ds = to_ds(train), to_ds(test)
+    set_seed(seed)  # as the stock run_glue.py: before the model, so the new head is seeded
     model = AutoModelForSequenceClassification.from_pretrained(
         model_name, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id)
     args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size,
