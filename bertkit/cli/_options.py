@@ -18,6 +18,9 @@ import typer
 
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", help="Subword pieces per window incl. [CLS]/[SEP]; longer input is windowed, never truncated. \\[default: 512]", min=8)]
 Recipe = Annotated[Optional[Path], typer.Option("--recipe", help="A recipe: YAML file or name from `bertkit recipes` (keys as flags in snake_case); flags override it.")]
+PrecisionChoice = Literal["auto", "fp32", "bf16", "fp16"]
+InferencePrecision = Annotated[PrecisionChoice, typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")]
+InferenceDevice = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]
 Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Encoder directory or hub id. \\[default: the packaged MiniLM-L6-H384 encoder]")]
 
 
@@ -37,7 +40,7 @@ LOOP_OPTIONS = {
                      0.01, {"min": 0}),
     "max_grad_norm": (float, ("--max-grad-norm",), "Clip the gradient norm (0: off).", 1.0,
                       {"min": 0}),
-    "precision": (Literal["auto", "fp32", "bf16", "fp16"], ("--precision",),
+    "precision": (PrecisionChoice, ("--precision",),
                   "auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.", "auto", {}),
     "device": (str, ("--device",), "auto, cpu, cuda, cuda:N or mps.", "auto", {}),
     "save_steps": (int, ("--save-steps",), "Checkpoint every N optimiser steps (0: at epoch "

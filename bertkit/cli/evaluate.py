@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional, Literal
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 
+from bertkit.cli import _options as opt
 from bertkit.cli._app import evaluate_app, user_errors
 from bertkit.cli._report import entity_table
 
@@ -20,8 +21,8 @@ def ner_cli(
     split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write token, gold, predicted as CoNLL here.")] = None,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
+    device: opt.InferenceDevice = "auto",
+    precision: opt.InferencePrecision = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Windows per batch.", min=1)] = 32,
 ) -> None:
     """Score a saved NER model on a labelled split: entity precision, recall and F1 per type."""
@@ -49,8 +50,8 @@ def re_cli(
     confusion: Annotated[Optional[Path], typer.Option("--confusion", help="Also write the confusion matrix as PATH.csv and PATH.png.")] = None,
     negative_label: Annotated[Optional[str], typer.Option("--negative-label", help="Label left out of micro/macro-F1 (auto, a label, or -). \\[default: the one saved with the model]")] = None,
     skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count unreadable lines.")] = False,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
+    device: opt.InferenceDevice = "auto",
+    precision: opt.InferencePrecision = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Pairs per batch.", min=1)] = 64,
 ) -> None:
     """Score a saved relation model on a labelled split: micro/macro-F1, accuracy, per label."""
@@ -81,8 +82,8 @@ def dep_cli(
     decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write the parses as CoNLL-U here.")] = None,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
+    device: opt.InferenceDevice = "auto",
+    precision: opt.InferencePrecision = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sentences per batch.", min=1)] = 64,
 ) -> None:
     """Score a saved dependency parser on a labelled split: UAS/LAS without and with punctuation,

@@ -8,6 +8,7 @@ from typing import Annotated, Optional, Literal
 import typer
 from rich.console import Console
 
+from bertkit.cli import _options as opt
 from bertkit.cli._app import predict_app, user_errors
 
 
@@ -19,8 +20,8 @@ def ner_cli(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
     format: Annotated[Literal["conll", "jsonl"], typer.Option("--format", "-f", help="conll (token, gold if the input has it, predicted) or jsonl (line, tokens, tags, spans).")] = "conll",
     input_format: Annotated[Literal["auto", "conll", "text"], typer.Option("--input-format", help="auto, conll or text (one sentence a line).")] = "auto",
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
+    device: opt.InferenceDevice = "auto",
+    precision: opt.InferencePrecision = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Windows per batch.", min=1)] = 32,
 ) -> None:
     """Tag new text with a saved NER model; every input word gets exactly one tag."""
@@ -40,8 +41,8 @@ def re_cli(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
     input_format: Annotated[Literal["auto", "jsonl", "text"], typer.Option("--input-format", help="auto, jsonl or text.")] = "auto",
     skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count unreadable lines.")] = False,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
+    device: opt.InferenceDevice = "auto",
+    precision: opt.InferencePrecision = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Pairs per batch.", min=1)] = 64,
 ) -> None:
     """Classify entity pairs with a saved relation model: JSON lines with predicted and probability."""
@@ -61,8 +62,8 @@ def dep_cli(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
     input_format: Annotated[Literal["auto", "conllu", "text"], typer.Option("--input-format", help="auto, conllu or text.")] = "auto",
     decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    precision: Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")] = "auto",
+    device: opt.InferenceDevice = "auto",
+    precision: opt.InferencePrecision = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sentences per batch.", min=1)] = 64,
 ) -> None:
     """Parse new text with a saved dependency parser; writes CoNLL-U with HEAD and DEPREL filled

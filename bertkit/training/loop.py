@@ -85,19 +85,6 @@ def train(
         model.to(runtime.device)
     if main:
         check_free_space(output_dir, checkpoint_bytes(model))
-        from bertkit.io import write_json
-        from bertkit.provenance import run_environment
-
-        env = run_environment(runtime.device, cfg.seed, torch_world_size())
-        env_file = output_dir / "environment.json"
-        if cfg.resume and env_file.is_file():  # keep the original start; list each resume
-            try:
-                first = json.loads(env_file.read_text(encoding="utf-8"))
-                env = {**first, "resumed": [*first.get("resumed", []), env]}
-            except (OSError, ValueError, AttributeError):
-                pass
-        if not (cfg.resume and not list_checkpoints(ckpt_dir)):  # that resume fails below
-            write_json(env_file, env)
     # the module that trains: a sharded copy (FSDP; ``model`` stays a plain CPU copy that rank 0
     # evaluates and saves), DDP around the model, or the model itself
     net = shard_model(model, runtime.device) if sharded else wrap_model(model, runtime.device)
@@ -110,7 +97,8 @@ def train(
     scheduler = build_scheduler(optimizer, cfg.warmup, total_steps)
     scaler = torch.amp.GradScaler(runtime.device.type, enabled=runtime.dtype == torch.float16)
     pos = {"step": 0, "epoch": 0, "batch": 0, "best_metric": None, "best_epoch": None,
-           "best_index": None, "history": [], "train_seconds": 0.0, "train_examples": 0, "last_train": None}
+           "best_index": None, "history": [], "train_seconds": 0.0, "train_examples": 0,
+           "last_train": None}
 
     if cfg.resume:
         found = list_checkpoints(ckpt_dir)
@@ -126,8 +114,10 @@ def train(
             optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
         scaler.load_state_dict(saved["scaler"])
-        pos = {"last_train": None, **saved["position"]}
+        pos = {"last_train": None, "best_index": None, **saved["position"]}
         set_rng_state(saved["rng"])
+    if main:  # after a resume's checkpoint is found: a failed resume records nothing
+        _write_environment(output_dir / "environment.json", runtime, cfg)
     log = MetricsLog(output_dir / "metrics.jsonl" if main else None,
                      keep_until_step=pos["step"] if cfg.resume else None,
                      tensorboard=cfg.report_to == "tensorboard")
@@ -195,8 +185,9 @@ def train(
                     with atomic_path(ckpt_dir / "best.pt") as tmp:
                         torch.save(model.state_dict(), tmp)
             if console is not None and main:
-                best = pos["history"][pos["best_index"]]
-                where, best_at = ((f"step {pos['step']}/{total_steps}", f"step {best['step']}")
+                best = pos["history"][pos["best_index"]] if pos["best_index"] is not None else {}
+                where, best_at = ((f"step {pos['step']}/{total_steps}",
+                                   f"step {best.get('step', '?')}")
                                   if cfg.eval_steps else
                                   (f"epoch {epoch + 1}/{n_epochs}", f"epoch {pos['best_epoch']}"))
                 console.print(f"{where}: dev {select_metric} {score:.4f} "
@@ -355,3 +346,18 @@ def _draw_curves(output_dir: Path, console: Console | None) -> None:
     except Exception as exc:  # noqa: BLE001 - a missing font or backend must not cost the run
         if console is not None:
             console.print(f"[yellow]warning:[/] could not draw curves.png: {exc}", highlight=False)
+
+
+def _write_environment(env_file: Path, runtime: Runtime, cfg: TrainConfig) -> None:
+    """Write ``environment.json``; on ``--resume`` keep the original start and list each resume."""
+    from bertkit.io import write_json
+    from bertkit.provenance import run_environment
+
+    env = run_environment(runtime.device, cfg.seed, torch_world_size())
+    if cfg.resume and env_file.is_file():
+        try:
+            first = json.loads(env_file.read_text(encoding="utf-8"))
+            env = {**first, "resumed": [*first.get("resumed", []), env]}
+        except (OSError, ValueError, AttributeError):
+            pass
+    write_json(env_file, env)

@@ -21,7 +21,7 @@ the new run never mixes with the old one's checkpoints, metrics or results."""
 
 RESUME_MAY_CHANGE = frozenset({
     "device", "logging_steps", "save_steps", "save_total_limit", "eval_batch_size", "report_to",
-    "skip_nonfinite", "resume", "overwrite", "output_dir", "num_workers"})
+    "skip_nonfinite", "resume", "overwrite", "output_dir"})
 """Settings a ``--resume`` may change: they affect where and how often things are written or
 shown, never the trained weights. Any other difference from the saved ``config.yaml`` is refused."""
 
@@ -56,13 +56,30 @@ def _remove_run_files(path: Path) -> None:
                 target.unlink()
 
 
+def _read_saved(saved_file: Path) -> dict | None:
+    """A run's ``config.yaml`` as a dict; None if there is none.
+
+    Raises:
+        BertkitError: it cannot be read as YAML.
+    """
+    import yaml
+
+    if not saved_file.is_file():
+        return None
+    try:
+        return yaml.safe_load(saved_file.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise BertkitError(f"cannot read the saved settings: {exc}", file=saved_file,
+                           expected="the config.yaml that bertkit wrote for this run") from None
+
+
 def check_resume_settings(path: Path, settings: dict) -> None:
     """Refuse to resume the run in ``path`` with settings other than its saved ``config.yaml``.
 
     A resumed run continues the saved one exactly (same data order, schedule and model), so only
     the settings in :data:`RESUME_MAY_CHANGE` may differ (the CLI starts a resumed run from the
-    saved settings, :func:`saved_settings`, so only flags given explicitly can differ). ``settings`` is the dict the task
-    writes as ``config.yaml``; a run without ``config.yaml`` is not checked.
+    saved settings, :func:`saved_settings`, so only flags given explicitly can differ).
+    ``settings`` is the dict the task writes as ``config.yaml``; a run without one is not checked.
 
     Raises:
         BertkitError: naming every setting that differs, with its saved and new value.
@@ -72,13 +89,9 @@ def check_resume_settings(path: Path, settings: dict) -> None:
     from bertkit.config import dump_yaml
 
     saved_file = Path(path).expanduser() / "config.yaml"
-    if not saved_file.is_file():
+    saved = _read_saved(saved_file)
+    if saved is None:
         return
-    try:
-        saved = yaml.safe_load(saved_file.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise BertkitError(f"cannot read the saved settings: {exc}", file=saved_file,
-                           expected="the config.yaml that bertkit wrote for this run") from None
     now = yaml.safe_load(dump_yaml(settings))
     diffs = [f"{key}: saved {saved.get(key)!r}, now {now.get(key)!r}"
              for key in list(now) + [k for k in saved if k not in now]
@@ -99,18 +112,9 @@ def saved_settings(output_dir: str | Path | None, fields) -> dict | None:
     Raises:
         BertkitError: the file cannot be read as YAML.
     """
-    import yaml
-
-    if not output_dir:
+    saved = _read_saved(Path(output_dir).expanduser() / "config.yaml") if output_dir else None
+    if saved is None:
         return None
-    saved_file = Path(output_dir).expanduser() / "config.yaml"
-    if not saved_file.is_file():
-        return None
-    try:
-        saved = yaml.safe_load(saved_file.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise BertkitError(f"cannot read the saved settings: {exc}", file=saved_file,
-                           expected="the config.yaml that bertkit wrote for this run") from None
     fields = set(fields)
     return {k: v for k, v in saved.items()
             if k in fields and k not in ("resume", "overwrite", "output_dir")}
