@@ -4,9 +4,9 @@ A forward pass of a small encoder on a short batch keeps a few cores only partly
 matrix products are small and every operator ends in a barrier of the intra-op thread pool. On a
 CPU, :func:`run_batches` therefore runs ``workers`` batches at the same time in Python threads
 (PyTorch operators release the GIL), each with its share of the cores. The outputs are the same as
-running the batches one by one; measured on 2 cores with MiniLM on BC5CDR's test set, two
-single-threaded workers predict ~15% faster than one two-threaded loop
-(``benchmarks/ner_predict_speed.py``). On CUDA the batches run one by one (the GPU is the
+running the batches one by one; on 2 cores with MiniLM on BC5CDR's test set, two
+single-threaded workers were faster than one two-threaded loop in side-by-side runs (part of the
+gain ``benchmarks/ner_predict_speed.py`` reports). On CUDA the batches run one by one (the GPU is the
 bottleneck, and one stream keeps results in order).
 """
 
