@@ -1,7 +1,7 @@
 """Sentences -> WordPiece windows and sentence-level batches for the biaffine parser.
 
 * Windows: a sentence whose pieces exceed the encoder window is split on word boundaries into
-  windows overlapping by about half a window (:func:`bertkit.tasks.ner.encoding.window_bounds`);
+  windows overlapping by about half a window (:func:`bertkit.windowing.window_bounds`);
   each word takes its vector from the window where it sits farthest from an edge. The vectors of
   all windows are gathered back into one sentence-level sequence ``[root, w1..wn]`` before arc
   scoring, so every word is scored against every other word of the sentence and always gets a
@@ -16,14 +16,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 
 from bertkit.data.conllu import DepSentence
-from bertkit.tasks.ner.encoding import (EncodeReport, length_grouped_batches, owners,
-                                        window_bounds)
+from bertkit.batching import GroupedBatches
+from bertkit.windowing import EncodeReport, owners, window_bounds
 
 
 @dataclass
@@ -139,20 +139,9 @@ def collate(items: Sequence[EncodedSentence], pad_id: int, mean: bool = False
             "heads": torch.from_numpy(heads), "rels": torch.from_numpy(rels)}
 
 
-class SentenceBatches:
+def SentenceBatches(items: Sequence[EncodedSentence], batch_size: int, seed: int, pad_id: int,
+                    mean: bool = False) -> GroupedBatches:
     """The training :class:`~bertkit.training.loop.BatchSource`: length-grouped sentence batches
     (order a function of ``seed + epoch`` only, so resume replays it exactly)."""
-
-    def __init__(self, items: Sequence[EncodedSentence], batch_size: int, seed: int, pad_id: int,
-                 mean: bool = False) -> None:
-        self.items = list(items)
-        self.lengths = np.asarray([it.n_pieces for it in self.items])
-        self.batch_size, self.seed, self.pad_id, self.mean = batch_size, seed, pad_id, mean
-
-    def num_batches(self, epoch: int) -> int:
-        return -(-len(self.items) // self.batch_size)
-
-    def iter_batches(self, epoch: int, start: int = 0) -> Iterator[dict[str, torch.Tensor]]:
-        plan = length_grouped_batches(self.lengths, self.batch_size, self.seed + epoch)
-        for idx in plan[start:]:
-            yield collate([self.items[i] for i in idx], self.pad_id, self.mean)
+    return GroupedBatches(items, [it.n_pieces for it in items], batch_size, seed,
+                          lambda xs: collate(xs, pad_id, mean))

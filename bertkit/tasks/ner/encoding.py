@@ -1,10 +1,11 @@
-"""Words -> WordPiece windows with aligned labels, and length-grouped batches.
+"""Words -> WordPiece windows with aligned labels, and the tagger's training batches.
 
 * Alignment (as Hugging Face's ``run_ner.py``): the first piece of each word carries its label, the
   other pieces ``-100``; with ``label_all_subwords`` they carry it too, ``B-X`` turned into ``I-X``.
-* Windowing: a sentence longer than the model's window is split, on word boundaries, into windows
-  overlapping by about half a window; each word is *owned* by the window where it sits farthest
-  from an edge, and is trained and predicted there only. Every word gets exactly one prediction.
+* Windowing (:mod:`bertkit.windowing`, shared with the parser): a sentence longer than the
+  model's window is split, on word boundaries, into windows overlapping by about half a window;
+  each word is *owned* by the window where it sits farthest from an edge, and is trained and
+  predicted there only. Every word gets exactly one prediction.
 * A word that the tokenizer reduces to no pieces (soft hyphen, zero-width space, control
   character) is fed as ``[UNK]`` so that it still gets a prediction; a warning says so.
 """
@@ -17,7 +18,9 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
+from bertkit.batching import length_grouped_batches
 from bertkit.data.conll import Sentence
+from bertkit.windowing import EncodeReport, owners, window_bounds
 
 IGNORE = -100
 
@@ -41,70 +44,6 @@ class Window:
     word_pos: np.ndarray
     word_index: np.ndarray
     word_labels: np.ndarray
-
-
-@dataclass
-class EncodeReport:
-    """What encoding had to work around, for warnings: (sentence, word) pairs, and how many
-    sentences were windowed. Shared by the tagger and the parser."""
-
-    empty_words: list[tuple[int, int]]
-    long_words: list[tuple[int, int]]
-    windowed_sentences: int
-
-    def warn(self, sentences: Sequence, console, outcome: str = "one prediction") -> None:
-        """Print one warning per kind of word worked around (no pieces, over-long), with the
-        count and the first one's ``file:line``; ``outcome`` says what each still gets."""
-        if console is None:
-            return
-        for kind, items in (("no word pieces: fed as [UNK]", self.empty_words),
-                            ("more pieces than a window: extra pieces dropped", self.long_words)):
-            if items:
-                s, w = items[0]
-                first = sentences[s]
-                words = first.tokens if hasattr(first, "tokens") else first.words
-                console.print(f"[yellow]warning:[/] {len(items)} word(s) with {kind}; first at "
-                              f"{first.file}:{first.line_of(w)} ({words[w]!r}); each still gets "
-                              f"{outcome}", highlight=False)
-
-
-def window_bounds(counts: np.ndarray, budget: int) -> list[tuple[int, int]]:
-    """Split words with piece ``counts`` ``[W]`` into windows of at most ``budget`` pieces.
-
-    Returns:
-        ``(start, end)`` word ranges (end exclusive) covering all words; consecutive windows overlap
-        by about ``budget / 2`` pieces. A single word longer than ``budget`` forms its own window.
-
-    >>> window_bounds(np.array([1, 1, 1, 1, 1]), 2)
-    [(0, 2), (1, 3), (2, 4), (3, 5)]
-    """
-    W = len(counts)
-    cum = np.concatenate([[0], np.cumsum(counts)])
-    if cum[-1] <= budget:
-        return [(0, W)]
-    bounds = []
-    start = 0
-    while True:
-        end = int(np.searchsorted(cum, cum[start] + budget, side="right")) - 1
-        end = min(max(end, start + 1), W)
-        bounds.append((start, end))
-        if end >= W:
-            return bounds
-        nxt = int(np.searchsorted(cum, cum[end] - budget // 2, side="left"))
-        start = min(max(nxt, start + 1), end)
-
-
-def owners(bounds: list[tuple[int, int]], W: int) -> np.ndarray:
-    """``[W]`` index of the window owning each word: the one where the word is farthest from an edge."""
-    words = np.arange(W)
-    best = np.full(W, -1)
-    best_margin = np.full(W, -1)
-    for k, (s, e) in enumerate(bounds):
-        inside = (words >= s) & (words < e)
-        margin = np.minimum(words - s, e - 1 - words)
-        better = inside & (margin > best_margin)
-        best[better], best_margin[better] = k, margin[better]
-    return best
 
 
 def encode(sentences: Sequence[Sentence], tokenizer, label2id: dict[str, int], max_length: int,
@@ -221,26 +160,6 @@ def collate(windows: Sequence[Window], pad_id: int) -> dict[str, torch.Tensor]:
             "word_mask": torch.from_numpy(word_mask), "word_labels": torch.from_numpy(word_labels)}
 
 
-def length_grouped_batches(lengths: np.ndarray, batch_size: int, seed: int,
-                           group: int = 50) -> list[np.ndarray]:
-    """Shuffled batches of similar length (as Hugging Face's ``group_by_length``).
-
-    Indices are shuffled with ``seed``, cut into mega-batches of ``group * batch_size``, each sorted
-    by length, cut into batches, and the batch order shuffled again: padding is nearly minimal
-    while the data order stays random. Deterministic given ``seed``.
-    """
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(len(lengths))
-    batches = []
-    mega = batch_size * group
-    for m in range(0, len(perm), mega):
-        chunk = perm[m:m + mega]
-        chunk = chunk[np.argsort(-lengths[chunk], kind="stable")]
-        batches.extend(chunk[b:b + batch_size] for b in range(0, len(chunk), batch_size))
-    order = rng.permutation(len(batches))
-    return [batches[o] for o in order]
-
-
 class WindowBatches:
     """The training :class:`~bertkit.training.loop.BatchSource` over encoded windows.
 
@@ -286,3 +205,7 @@ class WindowBatches:
             if self.token_weighted:
                 batch["loss_scale"] = torch.tensor(float(self.labelled[idx].sum()) / norm)
             yield batch
+
+
+__all__ = ["IGNORE", "Window", "EncodeReport", "WindowBatches", "collate", "encode",
+           "length_grouped_batches", "owners", "window_bounds"]  # the last four: bertkit.windowing/batching

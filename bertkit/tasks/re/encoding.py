@@ -17,13 +17,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 
 from bertkit.data.relations import RelationExample
-from bertkit.tasks.ner.encoding import length_grouped_batches
+from bertkit.batching import GroupedBatches
 
 IGNORE = -100
 SPECIALS = 6  # [CLS] [E1] [/E1] [E2] [/E2] [SEP]
@@ -175,18 +175,9 @@ def collate(items: Sequence[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
             "entity_pos": torch.from_numpy(np.stack([x.entity_pos for x in items]))}
 
 
-class PairBatches:
-    """The training :class:`~bertkit.training.loop.BatchSource`: length-grouped, shuffled batches."""
-
-    def __init__(self, items: Sequence[Encoded], batch_size: int, seed: int, pad_id: int) -> None:
-        self.items = list(items)
-        self.lengths = np.asarray([len(x.input_ids) for x in self.items])
-        self.batch_size, self.seed, self.pad_id = batch_size, seed, pad_id
-
-    def num_batches(self, epoch: int) -> int:
-        return -(-len(self.items) // self.batch_size)
-
-    def iter_batches(self, epoch: int, start: int = 0) -> Iterator[dict[str, torch.Tensor]]:
-        plan = length_grouped_batches(self.lengths, self.batch_size, self.seed + epoch)
-        for idx in plan[start:]:
-            yield collate([self.items[i] for i in idx], self.pad_id)
+def PairBatches(items: Sequence[Encoded], batch_size: int, seed: int,
+                pad_id: int) -> GroupedBatches:
+    """The training :class:`~bertkit.training.loop.BatchSource`: length-grouped, shuffled batches
+    of encoded pairs (:class:`bertkit.batching.GroupedBatches` with this module's :func:`collate`)."""
+    return GroupedBatches(items, [len(x.input_ids) for x in items], batch_size, seed,
+                          lambda xs: collate(xs, pad_id))
