@@ -13,18 +13,18 @@
 * ``confusion``: rows = gold, columns = predicted, over ``labels``.
 
 Labels seen only in the evaluated split (not in training) are scored like any other: the model
-cannot predict them, so their recall is 0.
+cannot predict them, so their recall is 0. :func:`relation_collapse` adds the majority-class
+baseline (:func:`bertkit.metrics.cls.collapse_report`) scored the same way.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
+
+# the confusion-matrix files are shared with every classification task (bertkit.metrics.cls)
+from bertkit.metrics.cls import confusion_csv, save_confusion  # noqa: F401
 
 NEGATIVE_NAMES = ("no_relation", "no-relation", "norelation", "false", "none", "na", "other",
                   "negative")
@@ -84,53 +84,21 @@ def relation_scores(gold: Sequence[str], pred: Sequence[str], negative_label: st
     return out
 
 
-def confusion_csv(labels: Sequence[str], matrix: Sequence[Sequence[int]]) -> str:
-    """The confusion matrix as CSV: header ``gold\\predicted, <labels>``, one row per gold label."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["gold\\predicted", *labels])
-    for lab, row in zip(labels, matrix):
-        writer.writerow([lab, *row])
-    return buf.getvalue()
+def relation_collapse(metrics: dict, gold: Sequence[str], pred: Sequence[str],
+                      negative_label: str | None, labels: Sequence[str] = (), where: str = "",
+                      console=None) -> dict:
+    """Add the majority-class baseline and collapse check to relation ``metrics`` (in place).
 
-
-def save_confusion(stem: str | Path, labels: Sequence[str], matrix: Sequence[Sequence[int]],
-                   title: str = "") -> tuple[Path, Path]:
-    """Write ``<stem>.csv`` and ``<stem>.png`` (matplotlib, Agg backend), both atomically.
+    The constant majority-label prediction is scored by :func:`relation_scores` with the same
+    negative label, so ``baseline_macro_f1`` is comparable with ``macro_f1`` (issue 17 item 6);
+    a warning is printed on ``console`` when every prediction is one label or macro-F1 is at or
+    below the baseline.
 
     Returns:
-        the CSV and PNG paths.
+        ``metrics`` with ``baseline`` (see :func:`~bertkit.metrics.cls.collapse_report`),
+        ``baseline_macro_f1`` and ``majority_share`` added.
     """
-    import matplotlib
+    from bertkit.metrics.cls import add_collapse
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from bertkit.io import atomic_path, write_text
-
-    stem = Path(stem)
-    csv_path, png_path = stem.with_suffix(".csv"), stem.with_suffix(".png")
-    write_text(csv_path, confusion_csv(labels, matrix))
-    m = np.asarray(matrix, dtype=np.int64).reshape(len(labels), len(labels))
-    size = max(4.0, 0.45 * len(labels) + 2)
-    fig, ax = plt.subplots(figsize=(size + 1, size))
-    try:
-        im = ax.imshow(m, cmap="Blues")
-        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
-        ax.set_yticks(range(len(labels)), labels, fontsize=7)
-        ax.set_xlabel("predicted")
-        ax.set_ylabel("gold")
-        if title:
-            ax.set_title(title, fontsize=9)
-        high = m.max() if m.size else 0
-        for (i, j), v in np.ndenumerate(m):
-            if v:
-                ax.text(j, i, str(v), ha="center", va="center", fontsize=6,
-                        color="white" if v > high / 2 else "black")
-        fig.colorbar(im, ax=ax, fraction=0.046)
-        fig.tight_layout()
-        with atomic_path(png_path) as tmp:
-            fig.savefig(tmp, format="png", dpi=120)
-    finally:
-        plt.close(fig)
-    return csv_path, png_path
+    return add_collapse(metrics, gold, pred,
+                        lambda g, p: relation_scores(g, p, negative_label, labels), where, console)

@@ -27,3 +27,20 @@ def test_equals_seqeval_both_modes():
 def test_length_mismatch_raises():
     with pytest.raises(ValueError):
         entity_scores(GOLD, [["O"], ["O"]])
+
+
+def test_token_macro_f1_on_io_tags_by_hand():
+    from bertkit.metrics.ner import entity_scores, token_scores
+
+    gold = [["I-PAR", "I-PAR", "O", "I-INT"], ["I-OUT", "O"]]
+    pred = [["B-PAR", "O", "O", "B-INT"], ["B-PAR", "O"]]
+    t = token_scores(gold, pred)
+    # PAR: tp 1, fp 1, fn 1 -> 0.5; INT: 1.0; OUT: tp 0 fn 1 -> 0
+    assert t["token_per_type"]["PAR"]["f1"] == pytest.approx(0.5)
+    assert t["token_macro_f1"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert t["token_micro_f1"] == pytest.approx(2 * 2 / (3 + 4))  # 3 predicted, 4 gold
+    # the same figures come with the span scores (IOB2 gold from an IO file)
+    iob2 = [["B-PAR", "I-PAR", "O", "B-INT"], ["B-OUT", "O"]]
+    e = entity_scores(iob2, pred)
+    assert e["token_macro_f1"] == pytest.approx(t["token_macro_f1"])
+    assert e["f1"] == pytest.approx(2 * 1 / (3 + 3))  # spans: only INT exact

@@ -1,0 +1,269 @@
+"""Classification scores with scikit-learn, the confusion-matrix files, and the collapse check.
+
+Single-label (:func:`label_scores`), the figures SciBERT reports for SciCite, ACL-ARC and Paper
+Field (Beltagy et al., 2019, Table 1: macro-F1):
+
+* ``macro_f1``: unweighted mean of per-label F1 over the labels present in gold or predictions.
+* ``micro_f1``: pooled over every label; for single-label data it equals ``accuracy``.
+* ``per_label`` (precision/recall/F1/support) and ``confusion`` (rows gold, columns predicted).
+
+Multi-label (:func:`multilabel_scores`): each example has a set of labels; ``macro_f1`` and
+``micro_f1`` over the label indicator matrix, ``accuracy`` = exact-set (subset) accuracy.
+
+Collapse check (:func:`collapse_report`, issue 17 item 6): a classifier that predicts one label
+for everything still gets the majority share as micro-F1/accuracy. Every classification-style task
+(RE, cls) scores the constant majority-label prediction with its own scorer and warns when the
+model's predictions use a single label or its macro-F1 is at or below that baseline.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
+
+
+def label_scores(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str] = ()) -> dict:
+    """Single-label scores of predicted labels against gold ones (see module docstring).
+
+    Args:
+        gold, pred: one label per example, equal lengths.
+        labels: the model's labels; the union with those in ``gold`` and ``pred`` is reported.
+
+    Returns:
+        ``macro_f1``, ``micro_f1``, ``accuracy`` (in [0, 1]), ``labels`` (sorted), ``per_label``
+        ``{label: {precision, recall, f1, support}}``, ``confusion`` (``[L][L]`` ints, rows
+        gold), ``support`` (examples scored).
+
+    Raises:
+        ValueError: ``gold`` and ``pred`` differ in length.
+
+    >>> round(label_scores(["a", "a", "b"], ["a", "b", "b"])["macro_f1"], 4)
+    0.6667
+    """
+    gold, pred = list(gold), list(pred)
+    if len(gold) != len(pred):
+        raise ValueError("one prediction per gold label is needed")
+    every = sorted(set(labels) | set(gold) | set(pred))
+    out = {"macro_f1": 0.0, "micro_f1": 0.0, "accuracy": 0.0, "labels": every, "per_label": {},
+           "confusion": [[0] * len(every) for _ in every], "support": len(gold)}
+    if not gold:
+        return out
+    present = sorted(set(gold) | set(pred))
+    out["macro_f1"] = float(precision_recall_fscore_support(
+        gold, pred, labels=present, average="macro", zero_division=0)[2])
+    out["micro_f1"] = float(precision_recall_fscore_support(
+        gold, pred, labels=every, average="micro", zero_division=0)[2])
+    out["accuracy"] = float(accuracy_score(gold, pred))
+    p, r, f, s = precision_recall_fscore_support(gold, pred, labels=every, average=None,
+                                                 zero_division=0)
+    out["per_label"] = {lab: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
+                              "support": int(s[i])} for i, lab in enumerate(every)}
+    out["confusion"] = confusion_matrix(gold, pred, labels=every).tolist()
+    return out
+
+
+def _indicator(sets: Sequence[Sequence[str]], labels: Sequence[str]) -> np.ndarray:
+    index = {lab: i for i, lab in enumerate(labels)}
+    m = np.zeros((len(sets), len(labels)), dtype=np.int64)
+    for row, labs in enumerate(sets):
+        for lab in labs:
+            m[row, index[lab]] = 1
+    return m
+
+
+def multilabel_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
+                      labels: Sequence[str] = ()) -> dict:
+    """Multi-label scores: each example has a (possibly empty) set of labels.
+
+    Args:
+        gold, pred: one label list per example, equal lengths.
+        labels: the model's labels; the union with those used in ``gold``/``pred`` is reported.
+
+    Returns:
+        ``macro_f1`` (mean per-label F1 over labels present in gold or predictions), ``micro_f1``
+        (pooled over all label decisions), ``accuracy`` (exact label set), ``labels``,
+        ``per_label``, ``support`` (examples); ``confusion`` is None (no single-label matrix).
+
+    Raises:
+        ValueError: ``gold`` and ``pred`` differ in length.
+    """
+    gold, pred = [sorted(set(g)) for g in gold], [sorted(set(p)) for p in pred]
+    if len(gold) != len(pred):
+        raise ValueError("one prediction per gold label set is needed")
+    every = sorted(set(labels) | {lab for g in gold for lab in g} | {lab for p in pred for lab in p})
+    out = {"macro_f1": 0.0, "micro_f1": 0.0, "accuracy": 0.0, "labels": every, "per_label": {},
+           "confusion": None, "support": len(gold)}
+    if not gold or not every:
+        return out
+    g, p = _indicator(gold, every), _indicator(pred, every)
+    present = [i for i in range(len(every)) if g[:, i].any() or p[:, i].any()]
+    if present:
+        out["macro_f1"] = float(precision_recall_fscore_support(
+            g[:, present], p[:, present], average="macro", zero_division=0)[2])
+    out["micro_f1"] = float(precision_recall_fscore_support(g, p, average="micro",
+                                                            zero_division=0)[2])
+    out["accuracy"] = float((g == p).all(axis=1).mean())
+    pr, rc, f, s = precision_recall_fscore_support(g, p, average=None, zero_division=0)
+    out["per_label"] = {lab: {"precision": float(pr[i]), "recall": float(rc[i]),
+                              "f1": float(f[i]), "support": int(s[i])}
+                        for i, lab in enumerate(every)}
+    return out
+
+
+def best_thresholds(probs: np.ndarray, gold: np.ndarray,
+                    grid: Sequence[float] = tuple(np.round(np.arange(0.05, 0.96, 0.05), 2))
+                    ) -> np.ndarray:
+    """Per-label decision thresholds that maximise each label's F1 on held-out data.
+
+    Args:
+        probs: ``[N, C]`` float, sigmoid probabilities.
+        gold: ``[N, C]`` 0/1 indicators.
+        grid: candidate thresholds in (0, 1); ties go to the one closest to 0.5.
+
+    Returns:
+        ``[C]`` float thresholds (0.5 for a label with no positive gold example).
+    """
+    probs, gold = np.asarray(probs, dtype=np.float64), np.asarray(gold).astype(bool)
+    out = np.full(probs.shape[1], 0.5)
+    order = sorted(grid, key=lambda t: abs(t - 0.5))
+    for c in range(probs.shape[1]):
+        if not gold[:, c].any():
+            continue
+        best, best_f = 0.5, -1.0
+        for t in order:
+            p = probs[:, c] >= t
+            tp = float((p & gold[:, c]).sum())
+            f = 2 * tp / max(float(p.sum() + gold[:, c].sum()), 1e-9)
+            if f > best_f + 1e-12:
+                best, best_f = t, f
+        out[c] = best
+    return out
+
+
+def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
+                    score: Callable[[list, list], dict], key: str = "macro_f1") -> dict:
+    """Compare a model's scores with the constant majority-label prediction (issue 17 item 6).
+
+    Args:
+        gold, pred: the evaluated split's gold and predicted labels (hashable: strings, or
+            tuples of labels for multi-label data).
+        metrics: the model's scores from ``score(gold, pred)``.
+        score: the task's own scorer, applied to ``gold`` and the constant prediction.
+        key: the score compared (macro-F1: the one a collapse cannot fake).
+
+    Returns:
+        ``majority_label``, ``majority_share`` (in [0, 1]), ``baseline_macro_f1``,
+        ``baseline_micro_f1``, ``baseline_accuracy`` (the scorer's figures for the constant
+        prediction), ``predicted_labels`` (distinct labels predicted), ``single_label`` and
+        ``at_or_below_baseline`` (bools) and ``warning`` (a sentence, or None).
+
+    >>> r = collapse_report(["a", "a", "b"], ["a", "a", "a"], {"macro_f1": 0.4},
+    ...                     lambda g, p: label_scores(g, p))
+    >>> r["single_label"], r["at_or_below_baseline"], round(r["baseline_macro_f1"], 2)
+    (True, True, 0.4)
+    """
+    gold, pred = list(gold), list(pred)
+    out = {"majority_label": None, "majority_share": 0.0, "baseline_macro_f1": 0.0,
+           "baseline_micro_f1": 0.0, "baseline_accuracy": 0.0,
+           "predicted_labels": len(set(pred)), "single_label": False,
+           "at_or_below_baseline": False, "warning": None}
+    if not gold:
+        return out
+    label, count = Counter(gold).most_common(1)[0]
+    base = score(gold, [label] * len(gold))
+    out.update(majority_label=list(label) if isinstance(label, tuple) else label,
+               majority_share=count / len(gold),
+               baseline_macro_f1=float(base.get("macro_f1", 0.0)),
+               baseline_micro_f1=float(base.get("micro_f1", 0.0)),
+               baseline_accuracy=float(base.get("accuracy", 0.0)),
+               single_label=len(set(pred)) == 1 and len(gold) > 1)
+    value = float(metrics.get(key, 0.0))
+    out["at_or_below_baseline"] = value <= out["baseline_macro_f1"] + 1e-9
+    reasons = []
+    if out["single_label"]:
+        reasons.append(f"every prediction is {pred[0]!r}")
+    if out["at_or_below_baseline"]:
+        reasons.append(f"{key} {100 * value:.2f} is at or below the majority-class baseline "
+                       f"{100 * out['baseline_macro_f1']:.2f}")
+    if reasons:
+        out["warning"] = ("the classifier may have collapsed: " + "; ".join(reasons) +
+                          f" (always predicting {out['majority_label']!r}: {key} "
+                          f"{100 * out['baseline_macro_f1']:.2f}, accuracy "
+                          f"{100 * out['baseline_accuracy']:.2f}); try more epochs, another "
+                          f"--lr or --class-weights balanced where the task has it")
+    return out
+
+
+def add_collapse(metrics: dict, gold: Sequence, pred: Sequence,
+                 score: Callable[[list, list], dict], where: str = "", console=None) -> dict:
+    """Add :func:`collapse_report` to ``metrics`` (as ``baseline``, plus the flat floats
+    ``baseline_macro_f1`` and ``majority_share`` so the training log records them) and print its
+    warning, prefixed by ``where`` (e.g. ``"dev"``), on ``console``. Returns ``metrics``."""
+    report = collapse_report(gold, pred, metrics, score)
+    metrics["baseline"] = report
+    metrics["baseline_macro_f1"] = report["baseline_macro_f1"]
+    metrics["majority_share"] = report["majority_share"]
+    if report["warning"] and console is not None:
+        from rich.markup import escape
+
+        console.print(f"[yellow]warning:[/] {escape(where + ': ' if where else '')}"
+                      f"{escape(report['warning'])}", highlight=False)
+    return metrics
+
+
+def confusion_csv(labels: Sequence[str], matrix: Sequence[Sequence[int]]) -> str:
+    """The confusion matrix as CSV: header ``gold\\predicted, <labels>``, one row per gold label."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["gold\\predicted", *labels])
+    for lab, row in zip(labels, matrix):
+        writer.writerow([lab, *row])
+    return buf.getvalue()
+
+
+def save_confusion(stem: str | Path, labels: Sequence[str], matrix: Sequence[Sequence[int]],
+                   title: str = "") -> tuple[Path, Path]:
+    """Write ``<stem>.csv`` and ``<stem>.png`` (matplotlib, Agg backend), both atomically.
+
+    Returns:
+        the CSV and PNG paths.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bertkit.io import atomic_path, write_text
+
+    stem = Path(stem)
+    csv_path, png_path = stem.with_suffix(".csv"), stem.with_suffix(".png")
+    write_text(csv_path, confusion_csv(labels, matrix))
+    m = np.asarray(matrix, dtype=np.int64).reshape(len(labels), len(labels))
+    size = max(4.0, 0.45 * len(labels) + 2)
+    fig, ax = plt.subplots(figsize=(size + 1, size))
+    try:
+        im = ax.imshow(m, cmap="Blues")
+        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("gold")
+        if title:
+            ax.set_title(title, fontsize=9)
+        high = m.max() if m.size else 0
+        for (i, j), v in np.ndenumerate(m):
+            if v:
+                ax.text(j, i, str(v), ha="center", va="center", fontsize=6,
+                        color="white" if v > high / 2 else "black")
+        fig.colorbar(im, ax=ax, fraction=0.046)
+        fig.tight_layout()
+        with atomic_path(png_path) as tmp:
+            fig.savefig(tmp, format="png", dpi=120)
+    finally:
+        plt.close(fig)
+    return csv_path, png_path

@@ -1,0 +1,84 @@
+import numpy as np
+import pytest
+
+from bertkit.metrics.cls import (add_collapse, best_thresholds, collapse_report, label_scores,
+                                 multilabel_scores)
+from bertkit.metrics.re import relation_collapse, relation_scores
+
+GOLD = ["method", "method", "background", "result", "background", "background"]
+PRED = ["method", "background", "background", "result", "method", "background"]
+
+
+def test_label_scores_by_hand():
+    m = label_scores(GOLD, PRED, ["method", "background", "result", "unused"])
+    # background: P 2/3 R 2/3; method: P 1/2 R 1/2; result: 1/1
+    assert m["macro_f1"] == pytest.approx((2 / 3 + 1 / 2 + 1) / 3)
+    assert m["micro_f1"] == pytest.approx(4 / 6) == pytest.approx(m["accuracy"])
+    assert m["labels"] == ["background", "method", "result", "unused"]
+    assert m["per_label"]["unused"]["support"] == 0
+    assert m["confusion"][0] == [2, 1, 0, 0]  # gold background
+    assert label_scores([], [])["macro_f1"] == 0.0
+    with pytest.raises(ValueError):
+        label_scores(["a"], [])
+
+
+def test_multilabel_scores_by_hand():
+    gold = [["a", "b"], ["a"], []]
+    pred = [["a"], ["a", "b"], []]
+    m = multilabel_scores(gold, pred)
+    # a: tp 2 fp 0 fn 0 -> F1 1; b: tp 0 fp 1 fn 1 -> 0
+    assert m["macro_f1"] == pytest.approx(0.5)
+    assert m["micro_f1"] == pytest.approx(2 * 2 / (3 + 3))
+    assert m["accuracy"] == pytest.approx(1 / 3)
+    assert m["confusion"] is None
+
+
+def test_best_thresholds_pick_the_separating_value():
+    probs = np.array([[0.9, 0.2], [0.3, 0.25], [0.1, 0.1], [0.35, 0.05]])
+    gold = np.array([[1, 1], [1, 0], [0, 0], [1, 0]])
+    t = best_thresholds(probs, gold)
+    assert 0.1 < t[0] <= 0.3  # all three positives at or above, the negative below
+    assert 0.05 < t[1] <= 0.2 or t[1] == pytest.approx(0.2)  # 0.2 catches the one positive
+    assert best_thresholds(probs, np.zeros((4, 2)))[0] == 0.5
+
+
+def test_collapse_single_label_warns_with_baseline():
+    gold = ["A"] * 6 + ["B"] * 3 + ["C"]
+    pred = ["A"] * 10
+    metrics = label_scores(gold, pred)
+    r = collapse_report(gold, pred, metrics, lambda g, p: label_scores(g, p))
+    assert r["single_label"] and r["at_or_below_baseline"]
+    assert r["majority_label"] == "A" and r["majority_share"] == pytest.approx(0.6)
+    # constant A: F1(A) = 2*0.6/(1.6), B and C 0, macro over present labels A, B, C
+    assert r["baseline_macro_f1"] == pytest.approx(0.75 / 3)
+    assert r["baseline_accuracy"] == pytest.approx(0.6)
+    assert "collapsed" in r["warning"] and "25.00" in r["warning"]
+
+
+def test_no_warning_for_a_good_classifier():
+    gold = ["A"] * 6 + ["B"] * 3 + ["C"]
+    pred = ["A"] * 5 + ["B"] + ["B"] * 3 + ["C"]
+    r = collapse_report(gold, pred, label_scores(gold, pred), lambda g, p: label_scores(g, p))
+    assert not r["single_label"] and not r["at_or_below_baseline"] and r["warning"] is None
+
+
+def test_relation_collapse_uses_the_negative_label_and_prints(capsys):
+    from rich.console import Console
+
+    gold = ["false"] * 5 + ["CPR:3", "CPR:4"]
+    pred = ["false"] * 7
+    m = relation_scores(gold, pred, "false")
+    relation_collapse(m, gold, pred, "false", console=Console(width=200), where="dev")
+    # the majority label is the negative one: the constant prediction has macro-F1 0
+    assert m["baseline_macro_f1"] == 0.0 and m["baseline"]["single_label"]
+    assert m["majority_share"] == pytest.approx(5 / 7)
+    out = capsys.readouterr().out
+    assert "dev: the classifier may have collapsed" in out and "'false'" in out
+
+
+def test_add_collapse_multilabel_tuples():
+    gold = [("a",), ("a",), ("a", "b")]
+    pred = [("a",), ("a",), ("a",)]
+    m = add_collapse(multilabel_scores(gold, pred), gold, pred,
+                     lambda g, p: multilabel_scores(g, p))
+    assert m["baseline"]["majority_label"] == ["a"] and m["baseline"]["single_label"]
