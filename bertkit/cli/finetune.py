@@ -84,8 +84,8 @@ def re_cli(
     """Fine-tune an encoder for relation classification between two marked entities.
 
     Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl,
-    test_confusion.{csv,png} and model/ (AutoTokenizer, and
-    AutoModelForSequenceClassification with trust_remote_code=True).
+    test_confusion.{csv,png} and model/ (AutoTokenizer and AutoModelForSequenceClassification;
+    pipeline("text-classification") with --pooling cls, trust_remote_code=True with entity-start).
     """
     from bertkit.cli._report import relation_table
     from bertkit.tasks.re import REConfig, finetune_re
@@ -120,6 +120,7 @@ def dep_cli(
     eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Sentences per batch when evaluating. \\[default: 64]", min=1)] = None,
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training sentences.", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test sentences.", min=1)] = None,
+    skip_bad_sentences: Annotated[Optional[bool], typer.Option("--skip-bad-sentences", help="Leave out gold sentences that are malformed or not trees (one root, all words reachable), counted in results.json, instead of stopping.")] = None,
     recipe: opt.Recipe = None,
     train_flags: dict | None = None,
 ) -> None:
@@ -137,7 +138,7 @@ def dep_cli(
         train_flags, data=data, model=model, word_repr=word_repr, scalar_mix=scalar_mix,
         decoder=decoder, arc_mlp=arc_mlp, rel_mlp=rel_mlp, mlp_dropout=mlp_dropout,
         head_lr=head_lr, max_length=max_length, eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
-        max_eval_samples=max_eval_samples)
+        max_eval_samples=max_eval_samples, skip_bad_sentences=skip_bad_sentences)
     cfg, console, results = _run(DepConfig, "finetune dep", finetune_dep, flags, recipe)
     if results is None:
         return

@@ -1,10 +1,20 @@
-"""Build, save and load the relation classifier (:mod:`bertkit.heads.relation`).
+"""Build, save and load the relation classifier.
 
-The saved ``model/`` holds the weights and config (with ``auto_map``), the tokenizer with the
-markers as special tokens, ``relation.py`` (the model code, copied by ``save_pretrained``) and
-``bertkit.json``. It loads with ``AutoTokenizer.from_pretrained(path)`` and
-``AutoModelForSequenceClassification.from_pretrained(path, trust_remote_code=True)``; fed text
-marked with ``[E1] … [/E1]`` and ``[E2] … [/E2]`` it finds the markers itself.
+Two saved forms, chosen by the pooling:
+
+* ``cls`` (the default): the architecture's own ``*ForSequenceClassification`` (for BERT,
+  ``BertForSequenceClassification``: ``[CLS]`` state -> pooler (dense + tanh) -> dropout -> linear,
+  SciBERT's ChemProt classifier, Beltagy et al., 2019). The saved ``model/`` loads with
+  ``AutoModelForSequenceClassification.from_pretrained(path)`` and
+  ``pipeline("text-classification", model=path)``: no remote code, no bertkit.
+* ``entity-start``: :class:`~bertkit.heads.relation.BertForRelationClassification` (states at
+  ``[E1]`` and ``[E2]``), which no standard class computes; its saved ``model/`` carries
+  ``relation.py`` and loads with ``trust_remote_code=True``.
+
+Either way the tokenizer holds the markers as added special tokens and the config holds
+``id2label``/``label2id``, so text marked ``[E1] … [/E1] … [E2] … [/E2]`` is classified as bertkit
+does. Runs saved before the ``cls`` form changed (``BertForRelationClassification`` with ``cls``
+pooling, no pooler) still load and predict through :func:`load_relation_model`.
 """
 
 from __future__ import annotations
@@ -20,20 +30,64 @@ from bertkit.heads.relation import POOLINGS, BertForRelationClassification
 from bertkit.tasks.re.encoding import MarkerSet, add_markers
 
 META_FILE = "bertkit.json"
+CUSTOM_CLASS = BertForRelationClassification.__name__
+
+
+def portable(pooling: str) -> bool:
+    """Whether a model with this pooling saves as a standard Hugging Face class (``cls`` only)."""
+    return pooling == "cls"
+
+
+def portability_note(pooling: str) -> str:
+    """One line for the run output: how the saved ``model/`` loads outside bertkit."""
+    if portable(pooling):
+        return ("model/ is a standard AutoModelForSequenceClassification (no remote code): "
+                "pipeline(\"text-classification\") takes text marked [E1] … [/E1] … [E2] … [/E2]")
+    return (f"model/ uses custom code for {pooling} pooling (relation.py): load it with "
+            f"trust_remote_code=True; --pooling cls saves a standard class")
+
+
+def _drop_entity_pos(module, args, kwargs):
+    """Forward pre-hook: bertkit's batches carry ``entity_pos`` ``[B, 2]``, which only the
+    ``entity-start`` model uses; a standard ``*ForSequenceClassification`` would pass it on to the
+    encoder's attention as an unknown keyword."""
+    kwargs.pop("entity_pos", None)
+    return args, kwargs
+
+
+def accept_relation_batches(model):
+    """Let a standard sequence classifier take bertkit's RE batches (see :func:`_drop_entity_pos`).
+
+    Returns:
+        ``model`` itself (the hook is not saved: :func:`load_relation_model` adds it again).
+    """
+    if not isinstance(model, BertForRelationClassification):
+        model.register_forward_pre_hook(_drop_entity_pos, with_kwargs=True)
+    return model
 
 
 def build_relation_model(model_name: str, labels: Sequence[str], pooling: str,
                          markers: MarkerSet):
-    """A new classifier from a pretrained BERT encoder, with the markers added and embeddings resized.
+    """A new classifier from a pretrained encoder, with the markers added and embeddings resized.
+
+    Args:
+        model_name: encoder directory or hub id; any architecture with a
+            ``*ForSequenceClassification`` class for ``cls`` pooling, a BERT-architecture model for
+            ``entity-start``.
+        labels: the C relation labels, in id order.
+        pooling: ``cls`` (a standard ``AutoModelForSequenceClassification``) or ``entity-start``.
+        markers: the marker strings to add to the tokenizer.
 
     Returns:
-        (model, tokenizer with the markers, ``{marker: id}``).
+        (model, tokenizer with the markers, ``{marker: id}``). The model takes bertkit's batches
+        (``input_ids``/``attention_mask`` ``[B, T]``, ``labels`` ``[B]``, ``entity_pos`` ``[B, 2]``)
+        and returns ``loss`` (mean cross-entropy) and ``logits`` ``[B, C]``.
 
     Raises:
-        BertkitError: the encoder cannot be loaded, is not a BERT-architecture model, or
-            ``pooling`` is unknown.
+        BertkitError: the encoder cannot be loaded, ``pooling`` is unknown, or ``entity-start`` is
+            asked of a non-BERT encoder.
     """
-    from transformers import AutoConfig
+    from transformers import AutoConfig, AutoModelForSequenceClassification
 
     if pooling not in POOLINGS:
         raise BertkitError(f"unknown pooling '{pooling}'", expected=" or ".join(POOLINGS))
@@ -48,46 +102,69 @@ def build_relation_model(model_name: str, labels: Sequence[str], pooling: str,
         raise BertkitError(f"cannot load model '{model_name}': {_short(exc)}",
                            expected="a directory saved with save_pretrained, or a hub id "
                                     "where the hub can be reached") from None
-    if config.model_type != "bert":
-        raise BertkitError(f"relation extraction needs a BERT-architecture encoder; "
-                           f"'{model_name}' is '{config.model_type}'",
-                           expected="a BERT, SciBERT, BioBERT, PubMedBERT or MiniLM model")
     config.num_labels = len(labels)
     config.id2label, config.label2id = id2label, {v: k for k, v in id2label.items()}
-    config.relation_pooling = pooling
-    config.subject_start_ids = [marker_ids[m] for m in markers.openers(1)]
-    config.object_start_ids = [marker_ids[m] for m in markers.openers(2)]
-    config.relation_markers = markers.tokens()
-    BertForRelationClassification.register_for_auto_class("AutoModelForSequenceClassification")
-    model = BertForRelationClassification.from_pretrained(model_name, config=config,
-                                                          attn_implementation="sdpa")
-    if len(tokenizer) > model.config.vocab_size:
+    if portable(pooling):
+        config.problem_type = "single_label_classification"
+        try:
+            model = AutoModelForSequenceClassification.from_pretrained(
+                model_name, config=config, attn_implementation="sdpa")
+        except LOAD_ERRORS as exc:
+            raise BertkitError(f"cannot load model '{model_name}' for sequence classification: "
+                               f"{_short(exc)}", expected="an encoder with a "
+                               "*ForSequenceClassification class in transformers") from None
+    else:
+        if config.model_type != "bert":
+            raise BertkitError(f"{pooling} pooling needs a BERT-architecture encoder; "
+                               f"'{model_name}' is '{config.model_type}'",
+                               expected="a BERT, SciBERT, BioBERT, PubMedBERT or MiniLM model, "
+                                        "or --pooling cls")
+        config.relation_pooling = pooling
+        config.subject_start_ids = [marker_ids[m] for m in markers.openers(1)]
+        config.object_start_ids = [marker_ids[m] for m in markers.openers(2)]
+        config.relation_markers = markers.tokens()
+        BertForRelationClassification.register_for_auto_class("AutoModelForSequenceClassification")
+        model = BertForRelationClassification.from_pretrained(model_name, config=config,
+                                                              attn_implementation="sdpa")
+    if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
         model.resize_token_embeddings(len(tokenizer), mean_resizing=True)
-    return model, tokenizer, marker_ids
+    return accept_relation_batches(model), tokenizer, marker_ids
+
+
+def model_pooling(model) -> str:
+    """The pooling of a model from :func:`build_relation_model` or :func:`load_relation_model`."""
+    if isinstance(model, BertForRelationClassification):
+        return model.pooling
+    return "cls"
 
 
 def save_relation_model(model, tokenizer, directory: Path, meta: dict) -> None:
-    """Write the Hugging Face model (+ ``relation.py``), the tokenizer and ``bertkit.json``."""
+    """Write the Hugging Face model (+ ``relation.py`` for custom pooling), the tokenizer with the
+    markers, and ``bertkit.json`` (``meta`` plus task, labels in id order and pooling)."""
     directory.mkdir(parents=True, exist_ok=True)
-    BertForRelationClassification.register_for_auto_class("AutoModelForSequenceClassification")
+    if isinstance(model, BertForRelationClassification):
+        BertForRelationClassification.register_for_auto_class("AutoModelForSequenceClassification")
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     meta = {**meta, "task": "re", "labels": [model.config.id2label[i]
                                              for i in range(model.config.num_labels)],
-            "pooling": model.config.relation_pooling}
+            "pooling": model_pooling(model)}
     (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
 def load_relation_model(directory: str | Path):
-    """Load what :func:`save_relation_model` wrote (a run directory or its ``model/``).
+    """Load what :func:`save_relation_model` wrote (a run directory or its ``model/``), in either
+    form, including runs saved before ``cls`` pooling became a standard class.
 
     Returns:
         (model in eval mode, tokenizer, labels in id order, :class:`MarkerSet`, ``{marker: id}``,
         meta with ``path``).
 
     Raises:
-        BertkitError: no saved bertkit RE model there.
+        BertkitError: no saved bertkit RE model there, or its files cannot be loaded.
     """
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
     quiet_transformers()
     path = Path(directory).expanduser()
     if (path / "model" / META_FILE).is_file():
@@ -97,8 +174,18 @@ def load_relation_model(directory: str | Path):
         raise BertkitError("no saved bertkit relation-extraction model here", file=path,
                            expected=f"a run directory of 'finetune re' (model/{META_FILE})")
     meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    model = BertForRelationClassification.from_pretrained(path, attn_implementation="sdpa")
-    model.eval()
+    try:
+        config = AutoConfig.from_pretrained(path)
+        if CUSTOM_CLASS in (getattr(config, "architectures", None) or []):
+            model = BertForRelationClassification.from_pretrained(path, attn_implementation="sdpa")
+        else:
+            model = AutoModelForSequenceClassification.from_pretrained(
+                path, attn_implementation="sdpa")
+    except LOAD_ERRORS as exc:
+        raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
+                           expected="the model/ folder bertkit saved (complete, not truncated)"
+                           ) from None
+    accept_relation_batches(model).eval()
     tokenizer = load_tokenizer(str(path))
     markers = MarkerSet(tuple(meta.get("entity_types", ())))
     marker_ids = {m: tokenizer.convert_tokens_to_ids(m) for m in markers.tokens()}

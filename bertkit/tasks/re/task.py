@@ -22,11 +22,13 @@ from bertkit.data.sets import canonical_data
 from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import atomic_path, write_json, write_text
+from bertkit.metrics.cls import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores, save_confusion
 from bertkit.tasks.re.config import REConfig
 from bertkit.tasks.re.data import entity_types, load_re_data, unseen_labels
 from bertkit.tasks.re.encoding import Encoded, MarkerSet, PairBatches, collate, encode
-from bertkit.tasks.re.model import build_relation_model, load_relation_model, save_relation_model
+from bertkit.tasks.re.model import (build_relation_model, load_relation_model,
+                                     portability_note, save_relation_model)
 from bertkit.training import train
 from bertkit.training.devices import Runtime, make_runtime, seed_everything
 from bertkit.training.devices import is_main_process, rank
@@ -161,7 +163,9 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
 
     def evaluate_dev(m) -> dict:
         pred, _ = classify(m, enc["dev"], runtime, tokenizer.pad_token_id, cfg.eval_batch_size)
-        return relation_scores(dev_gold, [labels[k] for k in pred], negative, labels)
+        scores = relation_scores(dev_gold, [labels[k] for k in pred], negative, labels)
+        warn_collapse(scores, console if is_main_process() else None, "dev")
+        return scores
 
     result = train(model, batches, cfg, runtime, run_dir, evaluate=evaluate_dev,
                    select_metric="micro_f1", console=console if main else None)
@@ -172,6 +176,7 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
     predict_seconds = time.perf_counter() - start
     test_metrics = relation_scores([ex.label for ex in test_x], [labels[k] for k in pred],
                                    negative, labels)
+    warn_collapse(test_metrics, console, "test")
     write_text(run_dir / "test_predictions.jsonl", prediction_lines(test_x, labels, pred, prob))
     save_confusion(run_dir / "test_confusion", test_metrics["labels"], test_metrics["confusion"],
                    f"test: {cfg.data}")
@@ -179,6 +184,8 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
         save_relation_model(model, tokenizer, tmp, {
             "max_length": cfg.max_length, "base_model": model_name, "data": cfg.data,
             "negative_label": negative, "entity_types": list(types)})
+    if console:
+        console.print(escape(portability_note(cfg.pooling)), highlight=False)
     results = {
         "task": "re", "data": cfg.data, "model": model_name, "pooling": cfg.pooling,
         "negative_label": negative, "best_epoch": result.best_epoch,
@@ -232,6 +239,7 @@ def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "a
     items = encode(xs, tokenizer, marker_ids, markers, {}, meta.get("max_length", 512))
     pred, prob = classify(model, items, runtime, tokenizer.pad_token_id, batch_size)
     metrics = relation_scores([ex.label for ex in xs], [labels[k] for k in pred], negative, labels)
+    warn_collapse(metrics, console, split)
     return metrics, xs, pred, prob, labels
 
 
