@@ -82,6 +82,7 @@ def dep_cli(
     decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write the parses as CoNLL-U here.")] = None,
+    skip_bad_sentences: Annotated[bool, typer.Option("--skip-bad-sentences", help="Leave out gold sentences that are malformed or not trees, counted in the metrics, instead of stopping.")] = False,
     device: opt.InferenceDevice = "auto",
     precision: opt.InferencePrecision = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sentences per batch.", min=1)] = 64,
@@ -95,7 +96,7 @@ def dep_cli(
 
     console = Console()
     metrics, sents, heads, rels = evaluate_dep(model, data, split, device, precision, batch_size,
-                                               decoder, console)
+                                               decoder, console, skip_bad_sentences)
     console.print(parse_table(metrics, f"{split}: {data}"))
     if output:
         write_json(output, metrics)

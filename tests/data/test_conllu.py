@@ -81,7 +81,8 @@ def test_no_root_names_the_sentence(tmp_path):
     path = tmp_path / "noroot.conllu"
     two = "# sent_id = 2\n1\tYes\tyes\tINTJ\tUH\t_\t2\tdep\t_\t_\n2\tno\tno\tINTJ\tUH\t_\t1\tdep\t_\t_\n\n"
     path.write_text(TEXT.split("# sent_id = 2")[0] + two, encoding="utf-8")
-    with pytest.raises(BertkitError, match=r"noroot.conllu:12: sentence has no root"):
+    with pytest.raises(BertkitError, match=r"noroot.conllu:12: gold heads are not a tree: no root "
+                                           r"\(no word with HEAD 0\) \(sentence sent_id=2\)"):
         read_conllu(path)
     with pytest.raises(BertkitError, match="file not found"):
         read_conllu(tmp_path / "missing.conllu")

@@ -53,6 +53,8 @@ class DepConfig(FinetuneConfig):
         head_lr: peak learning rate of the parser head (None: ``lr``).
         eval_batch_size: sentences per forward pass when evaluating and predicting.
         max_train_samples / max_eval_samples: use only the first N sentences (quick runs).
+        skip_bad_sentences: leave out and count gold sentences that are malformed or not trees
+            (``skipped_sentences`` in ``results.json``) instead of stopping.
     """
 
     epochs: int = 6
@@ -71,6 +73,7 @@ class DepConfig(FinetuneConfig):
     eval_batch_size: int = 64
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
+    skip_bad_sentences: bool = False
 
     def task_checks(self) -> tuple:
         return (("word_repr", self.word_repr in WORD_REPRS, "first or mean"),
@@ -105,7 +108,7 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
     settings = {**to_dict(cfg), "model": model_name}
     check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
     runtime = make_runtime(cfg.device, cfg.precision)
-    data = load_dep_data(cfg.data)
+    data = load_dep_data(cfg.data, skip_bad_sentences=cfg.skip_bad_sentences)
     train_s = _limit(data.splits["train"], cfg.max_train_samples)
     dev_s = _limit(data.splits["dev"], cfg.max_eval_samples)
     test_s = _limit(data.splits["test"], cfg.max_eval_samples)
@@ -126,6 +129,8 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
     if console:
         if data.note:
             console.print(f"note: {data.note}", highlight=False)
+        if data.skipped_warning():
+            console.print(f"[yellow]warning:[/] {data.skipped_warning()}", highlight=False)
         console.print(f"data: {len(train_s)}/{len(dev_s)}/{len(test_s)} sentences "
                       f"(train/dev/test); {len(rels)} relations; model {model_name}; "
                       f"device {runtime.device}, {runtime.precision}; scoring: "
@@ -159,6 +164,7 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
     results = {
         "task": "dep", "data": cfg.data, "model": model_name, "splits": data.sources,
         "split_note": data.note, "best_epoch": result.best_epoch, "dev": dev, "test": test_metrics,
+        "skipped_sentences": data.skipped_summary(),
         "train_seconds": result.train_seconds,
         "train_sentences_per_second": cfg.examples_trained(len(train_s), result.steps)
         / max(result.train_seconds, 1e-9),
@@ -172,10 +178,13 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
 
 def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 64, decoder: str | None = None,
-                 console: Console | None = None
+                 console: Console | None = None, skip_bad_sentences: bool = False
                  ) -> tuple[dict, list[DepSentence], list[np.ndarray], list[list[str]]]:
     """Score a saved parser on one split of ``data`` (for a set without a train file, ``dev`` is
     the held-out tenth of ``dev.conllu``).
+
+    With ``skip_bad_sentences`` malformed gold sentences (not trees) are left out and counted in
+    the metrics' ``skipped_sentences``.
 
     Returns:
         (metrics as in :func:`~bertkit.metrics.dep.attachment_scores`, gold sentences, predicted
@@ -192,9 +201,11 @@ def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "
     parser, meta = load_parser(model_dir)
     tokenizer = load_tokenizer(meta["path"])
     runtime = make_runtime(device, precision)
-    loaded = load_dep_data(data, (split,))
+    loaded = load_dep_data(data, (split,), skip_bad_sentences)
     if console and loaded.note:
         console.print(f"note: {loaded.note}", highlight=False)
+    if console and loaded.skipped_warning():
+        console.print(f"[yellow]warning:[/] {loaded.skipped_warning()}", highlight=False)
     sents = loaded.splits[split]
     known = set(parser.rels)
     unseen = sorted({r for s in sents for r in s.rels} - known)
@@ -204,7 +215,10 @@ def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "
     heads, rels = parse_sentences(parser, tokenizer, sents, runtime, meta.get("max_length", 512),
                                   batch_size, decoder or meta.get("decoder", "mst"),
                                   meta.get("word_repr", "first"), console)
-    return score(sents, heads, rels), sents, heads, rels
+    metrics = score(sents, heads, rels)
+    if skip_bad_sentences:
+        metrics["skipped_sentences"] = loaded.skipped_summary()
+    return metrics, sents, heads, rels
 
 
 def predict_dep(model_dir: str, input_path: str, output: str | None = None,
