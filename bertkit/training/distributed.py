@@ -102,6 +102,35 @@ def global_loss_scale(local_count: float, device: torch.device) -> float:
     return world_size() * local_count / max(total, 1e-12)
 
 
+def reduce_batch(local_count, values: torch.Tensor, stop: bool,
+                 device: torch.device) -> tuple[float, torch.Tensor, bool]:
+    """Everything the ranks must agree on after a forward pass, in ONE all-reduce.
+
+    Sums ``[local_count, stop, values * local_count]`` over ranks, so that each rank learns (a)
+    its loss scale (as :func:`global_loss_scale`), (b) the global means of the logged losses
+    (each rank's mean weighted by its share of the loss targets, so a non-finite loss on any
+    rank is non-finite on all) and (c) whether any rank was asked to stop (SIGINT/SIGTERM).
+
+    Args:
+        local_count: this rank's loss targets (a number or a 0-dim tensor; examples when the
+            model does not report ``loss_count``). Read only in a multi-process run.
+        values: ``[K]`` float, this rank's mean losses (``loss`` first, then ``*_loss`` parts).
+        stop: whether this process received a stop signal.
+        device: where the collective runs (CUDA for NCCL, CPU for gloo).
+
+    Returns:
+        (loss scale ``world * local / total``, ``[K]`` global mean losses, stop on any rank).
+        One process: ``(1.0, values, stop)`` without any communication (no device sync).
+    """
+    if not is_distributed():
+        return 1.0, values, stop
+    count = float(local_count)
+    head = torch.tensor([count, 1.0 if stop else 0.0], device=device)
+    summed = all_reduce_sum(torch.cat([head, values.to(device).float() * count]))
+    total = max(float(summed[0]), 1e-12)
+    return world_size() * count / total, summed[2:] / total, bool(summed[1] > 0)
+
+
 def barrier() -> None:
     """Wait for every rank (a no-op for one process)."""
     if is_distributed() and dist.is_initialized():

@@ -9,14 +9,20 @@ checkpoints every N steps and at each epoch end (atomic), exact resume (weights,
 scheduler, RNG, data position), best-epoch selection on dev, metrics.jsonl and a rich progress bar;
 DDP or FSDP across processes (:mod:`~bertkit.training.distributed`,
 :mod:`~bertkit.training.fsdp`), SIGINT/SIGTERM checkpoint-and-exit, non-finite loss handling.
+
+:func:`train` is the algorithm (as nanoGPT's ``train.py`` and torchtune's recipes: the loop
+visible at a glance); each step it takes is a plain function below, tested on its own:
+:func:`setup`, :func:`resume`, :func:`forward_backward`, :func:`skip_nonfinite`,
+:func:`optimizer_step`, :func:`evaluate_and_select`, :func:`save_step`, :func:`stop_run`,
+:func:`finish`. The run's progress is one :class:`TrainState`; what it trains with is one
+:class:`Parts`. In a multi-process run there is one all-reduce per forward pass
+(:func:`~bertkit.training.distributed.reduce_batch`: loss scale, logged losses and stop flag).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-
-import math
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,20 +30,19 @@ import torch
 from rich.console import Console
 
 from bertkit.errors import BertkitError
-from bertkit.io import atomic_path
 from bertkit.training.batches import BatchSource, TrainResult, batch_examples, plan_steps
 from bertkit.training.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint, set_rng_state
 from bertkit.training.config import TrainConfig
-from bertkit.training.devices import Runtime, is_main_process, seed_everything
-from bertkit.training.distributed import (all_reduce_sum, barrier, broadcast_flag,
-                                          global_loss_scale, init_distributed, is_distributed,
-                                          shard_batch, wrap_model)
+from bertkit.training.devices import Runtime, seed_everything
+from bertkit.training.distributed import (barrier, broadcast_flag, init_distributed,
+                                          is_distributed, reduce_batch, shard_batch, wrap_model)
 from bertkit.training.fsdp import (full_model_state, full_optimizer_state, load_full_state,
                                    shard_model)
 from bertkit.training.logging import MetricsLog, make_progress
 from bertkit.training.optim import build_optimizer, build_scheduler
-from bertkit.training.rundir import check_free_space, checkpoint_bytes
+from bertkit.training.rundir import RunWriter, check_free_space, checkpoint_bytes
 from bertkit.training.signals import StopRequest
+from bertkit.training.state import BatchOut, Parts, TrainState
 
 
 def train(
@@ -74,260 +79,315 @@ def train(
             running out of device memory (with a hint).
     """
     cfg.check_ranges()
-    main = is_main_process()
-    ckpt_dir = output_dir / "checkpoints"
-    if main:
-        output_dir.mkdir(parents=True, exist_ok=True)
+    parts = setup(model, data, cfg, runtime, RunWriter(output_dir), console)
+    state = resume(parts) if cfg.resume else TrainState()
+    if parts.out.main:  # after a resume's checkpoint is found: a failed resume records nothing
+        _write_environment(parts.out.path("environment.json"), runtime, cfg)
+    parts.log = MetricsLog(parts.out.path("metrics.jsonl") if parts.out.main else None,
+                           keep_until_step=state.step if cfg.resume else None,
+                           tensorboard=cfg.report_to == "tensorboard")
+    accum, stop_seen = cfg.gradient_accumulation, False
+    progress = make_progress(console, disable=not parts.out.main or console is None)
+    with contextlib.closing(parts.log), progress, StopRequest() as stop:
+        bar = progress.add_task("train", total=parts.total_steps, completed=state.step, rate="")
+        for epoch in range(state.epoch, parts.n_epochs):
+            if state.step >= parts.total_steps:
+                break
+            parts.net.train()
+            parts.meter.restart()
+            n_batches = data.num_batches(epoch)
+            for i, batch in enumerate(data.iter_batches(epoch, state.batch), start=state.batch):
+                out = forward_backward(parts, batch, stop.requested)
+                stop_seen |= out.stop  # agreed by every rank (one all-reduce with the losses)
+                if not out.finite:
+                    skip_nonfinite(parts, state, out, _where(data, epoch, i), epoch, i)
+                    continue
+                parts.meter.add(out)
+                state.train_examples += out.examples
+                if (i + 1) % accum and i + 1 != n_batches:
+                    continue  # accumulate gradients over the step's batches
+                optimizer_step(parts)
+                state.step, state.batch = state.step + 1, i + 1
+                progress.update(bar, advance=1, rate=f"{parts.meter.rate():.1f} ex/s")
+                last = state.step >= parts.total_steps
+                if state.step % cfg.logging_steps == 0:
+                    parts.meter.flush(parts, state, epoch)
+                if evaluate is not None and cfg.eval_steps and (
+                        state.step % cfg.eval_steps == 0 or last):
+                    evaluate_and_select(parts, state, evaluate, select_metric, epoch)
+                if cfg.save_steps and state.step % cfg.save_steps == 0 and not last:
+                    parts.meter.bank(state)
+                    save_step(parts, state)
+                if stop_seen if is_distributed() else stop.requested:
+                    stop_run(parts, state, stop.signal_name)
+                if last:
+                    break
+            parts.meter.bank(state)  # counted now: evaluation must not count it again
+            parts.meter.flush(parts, state, epoch)  # the epoch's last steps: short runs log too
+            state.epoch, state.batch = epoch + 1, 0
+            if evaluate is not None and not cfg.eval_steps:
+                evaluate_and_select(parts, state, evaluate, select_metric, epoch)
+            save_step(parts, state)
+            if broadcast_flag(stop.requested, runtime.device):  # e.g. Ctrl-C during evaluation
+                stop_run(parts, state, stop.signal_name)
+    return finish(parts, state, keep_best=evaluate is not None and select_metric is not None)
+
+
+def setup(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: Runtime,
+          out: RunWriter, console: Console | None = None) -> Parts:
+    """Seed, join the process group, place (or shard) the model and build the optimiser,
+    schedule and loss scaler for the planned number of steps.
+
+    Raises:
+        BertkitError: too little free disk for a checkpoint, an incomplete launcher
+            environment, or data that gives no batch.
+    """
+    out.mkdir()
     seed_everything(cfg.seed)
     init_distributed(runtime.device)
     sharded = cfg.fsdp and is_distributed()
     if not sharded:
         model.to(runtime.device)
-    if main:
-        check_free_space(output_dir, checkpoint_bytes(model))
-    # the module that trains: a sharded copy (FSDP; ``model`` stays a plain CPU copy that rank 0
-    # evaluates and saves), DDP around the model, or the model itself
+    if out.main:
+        check_free_space(out.root, checkpoint_bytes(model))
     net = shard_model(model, runtime.device) if sharded else wrap_model(model, runtime.device)
     if sharded:
         model.to("cpu")  # the shards train; this full copy only receives gathered weights
-    accum = cfg.gradient_accumulation
     n_epochs, total_steps = plan_steps(data, cfg)
     optimizer = build_optimizer(net if sharded else model, cfg.lr, cfg.weight_decay,
                                 runtime.device, sharded=sharded)
     scheduler = build_scheduler(optimizer, cfg.warmup, total_steps)
     scaler = torch.amp.GradScaler(runtime.device.type, enabled=runtime.dtype == torch.float16)
-    pos = {"step": 0, "epoch": 0, "batch": 0, "best_metric": None, "best_epoch": None,
-           "best_index": None, "history": [], "train_seconds": 0.0, "train_examples": 0,
-           "last_train": None}
+    return Parts(model, net, optimizer, scheduler, scaler, runtime, cfg, out, n_epochs,
+                 total_steps, sharded, console)
 
-    if cfg.resume:
-        found = list_checkpoints(ckpt_dir)
-        if not found:
-            raise BertkitError("--resume given but the run has no checkpoint (it stopped before "
-                               "its first one)", file=ckpt_dir,
-                               expected="a checkpoints/step_N folder from an earlier run; to "
-                                        "start this run again: --overwrite instead of --resume")
-        saved = load_checkpoint(found[-1], model)
-        if sharded:
-            load_full_state(net, optimizer, model.state_dict(), saved["optimizer"])
-        else:
-            optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        scaler.load_state_dict(saved["scaler"])
-        pos = {"last_train": None, "best_index": None, **saved["position"]}
-        set_rng_state(saved["rng"])
-    if main:  # after a resume's checkpoint is found: a failed resume records nothing
-        _write_environment(output_dir / "environment.json", runtime, cfg)
-    log = MetricsLog(output_dir / "metrics.jsonl" if main else None,
-                     keep_until_step=pos["step"] if cfg.resume else None,
-                     tensorboard=cfg.report_to == "tensorboard")
 
-    def checkpoint() -> None:
-        """Rank 0 writes the step checkpoint (under FSDP every rank helps gather it first)."""
-        if sharded:
-            model_state, optim_state = full_model_state(net), full_optimizer_state(net, optimizer)
-        elif main:
-            model_state, optim_state = model.state_dict(), optimizer.state_dict()
-        if main:
-            save_checkpoint(ckpt_dir, pos["step"], model_state, {
-                "optimizer": optim_state, "scheduler": scheduler.state_dict(),
-                "scaler": scaler.state_dict(), "position": pos}, keep=cfg.save_total_limit)
+def resume(parts: Parts) -> TrainState:
+    """Load the newest ``checkpoints/step_N``: weights, optimiser, schedule, loss scale and RNG
+    states; return its :class:`TrainState` (checkpoints of every bertkit version so far).
 
-    def sync_model() -> None:
-        """Under FSDP, gather the trained weights into rank 0's plain ``model`` (collective)."""
-        if sharded:
-            state = full_model_state(net)
-            if main:
-                model.load_state_dict(state)
+    Raises:
+        BertkitError: the run has no complete checkpoint.
+    """
+    found = list_checkpoints(parts.ckpt_dir)
+    if not found:
+        raise BertkitError("--resume given but the run has no checkpoint (it stopped before "
+                           "its first one)", file=parts.ckpt_dir,
+                           expected="a checkpoints/step_N folder from an earlier run; to "
+                                    "start this run again: --overwrite instead of --resume")
+    saved = load_checkpoint(found[-1], parts.model)
+    if parts.sharded:
+        load_full_state(parts.net, parts.optimizer, parts.model.state_dict(), saved["optimizer"])
+    else:
+        parts.optimizer.load_state_dict(saved["optimizer"])
+    parts.scheduler.load_state_dict(saved["scheduler"])
+    parts.scaler.load_state_dict(saved["scaler"])
+    set_rng_state(saved["rng"])
+    return TrainState.from_position(saved["position"])
 
-    window: dict[str, float] = {}
-    counts = {"batches": 0, "examples": 0, "tokens": 0}
-    clock = {"window": time.perf_counter(), "train": time.perf_counter()}
 
-    def flush(epoch: int) -> dict[str, Any]:
-        """Log the mean losses and throughput of the steps since the last record."""
-        elapsed = max(time.perf_counter() - clock["window"], 1e-9)
-        record = {"type": "train", "step": pos["step"], "epoch": epoch + 1,
-                  **{k: v / counts["batches"] for k, v in window.items()},
-                  "lr": scheduler.get_last_lr()[0], "examples_per_s": counts["examples"] / elapsed,
-                  "tokens_per_s": counts["tokens"] / elapsed}
-        log.log(record)
-        pos["last_train"] = record
-        window.clear()
-        counts.update(batches=0, examples=0, tokens=0)
-        clock["window"] = time.perf_counter()
-        return record
+def forward_backward(parts: Parts, batch: dict[str, torch.Tensor],
+                     stop_requested: bool = False) -> BatchOut:
+    """Forward this rank's slice of a global batch, agree with the other ranks (one all-reduce),
+    and backpropagate ``loss * scale / gradient_accumulation`` (the AMP scaler's scale too).
 
-    def run_eval(epoch: int) -> None:
-        pos["train_seconds"] += time.perf_counter() - clock["train"]
-        sync_model()
-        if not main:  # rank 0 evaluates and selects; the others wait for it
-            barrier()
-            clock["train"] = clock["window"] = time.perf_counter()
-            return
-        model.to(runtime.device)
+    Args:
+        batch: the global batch, ``[B, T]`` CPU tensors; this rank keeps its rows.
+        stop_requested: this process received SIGINT/SIGTERM (shared in the all-reduce).
+
+    Returns:
+        a :class:`BatchOut`; its losses are global means (each rank weighted by its share of
+        the loss targets, ``loss_count`` if the model returns one, else its examples).
+
+    Raises:
+        BertkitError: out of device memory (hint: smaller batch with accumulation).
+    """
+    runtime, accum = parts.runtime, parts.cfg.gradient_accumulation
+    examples, tokens = batch_examples(batch)
+    batch = runtime.to_device(shard_batch(batch, examples))
+    try:
+        with runtime.autocast():
+            out = parts.net(**batch)
+        loss = out["loss"]
+        named = {"loss": loss.detach().float()}
+        named.update((k, v.detach().float()) for k, v in out.items()
+                     if k.endswith("_loss") and torch.is_tensor(v) and v.ndim == 0)
+        count = 1  # read only in a multi-process run (reading a CUDA count syncs the device)
+        if is_distributed():
+            count = out.get("loss_count")
+            count = batch_examples(batch)[0] if count is None else count
+        scale, values, stop = reduce_batch(count, torch.stack(list(named.values())),
+                                           stop_requested, runtime.device)
+        parts.scaler.scale(loss * scale / accum).backward()
+    except torch.OutOfMemoryError:
+        raise BertkitError(f"out of device memory with batch size {parts.cfg.batch_size}",
+                           expected="a smaller --batch-size with --gradient-accumulation to "
+                                    "keep the effective batch") from None
+    return BatchOut(dict(zip(named, values.tolist())), examples, tokens, stop)
+
+
+def skip_nonfinite(parts: Parts, state: TrainState, out: BatchOut, where: str, epoch: int,
+                   index: int) -> None:
+    """Drop a batch whose loss is not finite: its gradients are cleared, it is logged as a
+    ``skipped_batch`` record and counted in ``state.skipped``.
+
+    Raises:
+        BertkitError: more than ``cfg.skip_nonfinite`` such batches (the first one by default),
+            naming the step, epoch and the batch's source lines (``where``).
+    """
+    loss = out.values["loss"]
+    state.skipped += 1
+    limit = parts.cfg.skip_nonfinite
+    if state.skipped > limit:
+        raise BertkitError(
+            f"non-finite training loss ({loss}) at step {state.step + 1}, epoch {epoch + 1}, "
+            f"on {where}",
+            expected="a lower --lr, " + ("--precision fp32, " if parts.runtime.dtype is not None
+                                         else "") + "or --skip-nonfinite N to skip up to N "
+                     "such batches")
+    parts.log.log({"type": "skipped_batch", "step": state.step, "epoch": epoch + 1,
+                   "batch": index, "source": where, "loss": str(loss)})
+    if parts.console is not None and parts.out.main:
+        parts.console.print(f"[yellow]warning:[/] non-finite loss on {where}: batch skipped "
+                            f"({state.skipped}/{limit})", highlight=False)
+    parts.optimizer.zero_grad(set_to_none=True)
+
+
+def optimizer_step(parts: Parts) -> None:
+    """Clip the gradient norm (``cfg.max_grad_norm`` > 0, after unscaling), step the optimiser
+    through the AMP scaler, advance the schedule and clear the gradients."""
+    if parts.cfg.max_grad_norm > 0:
+        parts.scaler.unscale_(parts.optimizer)
+        torch.nn.utils.clip_grad_norm_(parts.net.parameters(), parts.cfg.max_grad_norm)
+    parts.scaler.step(parts.optimizer)
+    parts.scaler.update()
+    parts.scheduler.step()
+    parts.optimizer.zero_grad(set_to_none=True)
+
+
+def evaluate_and_select(parts: Parts, state: TrainState,
+                        evaluate: Callable[[torch.nn.Module], dict[str, Any]],
+                        select_metric: str | None, epoch: int) -> dict[str, Any] | None:
+    """Score dev on rank 0 (the others wait), log an ``eval`` record and keep the weights in
+    ``checkpoints/best.pt`` when ``select_metric`` (higher is better) improves. Evaluation time
+    is not training time. Returns the record (None off rank 0).
+
+    Raises:
+        KeyError: ``evaluate`` returned no ``select_metric``.
+    """
+    parts.meter.flush(parts, state, epoch)
+    parts.meter.bank(state)
+    sync_model(parts)
+    record = None
+    if parts.out.main:
+        model = parts.model
+        model.to(parts.runtime.device)
         model.eval()
         with torch.no_grad():
             metrics = evaluate(model)
-        if sharded:  # rank 0's full copy leaves the device while the shards train
+        if parts.sharded:  # rank 0's full copy leaves the device while the shards train
             model.to("cpu")
-        net.train()
-        record = {"type": "eval", "split": "dev", "step": pos["step"], "epoch": epoch + 1,
+        parts.net.train()
+        record = {"type": "eval", "split": "dev", "step": state.step, "epoch": epoch + 1,
                   **{k: v for k, v in metrics.items() if isinstance(v, (int, float))}}
-        log.log(record)
-        pos["history"].append(record)
+        parts.log.log(record)
+        state.history.append(record)
+        score = None
         if select_metric is not None:
             score = float(metrics[select_metric])
-            if pos["best_metric"] is None or score > pos["best_metric"]:
-                pos["best_metric"], pos["best_epoch"] = score, epoch + 1
-                pos["best_index"] = len(pos["history"]) - 1
-                if main:
-                    with atomic_path(ckpt_dir / "best.pt") as tmp:
-                        torch.save(model.state_dict(), tmp)
-            if console is not None and main:
-                best = pos["history"][pos["best_index"]] if pos["best_index"] is not None else {}
-                where, best_at = ((f"step {pos['step']}/{total_steps}",
-                                   f"step {best.get('step', '?')}")
-                                  if cfg.eval_steps else
-                                  (f"epoch {epoch + 1}/{n_epochs}", f"epoch {pos['best_epoch']}"))
-                console.print(f"{where}: dev {select_metric} {score:.4f} "
-                              f"(best {pos['best_metric']:.4f}, {best_at})")
-        elif console is not None and main:
-            shown = ", ".join(f"{k} {v:.4f}" for k, v in record.items()
-                              if isinstance(v, float) and k != "time_s")
-            console.print(f"step {pos['step']}/{total_steps}: dev {shown}", highlight=False)
-        barrier()
-        clock["train"] = clock["window"] = time.perf_counter()
+            if state.best_metric is None or score > state.best_metric:
+                state.best_metric, state.best_epoch = score, epoch + 1
+                state.best_index = len(state.history) - 1
+                parts.out.torch_save("checkpoints/best.pt", model.state_dict())
+        if parts.console is not None:
+            parts.console.print(describe_eval(record, score, state, select_metric, parts,
+                                              epoch), highlight=False)
+    barrier()
+    parts.meter.restart()
+    return record
 
-    def stop_now(signal_name: str | None) -> None:
-        """Save a checkpoint at this step and end the run (SIGINT/SIGTERM)."""
-        pos["train_seconds"] += time.perf_counter() - clock["train"]
-        if counts["batches"]:
-            flush(pos["epoch"])
-        checkpoint()
-        log.close()
-        raise BertkitError(
-            f"stopped by {signal_name or 'a signal to another process'} at step {pos['step']}; "
-            f"checkpoint saved in {ckpt_dir}",
-            expected=f"--resume --output-dir {output_dir} to continue",
-            exit_code=143 if signal_name == "SIGTERM" else 130)
 
-    device = runtime.device
-    skipped = 0
-    progress = make_progress(console, disable=not main or console is None)
-    with progress, StopRequest() as stop:
-        bar = progress.add_task("train", total=total_steps, completed=pos["step"], rate="")
-        for epoch in range(pos["epoch"], n_epochs):
-            if pos["step"] >= total_steps:
-                break
-            net.train()
-            n_batches = data.num_batches(epoch)
-            clock["train"] = clock["window"] = time.perf_counter()
-            for i, batch in enumerate(data.iter_batches(epoch, pos["batch"]), start=pos["batch"]):
-                examples, tokens = batch_examples(batch)
-                batch = runtime.to_device(shard_batch(batch, examples))
-                try:
-                    with runtime.autocast():
-                        out = net(**batch)
-                    loss = out["loss"]
-                    scale = 1.0
-                    if is_distributed():  # weight each rank by its share of the loss targets
-                        local = out.get("loss_count")
-                        scale = global_loss_scale(float(local) if local is not None
-                                                  else batch_examples(batch)[0], device)
-                    scaler.scale(loss * scale / accum).backward()
-                except torch.OutOfMemoryError:
-                    raise BertkitError(
-                        f"out of device memory with batch size {cfg.batch_size}",
-                        expected="a smaller --batch-size with --gradient-accumulation to keep "
-                                 "the effective batch") from None
-                parts = {"loss": loss.detach().float()}
-                parts.update((k, v.detach().float()) for k, v in out.items()
-                             if k.endswith("_loss") and torch.is_tensor(v) and v.ndim == 0)
-                values = torch.stack(list(parts.values()))
-                if is_distributed():  # the global means (each rank's share, summed)
-                    values = all_reduce_sum(values * scale) / torch_world_size()
-                values = values.tolist()
-                if not all(math.isfinite(v) for v in values):  # (all-reduced: on every rank)
-                    where = (data.describe(epoch, i) if hasattr(data, "describe")
-                             else f"batch {i + 1} of epoch {epoch + 1}")
-                    skipped += 1
-                    if skipped > cfg.skip_nonfinite:
-                        log.close()
-                        raise BertkitError(
-                            f"non-finite training loss ({values[0]}) at step {pos['step'] + 1}, "
-                            f"epoch {epoch + 1}, on {where}",
-                            expected="a lower --lr, "
-                                     + ("--precision fp32, " if runtime.dtype is not None
-                                        else "") + "or --skip-nonfinite N to skip up to N such "
-                                     "batches")
-                    log.log({"type": "skipped_batch", "step": pos["step"], "epoch": epoch + 1,
-                             "batch": i, "source": where, "loss": str(values[0])})
-                    if console is not None and main:
-                        console.print(f"[yellow]warning:[/] non-finite loss on {where}: batch "
-                                      f"skipped ({skipped}/{cfg.skip_nonfinite})", highlight=False)
-                    optimizer.zero_grad(set_to_none=True)
-                    continue
-                for key, v in zip(parts, values):
-                    window[key] = window.get(key, 0.0) + v
-                counts["batches"] += 1
-                counts["examples"] += examples
-                counts["tokens"] += tokens
-                pos["train_examples"] += examples
-                if (i + 1) % accum and i + 1 != n_batches:
-                    continue
-                if cfg.max_grad_norm > 0:
-                    scaler.unscale_(optimizer)
-                    torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
-                scaler.step(optimizer)
-                scaler.update()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                pos["step"] += 1
-                pos["batch"] = i + 1
-                elapsed = time.perf_counter() - clock["window"]
-                rate = counts["examples"] / max(elapsed, 1e-9)
-                progress.update(bar, advance=1, rate=f"{rate:.1f} ex/s")
-                last = pos["step"] >= total_steps
-                if pos["step"] % cfg.logging_steps == 0:
-                    flush(epoch)
-                if evaluate is not None and cfg.eval_steps and (
-                        pos["step"] % cfg.eval_steps == 0 or last):
-                    if counts["batches"]:
-                        flush(epoch)
-                    run_eval(epoch)
-                if cfg.save_steps and pos["step"] % cfg.save_steps == 0 and not last:
-                    pos["train_seconds"] += time.perf_counter() - clock["train"]
-                    clock["train"] = time.perf_counter()
-                    checkpoint()
-                if broadcast_flag(stop.requested, device):
-                    stop_now(stop.signal_name)
-                if last:
-                    break
-            pos["train_seconds"] += time.perf_counter() - clock["train"]
-            clock["train"] = time.perf_counter()  # counted: evaluation must not count it again
-            if counts["batches"]:  # the epoch's last steps, so short runs log a loss too
-                flush(epoch)
-            pos["epoch"], pos["batch"] = epoch + 1, 0
-            if evaluate is not None and not cfg.eval_steps:
-                run_eval(epoch)
-            checkpoint()
-            if broadcast_flag(stop.requested, device):  # e.g. Ctrl-C during the evaluation
-                stop_now(stop.signal_name)
-    log.close()
-    sync_model()
-    if main:
-        model.to(runtime.device)
-        _draw_curves(output_dir, console)
-    if main and evaluate is not None and select_metric is not None and (
-            ckpt_dir / "best.pt").is_file():
-        model.load_state_dict(torch.load(ckpt_dir / "best.pt", map_location=runtime.device,
-                                         weights_only=True))
-    model.eval()
-    return TrainResult(steps=pos["step"], history=pos["history"], best_epoch=pos["best_epoch"],
-                       best_index=pos.get("best_index"),
-                       best_metric=pos["best_metric"], train_seconds=pos["train_seconds"],
-                       train_examples=pos["train_examples"], last_train=pos.get("last_train"))
+def describe_eval(record: dict[str, Any], score: float | None, state: TrainState,
+                  select_metric: str | None, parts: Parts, epoch: int) -> str:
+    """The console line for an evaluation: ``epoch 2/3: dev f1 0.8123 (best 0.8200, epoch 1)``
+    (``step N/M`` with ``eval_steps``); without selection, every float metric."""
+    if select_metric is None:
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in record.items()
+                          if isinstance(v, float) and k != "time_s")
+        return f"step {state.step}/{parts.total_steps}: dev {shown}"
+    best = state.history[state.best_index] if state.best_index is not None else {}
+    if parts.cfg.eval_steps:
+        where, best_at = f"step {state.step}/{parts.total_steps}", f"step {best.get('step', '?')}"
+    else:
+        where, best_at = f"epoch {epoch + 1}/{parts.n_epochs}", f"epoch {state.best_epoch}"
+    return (f"{where}: dev {select_metric} {score:.4f} "
+            f"(best {state.best_metric:.4f}, {best_at})")
+
+
+def sync_model(parts: Parts) -> None:
+    """Under FSDP, gather the trained weights into rank 0's plain ``model`` (a collective: every
+    rank calls it); otherwise nothing."""
+    if parts.sharded:
+        state = full_model_state(parts.net)
+        if parts.out.main:
+            parts.model.load_state_dict(state)
+
+
+def save_step(parts: Parts, state: TrainState) -> None:
+    """Write ``checkpoints/step_<step>`` (weights; optimiser, schedule, scaler, RNG and
+    ``state.position()``) atomically on rank 0, keeping ``cfg.save_total_limit`` of them. Under
+    FSDP every rank first helps gather the full state."""
+    if parts.sharded:
+        model_state = full_model_state(parts.net)
+        optim_state = full_optimizer_state(parts.net, parts.optimizer)
+    elif parts.out.main:
+        model_state, optim_state = parts.model.state_dict(), parts.optimizer.state_dict()
+    if parts.out.main:
+        save_checkpoint(parts.ckpt_dir, state.step, model_state, {
+            "optimizer": optim_state, "scheduler": parts.scheduler.state_dict(),
+            "scaler": parts.scaler.state_dict(), "position": state.position()},
+            keep=parts.cfg.save_total_limit)
+
+
+def stop_run(parts: Parts, state: TrainState, signal_name: str | None) -> None:
+    """Save a checkpoint at this step and end the run (SIGINT/SIGTERM on any rank).
+
+    Raises:
+        BertkitError: always; exit code 130 (SIGINT) or 143 (SIGTERM), naming ``--resume``.
+    """
+    parts.meter.bank(state)
+    parts.meter.flush(parts, state, state.epoch)
+    save_step(parts, state)
+    parts.log.close()
+    out_dir = parts.out.root
+    raise BertkitError(
+        f"stopped by {signal_name or 'a signal to another process'} at step {state.step}; "
+        f"checkpoint saved in {parts.ckpt_dir}",
+        expected=f"--resume --output-dir {out_dir} to continue",
+        exit_code=143 if signal_name == "SIGTERM" else 130)
+
+
+def finish(parts: Parts, state: TrainState, keep_best: bool) -> TrainResult:
+    """End a run: gather FSDP weights, draw ``curves.png`` and, with ``keep_best``, load the
+    best evaluation's weights (rank 0); the model is left in eval mode."""
+    parts.log.close()
+    sync_model(parts)
+    best = parts.ckpt_dir / "best.pt"
+    if parts.out.main:
+        parts.model.to(parts.runtime.device)
+        _draw_curves(parts.out.root, parts.console)
+        if keep_best and best.is_file():
+            parts.model.load_state_dict(torch.load(best, map_location=parts.runtime.device,
+                                                   weights_only=True))
+    parts.model.eval()
+    return state.result()
+
+
+def _where(data: BatchSource, epoch: int, index: int) -> str:
+    """A batch's source lines if the source can name them, else its number."""
+    if hasattr(data, "describe"):
+        return data.describe(epoch, index)
+    return f"batch {index + 1} of epoch {epoch + 1}"
 
 
 def torch_world_size() -> int:

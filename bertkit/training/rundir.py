@@ -1,14 +1,104 @@
-"""The run directory: refuse to mix two runs, check it is writable before training starts."""
+"""The run directory: refuse to mix two runs, check it is writable before training starts, and
+write into it from one process only (:class:`RunWriter`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from bertkit.errors import BertkitError
 from bertkit.training.devices import is_main_process
+
+
+class RunWriter:
+    """Writes files into a run directory on the main process (rank 0) and does nothing elsewhere.
+
+    A multi-process run (``torchrun``) must write each output once. Code that writes through a
+    ``RunWriter`` needs no ``if is_main_process():`` guard: on other ranks every method returns
+    without touching the disk (``atomic`` yields None there). Every write is atomic
+    (:mod:`bertkit.io`): a killed run leaves the old file or the new one, never half of one.
+
+    Example::
+
+        out = RunWriter(run_dir)
+        out.write_text("config.yaml", dump_yaml(settings))
+        out.write_json("results.json", results)
+        out.save("model", lambda tmp: model.save_pretrained(tmp))  # a whole folder, atomically
+
+    Args:
+        root: the run directory (created on first write, rank 0 only).
+        main: whether this process writes; default :func:`~bertkit.training.devices.is_main_process`.
+    """
+
+    def __init__(self, root: str | Path, main: bool | None = None) -> None:
+        self.root = Path(root).expanduser()
+        self.main = is_main_process() if main is None else main
+
+    def __repr__(self) -> str:
+        return f"RunWriter({str(self.root)!r}, main={self.main})"
+
+    def path(self, name: str | Path) -> Path:
+        """``root / name`` (for reading or naming a file; nothing is written)."""
+        return self.root / name
+
+    def mkdir(self, name: str | Path = "") -> Path:
+        """Create ``root / name`` (and parents) on rank 0; returns the path on every rank."""
+        target = self.root / name
+        if self.main:
+            target.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def write_text(self, name: str | Path, text: str) -> Path:
+        """Write UTF-8 ``text`` to ``root / name`` atomically (rank 0 only); returns the path.
+
+        Raises:
+            BertkitError: the target is a directory (:func:`bertkit.io.write_text`).
+        """
+        from bertkit.io import write_text
+
+        target = self.root / name
+        if self.main:
+            write_text(target, text)
+        return target
+
+    def write_json(self, name: str | Path, data: Any) -> Path:
+        """Write ``data`` as indented JSON to ``root / name`` atomically (rank 0 only)."""
+        from bertkit.io import write_json
+
+        target = self.root / name
+        if self.main:
+            write_json(target, data)
+        return target
+
+    @contextlib.contextmanager
+    def atomic(self, name: str | Path) -> Iterator[Path | None]:
+        """Yield a temporary path that replaces ``root / name`` (a file or a whole folder, such as
+        ``model/``) when the block ends without error; None off rank 0 (write nothing then)."""
+        if not self.main:
+            yield None
+            return
+        from bertkit.io import atomic_path
+
+        with atomic_path(self.root / name) as tmp:
+            yield tmp
+
+    def save(self, name: str | Path, write: Callable[[Path], Any]) -> Path:
+        """Call ``write(tmp)`` on rank 0 and move ``tmp`` onto ``root / name`` atomically (e.g.
+        ``out.save("model", lambda tmp: model.save_pretrained(tmp))``); returns the final path."""
+        with self.atomic(name) as tmp:
+            if tmp is not None:
+                write(tmp)
+        return self.root / name
+
+    def torch_save(self, name: str | Path, obj: Any) -> Path:
+        """``torch.save(obj)`` to ``root / name`` atomically (rank 0 only)."""
+        import torch
+
+        return self.save(name, lambda tmp: torch.save(obj, tmp))
 
 RUN_MARKERS = ("results.json", "metrics.jsonl", "checkpoints", "model")
 """What makes a directory hold a run. A directory with only ``config.yaml``/``environment.json``

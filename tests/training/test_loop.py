@@ -194,10 +194,10 @@ class Slow(Source):
 
 
 def test_train_seconds_count_each_epoch_once_and_no_evaluation(tmp_path, monkeypatch):
-    import bertkit.training.loop as loop
+    import bertkit.training.state as state
 
     clock = FakeClock()
-    monkeypatch.setattr(loop, "time", clock)
+    monkeypatch.setattr(state, "time", clock)
 
     def slow_eval(model):
         clock.now += 0.3
