@@ -42,7 +42,19 @@ def relation_table(metrics: dict, title: str) -> Table:
                   str(metrics["support"]))
     table.add_row("macro", "", "", f"{100 * metrics['macro_f1']:.2f}", "")
     table.add_row("accuracy", "", "", f"{100 * metrics['accuracy']:.2f}", "")
+    baseline_row(table, metrics)
     return table
+
+
+def baseline_row(table: Table, metrics: dict) -> None:
+    """Add the majority-class baseline (macro-F1 in the F1 column, accuracy in a note) when the
+    metrics carry one (:func:`bertkit.metrics.cls.collapse_report`)."""
+    base = metrics.get("baseline")
+    if not base or base.get("majority_label") is None:
+        return
+    table.add_row(f"majority baseline ({base['majority_label']}) macro", "", "",
+                  f"{100 * base['baseline_macro_f1']:.2f}",
+                  f"acc {100 * base['baseline_accuracy']:.2f}")
 
 
 def parse_table(metrics: dict, title: str) -> Table:

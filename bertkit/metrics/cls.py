@@ -12,8 +12,10 @@ Multi-label (:func:`multilabel_scores`): each example has a set of labels; ``mac
 
 Collapse check (:func:`collapse_report`, issue 17 item 6): a classifier that predicts one label
 for everything still gets the majority share as micro-F1/accuracy. Every classification-style task
-(RE, cls) scores the constant majority-label prediction with its own scorer and warns when the
-model's predictions use a single label or its macro-F1 is at or below that baseline.
+(RE, cls) scores the constant majority-label prediction with its own scorer (every scorer here
+and :func:`bertkit.metrics.re.relation_scores` include it as ``baseline``), and the task warns
+(:func:`warn_collapse`) at each evaluation when the model's predictions use a single label or its
+macro-F1 is at or below that baseline.
 """
 
 from __future__ import annotations
@@ -29,6 +31,22 @@ from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_f
 
 
 def label_scores(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str] = ()) -> dict:
+    """Single-label scores of predicted labels against gold ones, with the majority baseline.
+
+    As :func:`_label_scores`, plus ``baseline``, ``baseline_macro_f1`` and ``majority_share``
+    (:func:`with_baseline`).
+
+    Raises:
+        ValueError: ``gold`` and ``pred`` differ in length.
+
+    >>> round(label_scores(["a", "a", "b"], ["a", "b", "b"])["macro_f1"], 4)
+    0.6667
+    """
+    out = _label_scores(gold, pred, labels)
+    return with_baseline(out, list(gold), list(pred), lambda g, p: _label_scores(g, p, labels))
+
+
+def _label_scores(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str] = ()) -> dict:
     """Single-label scores of predicted labels against gold ones (see module docstring).
 
     Args:
@@ -42,9 +60,6 @@ def label_scores(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]
 
     Raises:
         ValueError: ``gold`` and ``pred`` differ in length.
-
-    >>> round(label_scores(["a", "a", "b"], ["a", "b", "b"])["macro_f1"], 4)
-    0.6667
     """
     gold, pred = list(gold), list(pred)
     if len(gold) != len(pred):
@@ -79,6 +94,20 @@ def _indicator(sets: Sequence[Sequence[str]], labels: Sequence[str]) -> np.ndarr
 
 def multilabel_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
                       labels: Sequence[str] = ()) -> dict:
+    """Multi-label scores (:func:`_multilabel_scores`) with the majority-label-set baseline
+    (:func:`with_baseline`; label sets compared as sorted tuples).
+
+    Raises:
+        ValueError: ``gold`` and ``pred`` differ in length.
+    """
+    out = _multilabel_scores(gold, pred, labels)
+    g = [tuple(sorted(set(x))) for x in gold]
+    p = [tuple(sorted(set(x))) for x in pred]
+    return with_baseline(out, g, p, lambda a, b: _multilabel_scores(a, b, labels))
+
+
+def _multilabel_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
+                       labels: Sequence[str] = ()) -> dict:
     """Multi-label scores: each example has a (possibly empty) set of labels.
 
     Args:
@@ -200,21 +229,28 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
     return out
 
 
-def add_collapse(metrics: dict, gold: Sequence, pred: Sequence,
-                 score: Callable[[list, list], dict], where: str = "", console=None) -> dict:
-    """Add :func:`collapse_report` to ``metrics`` (as ``baseline``, plus the flat floats
-    ``baseline_macro_f1`` and ``majority_share`` so the training log records them) and print its
-    warning, prefixed by ``where`` (e.g. ``"dev"``), on ``console``. Returns ``metrics``."""
+def with_baseline(metrics: dict, gold: Sequence, pred: Sequence,
+                  score: Callable[[list, list], dict]) -> dict:
+    """Add :func:`collapse_report` to ``metrics`` (in place) as ``baseline``, plus the flat floats
+    ``baseline_macro_f1`` and ``majority_share`` (so the training log and ``results.json``'s
+    ``dev`` record them). ``score`` must not add a baseline itself. Returns ``metrics``."""
     report = collapse_report(gold, pred, metrics, score)
     metrics["baseline"] = report
     metrics["baseline_macro_f1"] = report["baseline_macro_f1"]
     metrics["majority_share"] = report["majority_share"]
-    if report["warning"] and console is not None:
+    return metrics
+
+
+def warn_collapse(metrics: dict, console=None, where: str = "") -> str | None:
+    """Print the collapse warning of ``metrics["baseline"]`` (if any) on ``console``, prefixed
+    by ``where`` (e.g. ``"dev epoch 2"``). Returns the warning (None: nothing to warn about)."""
+    warning = (metrics.get("baseline") or {}).get("warning")
+    if warning and console is not None:
         from rich.markup import escape
 
         console.print(f"[yellow]warning:[/] {escape(where + ': ' if where else '')}"
-                      f"{escape(report['warning'])}", highlight=False)
-    return metrics
+                      f"{escape(warning)}", highlight=False)
+    return warning
 
 
 def confusion_csv(labels: Sequence[str], matrix: Sequence[Sequence[int]]) -> str:

@@ -13,8 +13,8 @@
 * ``confusion``: rows = gold, columns = predicted, over ``labels``.
 
 Labels seen only in the evaluated split (not in training) are scored like any other: the model
-cannot predict them, so their recall is 0. :func:`relation_collapse` adds the majority-class
-baseline (:func:`bertkit.metrics.cls.collapse_report`) scored the same way.
+cannot predict them, so their recall is 0. ``baseline``: the constant majority-label prediction
+scored the same way (:func:`bertkit.metrics.cls.collapse_report`), for the collapse warning.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Sequence
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
 # the confusion-matrix files are shared with every classification task (bertkit.metrics.cls)
-from bertkit.metrics.cls import confusion_csv, save_confusion  # noqa: F401
+from bertkit.metrics.cls import confusion_csv, save_confusion, with_baseline  # noqa: F401
 
 NEGATIVE_NAMES = ("no_relation", "no-relation", "norelation", "false", "none", "na", "other",
                   "negative")
@@ -42,6 +42,20 @@ def detect_negative(labels: Sequence[str]) -> str | None:
 
 def relation_scores(gold: Sequence[str], pred: Sequence[str], negative_label: str | None = None,
                     labels: Sequence[str] = ()) -> dict:
+    """:func:`_relation_scores` plus the majority-class ``baseline``, ``baseline_macro_f1`` and
+    ``majority_share`` (:func:`bertkit.metrics.cls.with_baseline`, scored with the same
+    negative label).
+
+    Raises:
+        ValueError: ``gold`` and ``pred`` differ in length.
+    """
+    out = _relation_scores(gold, pred, negative_label, labels)
+    return with_baseline(out, list(gold), list(pred),
+                         lambda g, p: _relation_scores(g, p, negative_label, labels))
+
+
+def _relation_scores(gold: Sequence[str], pred: Sequence[str], negative_label: str | None = None,
+                     labels: Sequence[str] = ()) -> dict:
     """Scores of predicted relation labels against gold ones (see module docstring).
 
     Args:
@@ -83,22 +97,3 @@ def relation_scores(gold: Sequence[str], pred: Sequence[str], negative_label: st
     out["confusion"] = confusion_matrix(gold, pred, labels=every).tolist()
     return out
 
-
-def relation_collapse(metrics: dict, gold: Sequence[str], pred: Sequence[str],
-                      negative_label: str | None, labels: Sequence[str] = (), where: str = "",
-                      console=None) -> dict:
-    """Add the majority-class baseline and collapse check to relation ``metrics`` (in place).
-
-    The constant majority-label prediction is scored by :func:`relation_scores` with the same
-    negative label, so ``baseline_macro_f1`` is comparable with ``macro_f1`` (issue 17 item 6);
-    a warning is printed on ``console`` when every prediction is one label or macro-F1 is at or
-    below the baseline.
-
-    Returns:
-        ``metrics`` with ``baseline`` (see :func:`~bertkit.metrics.cls.collapse_report`),
-        ``baseline_macro_f1`` and ``majority_share`` added.
-    """
-    from bertkit.metrics.cls import add_collapse
-
-    return add_collapse(metrics, gold, pred,
-                        lambda g, p: relation_scores(g, p, negative_label, labels), where, console)

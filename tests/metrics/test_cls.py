@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from bertkit.metrics.cls import (add_collapse, best_thresholds, collapse_report, label_scores,
+from bertkit.metrics.cls import (best_thresholds, collapse_report, label_scores,
                                  multilabel_scores)
-from bertkit.metrics.re import relation_collapse, relation_scores
+from bertkit.metrics.re import relation_scores
 
 GOLD = ["method", "method", "background", "result", "background", "background"]
 PRED = ["method", "background", "background", "result", "method", "background"]
@@ -62,23 +62,33 @@ def test_no_warning_for_a_good_classifier():
     assert not r["single_label"] and not r["at_or_below_baseline"] and r["warning"] is None
 
 
-def test_relation_collapse_uses_the_negative_label_and_prints(capsys):
+def test_relation_scores_carry_the_baseline_and_warn(capsys):
     from rich.console import Console
+
+    from bertkit.metrics.cls import warn_collapse
 
     gold = ["false"] * 5 + ["CPR:3", "CPR:4"]
     pred = ["false"] * 7
     m = relation_scores(gold, pred, "false")
-    relation_collapse(m, gold, pred, "false", console=Console(width=200), where="dev")
     # the majority label is the negative one: the constant prediction has macro-F1 0
     assert m["baseline_macro_f1"] == 0.0 and m["baseline"]["single_label"]
     assert m["majority_share"] == pytest.approx(5 / 7)
+    assert warn_collapse(m, Console(width=200), "dev") is not None
     out = capsys.readouterr().out
     assert "dev: the classifier may have collapsed" in out and "'false'" in out
+    good = relation_scores(gold, ["false"] * 5 + ["CPR:3", "CPR:4"], "false")
+    assert warn_collapse(good, Console(width=200)) is None
 
 
-def test_add_collapse_multilabel_tuples():
+def test_label_scores_carry_the_baseline():
+    gold = ["A"] * 6 + ["B"] * 4
+    m = label_scores(gold, ["A"] * 10)
+    assert m["baseline"]["at_or_below_baseline"]
+    assert m["baseline_macro_f1"] == pytest.approx(m["macro_f1"])
+
+
+def test_multilabel_baseline_on_label_sets():
     gold = [("a",), ("a",), ("a", "b")]
     pred = [("a",), ("a",), ("a",)]
-    m = add_collapse(multilabel_scores(gold, pred), gold, pred,
-                     lambda g, p: multilabel_scores(g, p))
+    m = multilabel_scores(gold, pred)
     assert m["baseline"]["majority_label"] == ["a"] and m["baseline"]["single_label"]
