@@ -27,7 +27,8 @@ from bertkit.metrics.re import detect_negative, relation_scores, save_confusion
 from bertkit.tasks.re.config import REConfig
 from bertkit.tasks.re.data import entity_types, load_re_data, unseen_labels
 from bertkit.tasks.re.encoding import Encoded, MarkerSet, PairBatches, collate, encode
-from bertkit.tasks.re.model import build_relation_model, load_relation_model, save_relation_model
+from bertkit.tasks.re.model import (build_relation_model, load_relation_model,
+                                     portability_note, save_relation_model)
 from bertkit.training import train
 from bertkit.training.devices import Runtime, make_runtime, seed_everything
 from bertkit.training.devices import is_main_process, rank
@@ -183,6 +184,8 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
         save_relation_model(model, tokenizer, tmp, {
             "max_length": cfg.max_length, "base_model": model_name, "data": cfg.data,
             "negative_label": negative, "entity_types": list(types)})
+    if console:
+        console.print(escape(portability_note(cfg.pooling)), highlight=False)
     results = {
         "task": "re", "data": cfg.data, "model": model_name, "pooling": cfg.pooling,
         "negative_label": negative, "best_epoch": result.best_epoch,
