@@ -33,12 +33,11 @@ import yaml
 
 from bertkit.config import expand_vars
 from bertkit.errors import BertkitError
+from bertkit.tasks.registry import finetune_commands
 
 # command -> (config dataclass, function taking (cfg, console) and returning the results dict).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "finetune ner": ("bertkit.tasks.ner:NERConfig", "bertkit.tasks.ner:finetune_ner"),
-    "finetune re": ("bertkit.tasks.re:REConfig", "bertkit.tasks.re:finetune_re"),
-    "finetune dep": ("bertkit.tasks.dep:DepConfig", "bertkit.tasks.dep:finetune_dep"),
+    **finetune_commands(),  # every registered task (bertkit.tasks.registry)
     "pretrain": ("bertkit.tasks.pretrain:PretrainConfig", "bertkit.tasks.pretrain:pretrain"),
 }
 # What "@stage" resolves to, per command: a key of the settings plus a sub-path.

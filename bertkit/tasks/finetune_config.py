@@ -13,7 +13,18 @@ class FinetuneConfig(TrainConfig):
 
     A subclass declares ``max_length``, ``eval_batch_size``, ``max_train_samples`` and
     ``max_eval_samples`` (with its own defaults) and its own checks in :meth:`task_checks`.
+
+    Attributes:
+        split_from_dev: train on the dev file less this held-out fraction (every
+            ``1/split_from_dev``-th example, the held-out part being dev for model selection), for
+            sets released with dev and test only; None: use the train file (a registered set
+            without one defaults to 0.1). See :func:`bertkit.tasks.driver.split_from_dev`.
+        seeds: run once per seed (``"1,2,3"``) in ``seed-<N>/`` sub-folders and summarise mean,
+            standard deviation and 95% interval in ``summary.json``; None: one run with ``seed``.
     """
+
+    split_from_dev: float | None = None
+    seeds: str | None = None
 
     def task_checks(self) -> tuple:
         """The subclass's own ``(option name, ok, what it must be)`` checks (none here)."""
@@ -40,4 +51,9 @@ class FinetuneConfig(TrainConfig):
             ("max_length", 8 <= self.max_length, "an integer >= 8"),
             ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
             ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),
-            ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1")))
+            ("max_eval_samples", (self.max_eval_samples or 1) >= 1, "an integer >= 1"),
+            ("split_from_dev", self.split_from_dev is None or 0 < self.split_from_dev < 1,
+             "a fraction in (0, 1), e.g. 0.1")))
+        from bertkit.tasks.driver import parse_seeds
+
+        parse_seeds(self.seeds)

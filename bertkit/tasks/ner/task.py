@@ -6,31 +6,28 @@ The CLI in ``bertkit/cli`` is a thin wrapper over :func:`finetune_ner`, :func:`e
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 from rich.console import Console
 
-from bertkit.config import dump_yaml, to_dict
 from bertkit.data.conll import Sentence, format_conll, looks_like_conll, read_conll, read_text
 from bertkit.data.tagging import iob2_label_set
-from bertkit.encoders import default_model, load_tokenizer, resolve_model_source
-from bertkit.data.sets import canonical_data
+from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
-from bertkit.io import atomic_path, write_json, write_text
+from bertkit.io import write_text
 from bertkit.metrics.ner import entity_scores
 from bertkit.packing import Packer
 from bertkit.tasks.ner.config import NERConfig
-from bertkit.tasks.ner.data import entity_types, load_ner_data, unseen_labels
+from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.driver import finetune
+from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
 from bertkit.tasks.ner.encoding import WindowBatches, collate, encode
 from bertkit.tasks.ner.model import TokenTagger, build_tagger, load_tagger
 from bertkit.tasks.ner.spans import sentence_spans
-from bertkit.training import train
-from bertkit.training.devices import Runtime, is_main_process, make_runtime, rank, seed_everything
-from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
+from bertkit.training.devices import Runtime, make_runtime
 
 
 def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence], runtime: Runtime,
@@ -80,12 +77,106 @@ def _set_packing(tagger: TokenTagger, cfg: NERConfig, console: Console | None) -
     return True
 
 
-def _limit(sentences: list[Sentence], n: int | None) -> list[Sentence]:
-    return sentences if n is None else sentences[:n]
+class NERTask:
+    """Named-entity recognition as a :class:`~bertkit.tasks.base.Task`: IOB2 tagging of words
+    (first-piece alignment as Hugging Face's ``run_ner.py``), best epoch by dev entity F1
+    (seqeval strict IOB2, Tjong Kim Sang & De Meulder 2003)."""
+
+    name = "ner"
+    config_class = NERConfig
+    data_kind = "ner"
+    extensions = EXTENSIONS
+    unit = "sentences"
+    select_metric = "f1"
+
+    def load(self, cfg: NERConfig, splits: tuple[str, ...], console: Console | None = None
+             ) -> TaskData:
+        """Read ``splits`` of ``cfg.data`` (directory, registered name, or hub)."""
+        data = load_ner_data(cfg.data, splits)
+        return TaskData(data.splits, data.sources, info={"schemes": data.schemes})
+
+    def prepare(self, cfg: NERConfig, model_name: str, data: TaskData, runtime: Runtime,
+                console: Console | None = None) -> Prepared:
+        """Labels from train, the tagger, encoded windows and the dev/test/save steps.
+
+        Raises:
+            BertkitError: the training data has no entities.
+        """
+        train_s, dev_s, test_s = (data.splits[k] for k in ("train", "dev", "test"))
+        labels = iob2_label_set(sorted(entity_types(train_s)))
+        if len(labels) < 2:
+            raise BertkitError("the training data has no entities", file=data.sources["train"],
+                               expected="B-/I- tags")
+        for split, sents in (("dev", dev_s), ("test", test_s)):
+            for etype, (file, line) in unseen_labels(train_s, sents).items():
+                if console:
+                    console.print(f"[yellow]warning:[/] {file}:{line}: entity type '{etype}' "
+                                  f"occurs in {split} but not in train: the model cannot predict "
+                                  f"it (scored as missed)", highlight=False)
+        tokenizer = load_tokenizer(model_name)
+        tagger = build_tagger(model_name, labels, cfg.crf, cfg.label_all_subwords)
+        label2id = {lab: i for i, lab in enumerate(labels)}
+        windows, report = encode(train_s, tokenizer, label2id, cfg.max_length,
+                                 cfg.label_all_subwords)
+        report.warn(train_s, console)
+        packed = _set_packing(tagger, cfg, console)
+        length_group = cfg.length_group or (1 if packed else 50)
+        order = "random" if length_group == 1 else f"length-grouped ({length_group} together)"
+        summary = (f"data: {len(train_s)}/{len(dev_s)}/{len(test_s)} sentences (train/dev/test), "
+                   f"schemes {data.info.get('schemes')}; labels {labels}; model {model_name}; "
+                   f"device {runtime.device}, {runtime.precision}\n"
+                   f"batches: {cfg.batch_size} sentences, {order}"
+                   f"{f', packed into rows of >= {cfg.pack_length} tokens' if packed else ''}")
+        batches = WindowBatches(windows, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
+                                sources=[f"{s.file}:{s.line}" for s in train_s],
+                                length_group=length_group)
+        dev_windows, _ = encode(dev_s, tokenizer, label2id, cfg.max_length)
+
+        def evaluate_dev(model: TokenTagger) -> dict:
+            pred = tag_sentences(model, tokenizer, dev_s, runtime, cfg.max_length,
+                                 cfg.eval_batch_size, windows=dev_windows)
+            return entity_scores([s.tags for s in dev_s], pred)
+
+        def test(model: TokenTagger, console: Console | None = None) -> ScoredSplit:
+            test_windows, report = encode(test_s, tokenizer, label2id, cfg.max_length)
+            report.warn(test_s, console)
+            pred = tag_sentences(model, tokenizer, test_s, runtime, cfg.max_length,
+                                 cfg.eval_batch_size, console, windows=test_windows)
+            return ScoredSplit(entity_scores([s.tags for s in test_s], pred), lambda run_dir:
+                               write_text(run_dir / "test_predictions.conll",
+                                          format_conll(test_s, pred)))
+
+        def save(model: TokenTagger, directory: Path) -> None:
+            model.save(directory, tokenizer, {"max_length": cfg.max_length,
+                                              "base_model": model_name, "data": cfg.data})
+
+        return Prepared(tagger, batches, evaluate_dev, test, save, summary=summary, results={
+            "scoring": "seqeval: precision/recall/f1/macro_f1 strict IOB2 mode; conlleval_* "
+                       "default mode"})
+
+    def report(self, results: dict, title: str):
+        """Entity precision/recall/F1 per type (:func:`bertkit.cli._report.entity_table`)."""
+        from bertkit.cli._report import entity_table
+
+        return entity_table(results["test"] if "test" in results else results, title)
+
+    @staticmethod
+    def evaluate(*args, **kwargs):
+        """:func:`evaluate_ner`."""
+        return evaluate_ner(*args, **kwargs)
+
+    @staticmethod
+    def predict(*args, **kwargs):
+        """:func:`predict_ner`."""
+        return predict_ner(*args, **kwargs)
+
+
+TASK = NERTask()
 
 
 def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
-    """Fine-tune, keep the best dev epoch, score test, and write the run directory.
+    """Fine-tune, keep the best dev epoch, score test, and write the run directory (through the
+    shared driver, :func:`bertkit.tasks.driver.finetune`; ``cfg.seeds`` runs several seeds).
 
     Writes ``config.yaml``, ``metrics.jsonl``, ``results.json``, ``test_predictions.conll`` and
     ``model/`` (Hugging Face format + ``bertkit.json``) under ``cfg.output_dir``.
@@ -96,88 +187,7 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
     Raises:
         BertkitError: bad data, model, settings or output directory.
     """
-    cfg.validate()
-    cfg.data = canonical_data(cfg.data)
-    model_name = cfg.model or default_model()
-    model_name = resolve_model_source(model_name)
-    run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("ner", cfg.data)
-    cfg.output_dir = str(run_dir)
-    settings = {**to_dict(cfg), "model": model_name}
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
-    runtime = make_runtime(cfg.device, cfg.precision)
-    data = load_ner_data(cfg.data)
-    train_s = _limit(data.splits["train"], cfg.max_train_samples)
-    dev_s = _limit(data.splits["dev"], cfg.max_eval_samples)
-    test_s = _limit(data.splits["test"], cfg.max_eval_samples)
-    labels = iob2_label_set(sorted(entity_types(train_s)))
-    if len(labels) < 2:
-        raise BertkitError("the training data has no entities", file=data.sources["train"],
-                           expected="B-/I- tags")
-    for split, sents in (("dev", dev_s), ("test", test_s)):
-        for etype, (file, line) in unseen_labels(train_s, sents).items():
-            if console:
-                console.print(f"[yellow]warning:[/] {file}:{line}: entity type '{etype}' occurs in "
-                              f"{split} but not in train: the model cannot predict it (scored as "
-                              f"missed)", highlight=False)
-    seed_everything(cfg.seed)
-    tokenizer = load_tokenizer(model_name)
-    tagger = build_tagger(model_name, labels, cfg.crf, cfg.label_all_subwords)
-    run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
-    main = is_main_process()
-    if main:
-        write_text(run_dir / "config.yaml", dump_yaml(settings))
-    label2id = {lab: i for i, lab in enumerate(labels)}
-    windows, report = encode(train_s, tokenizer, label2id, cfg.max_length, cfg.label_all_subwords)
-    report.warn(train_s, console)
-    if console:
-        console.print(f"data: {len(train_s)}/{len(dev_s)}/{len(test_s)} sentences "
-                      f"(train/dev/test), schemes {data.schemes}; labels {labels}; "
-                      f"model {model_name}; device {runtime.device}, {runtime.precision}",
-                      highlight=False)
-    packed = _set_packing(tagger, cfg, console)
-    length_group = cfg.length_group or (1 if packed else 50)
-    if console:
-        order = "random" if length_group == 1 else f"length-grouped ({length_group} together)"
-        console.print(f"batches: {cfg.batch_size} sentences, {order}"
-                      f"{f', packed into rows of >= {cfg.pack_length} tokens' if packed else ''}",
-                      highlight=False)
-    batches = WindowBatches(windows, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
-                            sources=[f"{s.file}:{s.line}" for s in train_s],
-                            length_group=length_group)
-
-    dev_windows, _ = encode(dev_s, tokenizer, label2id, cfg.max_length)
-
-    def evaluate_dev(model: TokenTagger) -> dict:
-        pred = tag_sentences(model, tokenizer, dev_s, runtime, cfg.max_length, cfg.eval_batch_size,
-                             windows=dev_windows)
-        return entity_scores([s.tags for s in dev_s], pred)
-
-    result = train(tagger, batches, cfg, runtime, run_dir, evaluate=evaluate_dev,
-                   select_metric="f1", console=console if main else None)
-    if not main:  # rank 0 scores test and writes every output
-        return {"task": "ner", "rank": rank(), "steps": result.steps}
-    test_windows, report = encode(test_s, tokenizer, label2id, cfg.max_length)
-    report.warn(test_s, console)
-    start = time.perf_counter()  # forward passes and decoding (as Trainer.predict on encoded data)
-    test_pred = tag_sentences(tagger, tokenizer, test_s, runtime, cfg.max_length,
-                              cfg.eval_batch_size, console, windows=test_windows)
-    predict_seconds = time.perf_counter() - start
-    test_metrics = entity_scores([s.tags for s in test_s], test_pred)
-    write_text(run_dir / "test_predictions.conll", format_conll(test_s, test_pred))
-    with atomic_path(run_dir / "model") as tmp:
-        tagger.save(tmp, tokenizer, {"max_length": cfg.max_length, "base_model": model_name,
-                                     "data": cfg.data})
-    results = {
-        "task": "ner", "data": cfg.data, "model": model_name,
-        "best_epoch": result.best_epoch, "dev": result.best_record, "test": test_metrics,
-        "train_seconds": result.train_seconds,
-        "train_sentences_per_second": cfg.examples_trained(len(train_s), result.steps)
-        / max(result.train_seconds, 1e-9),
-        "predict_seconds": predict_seconds, "steps": result.steps,
-        "scoring": "seqeval: precision/recall/f1/macro_f1 strict IOB2 mode; conlleval_* default mode",
-    }
-    write_json(run_dir / "results.json", results)
-    return results
+    return finetune(TASK, cfg, console)
 
 
 def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "auto",

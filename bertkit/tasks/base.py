@@ -1,0 +1,118 @@
+"""The ``Task`` protocol: what a fine-tuning task gives the shared core.
+
+Composition, not a class hierarchy (torchtune's ``recipe_interfaces.py``): a task is any object
+with these attributes; no task subclasses anything of the core, and the core imports no task
+(tasks are found by name in :mod:`bertkit.tasks.registry`). The one fine-tuning driver,
+:func:`bertkit.tasks.driver.finetune`, owns what every task used to repeat: settings checks,
+model resolution, the length check against the encoder's positions, the run directory and its
+``config.yaml``, seeding, the ``--split-from-dev`` rule, ``--max-*-samples``, training with
+best-on-dev selection, test scoring, saving the model, ``results.json`` and ``--seeds``.
+
+A task supplies:
+
+* ``name`` (``ner``), ``config_class`` (a :class:`~bertkit.tasks.finetune_config.FinetuneConfig`
+  dataclass with ``model``, ``data``, ``max_length``, ...), ``data_kind`` and ``extensions`` (where
+  registered sets live under ``$BERTKIT_DATA``: ``<data_kind>/<name>/train<ext>``), ``unit``
+  (what an example is: ``sentences``, ``pairs``, ``texts``) and ``select_metric`` (dev metric
+  that picks the best epoch, higher is better).
+* ``load(cfg, splits, console) -> TaskData``: read the splits named.
+* ``prepare(cfg, model_name, data, runtime, console) -> Prepared``: labels, model, tokenizer,
+  encoded training batches and the dev/test/save closures (may raise
+  :class:`~bertkit.errors.BertkitError` on bad data: nothing has been written yet).
+* ``report(results, title)``: the rich table printed after a run (and by ``evaluate``).
+* ``evaluate`` and ``predict``: the importable functions behind ``bertkit evaluate|predict <name>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import torch
+
+
+@dataclass
+class TaskData:
+    """Examples per split as a task reads them.
+
+    Attributes:
+        splits: ``{"train"|"dev"|"test": [example, ...]}`` (sentences, pairs, texts).
+        sources: where each split came from (file path or ``hub:<id>``).
+        info: facts for ``results.json`` (e.g. ``skipped_bad_lines``), merged into it.
+        note: one line printed before training (e.g. how a split was derived), or None.
+    """
+
+    splits: dict[str, list]
+    sources: dict[str, str]
+    info: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None
+
+
+@dataclass
+class ScoredSplit:
+    """Test-split scoring: the metrics and a writer for the task's prediction files.
+
+    Attributes:
+        metrics: as the task's scorer returns them (``results.json``'s ``test``).
+        write: ``write(run_dir)`` writes ``test_predictions.*`` (and plots) atomically.
+    """
+
+    metrics: dict
+    write: Callable[[Path], None]
+
+
+@dataclass
+class Prepared:
+    """Everything the driver needs to train, select, score and save one run.
+
+    Attributes:
+        model: ``model(**batch)`` returns the loss (see :func:`bertkit.training.train`).
+        batches: the training :class:`~bertkit.training.loop.BatchSource`.
+        evaluate: ``evaluate(model) -> metrics`` on the dev split (model in eval mode).
+        test: ``test(model, console) -> ScoredSplit`` on the test split.
+        save: ``save(model, directory)``: the Hugging Face layout plus ``bertkit.json``.
+        results: task-specific keys for ``results.json`` (labels, pooling, truncation counts).
+        summary: one line printed before training (data sizes, labels, model, device).
+    """
+
+    model: torch.nn.Module
+    batches: Any
+    evaluate: Callable[[torch.nn.Module], dict]
+    test: Callable[..., ScoredSplit]
+    save: Callable[[torch.nn.Module, Path], None]
+    results: dict[str, Any] = field(default_factory=dict)
+    summary: str | None = None
+
+
+@runtime_checkable
+class Task(Protocol):
+    """What a fine-tuning task gives the shared core (see the module docstring)."""
+
+    name: str
+    config_class: type
+    data_kind: str
+    extensions: tuple[str, ...]
+    unit: str
+    select_metric: str
+
+    def load(self, cfg: Any, splits: tuple[str, ...], console: Any = None) -> TaskData:
+        """Read ``splits`` of ``cfg.data``.
+
+        Raises:
+            BertkitError: unknown set, missing split file, malformed file (file and line named).
+        """
+
+    def prepare(self, cfg: Any, model_name: str, data: TaskData, runtime: Any,
+                console: Any = None) -> Prepared:
+        """Build the model and the training batches and close over dev/test/save.
+
+        Raises:
+            BertkitError: training data the task cannot learn from (e.g. one label).
+        """
+
+    def report(self, results: dict, title: str) -> Any:
+        """The rich renderable that shows ``results["test"]`` (or evaluate's metrics)."""
+
+    evaluate: Callable[..., Any]
+    predict: Callable[..., Any]

@@ -1,0 +1,306 @@
+"""The one fine-tuning driver: runs any :class:`~bertkit.tasks.base.Task`.
+
+``finetune ner|re|dep|...`` all go through :func:`finetune`; a task supplies data reading,
+encoding, its model and metrics (:mod:`bertkit.tasks.base`), the driver does the rest in this
+order, so that bad settings or data stop the run before anything is written:
+
+1. check the settings (``cfg.validate()``), resolve the model and the run directory, refuse a
+   ``--max-length`` beyond the encoder's positions (:mod:`bertkit.lengths`);
+2. read the data, applying ``--split-from-dev`` (:func:`split_from_dev`) and ``--max-*-samples``;
+3. seed, let the task build its model and batches, create the run directory, write ``config.yaml``;
+4. train with best-on-dev selection (:func:`bertkit.training.train`), score test, save ``model/``,
+   write ``results.json`` (rank 0 only under ``torchrun``).
+
+``--seeds 1,2,3`` runs steps 1-4 once per seed in ``<output>/seed-<N>/`` (one after another, also
+under ``torchrun``) and writes ``<output>/summary.json``: mean, sample standard deviation and
+the 95% interval of the mean (Student's t, n-1 degrees of freedom) of every dev and test metric,
+as SciBERT reports the mean over seeds (Beltagy et al. 2019, §4).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Sequence
+
+from bertkit.config import dump_yaml, to_dict
+from bertkit.errors import BertkitError
+from bertkit.tasks.base import Task, TaskData
+
+SPLIT_KEYS = ("train", "dev", "test")
+
+
+def parse_seeds(text: str | int | Sequence[int] | None) -> list[int]:
+    """Seeds from ``--seeds`` (``"1,2,3"``, a list from a recipe, or one int); [] for None.
+
+    >>> parse_seeds("1, 2,3")
+    [1, 2, 3]
+
+    Raises:
+        BertkitError: a value that is not an integer, or a seed given twice.
+    """
+    if text is None or text == "":
+        return []
+    items = [text] if isinstance(text, int) else \
+        str(text).replace(" ", "").strip("[]").split(",") if isinstance(text, str) else list(text)
+    try:
+        seeds = [int(x) for x in items if str(x) != ""]
+    except ValueError:
+        raise BertkitError(f"--seeds is {text!r}", expected="integers separated by commas, "
+                                                            "e.g. 1,2,3") from None
+    if len(set(seeds)) != len(seeds) or not seeds:
+        raise BertkitError(f"--seeds is {text!r}", expected="distinct integers, e.g. 1,2,3")
+    return seeds
+
+
+def split_from_dev(examples: list, fraction: float) -> tuple[list, list]:
+    """``(train, held_out)``: every ``1/fraction``-th example of ``examples`` held out.
+
+    The held-out examples are spread evenly over the file (example ``k`` is held out when
+    ``floor((k+1) * fraction)`` steps up), so the split is the same on every run and machine and
+    ``evaluate --split dev`` can rebuild it; with ``fraction = 0.1`` these are examples 9, 19, 29,
+    ... (the GENIA split bertkit has always used).
+
+    >>> split_from_dev(list(range(20)), 0.1)[1]
+    [9, 19]
+    """
+    step = Fraction(fraction).limit_denominator(10_000)
+    held = [(k + 1) * step // 1 > k * step // 1 for k in range(len(examples))]
+    return ([x for x, h in zip(examples, held) if not h], [x for x, h in zip(examples, held) if h])
+
+
+def _has_train(task: Task, data: str) -> bool:
+    """Whether ``data`` has a train file (True when unsure: the task's loader then reports)."""
+    from bertkit.data.sets import resolve_local
+
+    try:
+        if resolve_local(data, task.data_kind, task.extensions, ("dev", "test")) is None:
+            return True  # registered set not on disk: the hub loader has all splits
+    except BertkitError:
+        return True
+    try:
+        resolve_local(data, task.data_kind, task.extensions, ("train",))
+    except BertkitError:
+        return False
+    return True
+
+
+def load_splits(task: Task, cfg, console=None) -> TaskData:
+    """Read train/dev/test of ``cfg.data``, applying ``cfg.split_from_dev`` and the sample limits.
+
+    A set without a train file is trained on dev less a held-out fraction (which becomes dev, for
+    model selection) when ``cfg.split_from_dev`` is set, or by default (0.1) for a registered set
+    released that way (GENIA); a directory without a train file is refused.
+
+    Raises:
+        BertkitError: a directory without a train file and no ``--split-from-dev``; a split
+            that leaves train or dev empty; whatever the task's reader raises.
+    """
+    from bertkit.data.sets import entry
+
+    fraction, automatic = cfg.split_from_dev, False
+    if fraction is None and not _has_train(task, cfg.data):
+        if entry(task.data_kind, cfg.data) is None:
+            raise BertkitError(f"no train file in {cfg.data}", file=cfg.data,
+                               expected="a train file, or --split-from-dev 0.1 to train on dev "
+                                        "less a held-out tenth (used as dev)")
+        fraction, automatic = 0.1, True
+    if fraction is None:
+        data = task.load(cfg, SPLIT_KEYS, console)
+    else:
+        data = task.load(cfg, ("dev", "test"), console)
+        source = data.sources["dev"]
+        train, held = split_from_dev(data.splits["dev"], fraction)
+        if not train or not held:
+            raise BertkitError(f"--split-from-dev {fraction} leaves {len(train)} training and "
+                               f"{len(held)} held-out examples of {len(data.splits['dev'])}",
+                               file=source, expected="a dev file with enough examples for both")
+        every = 1 / fraction
+        every_text = f"{every:.0f}th" if abs(every - round(every)) < 1e-9 else f"{every:.3g}th"
+        data.splits = {"train": train, "dev": held, "test": data.splits["test"]}
+        data.sources = {"train": f"{source} (less every {every_text} example)",
+                        "dev": f"{source} (every {every_text} example)",
+                        "test": data.sources["test"]}
+        why = f"no train split in {cfg.data}" if automatic else f"--split-from-dev {fraction}"
+        data.note = (f"{why}: training on {Path(source).name} less every {every_text} example "
+                     f"({len(train)}), held out for model selection (dev, {len(held)}); "
+                     f"reporting on {Path(data.sources['test']).name}")
+        data.info["split_from_dev"] = {"fraction": fraction, "source": source,
+                                       "train": len(train), "dev": len(held),
+                                       "automatic": automatic}
+    for split, limit in (("train", cfg.max_train_samples), ("dev", cfg.max_eval_samples),
+                         ("test", cfg.max_eval_samples)):
+        if limit is not None:
+            data.splits[split] = data.splits[split][:limit]
+    return data
+
+
+def finetune(task: Task, cfg, console=None) -> dict:
+    """Fine-tune ``task`` with settings ``cfg``; several seeds when ``cfg.seeds`` is set.
+
+    Writes ``config.yaml``, ``metrics.jsonl``, ``results.json``, the task's
+    ``test_predictions.*`` and ``model/`` under ``cfg.output_dir`` (with seeds: one such folder
+    per seed, ``seed-<N>/``, and ``summary.json``).
+
+    Returns:
+        the results dict also written to ``results.json`` (with seeds: the summary); on a
+        non-main process of a multi-process run only ``{"task", "rank", "steps"}``.
+
+    Raises:
+        BertkitError: bad settings, data, model or output directory, all before training.
+    """
+    cfg.validate()
+    seeds = parse_seeds(cfg.seeds)
+    if seeds:
+        return finetune_seeds(task, cfg, seeds, console)
+    return _finetune_one(task, cfg, console)
+
+
+def _finetune_one(task: Task, cfg, console=None) -> dict:
+    from bertkit.data.sets import canonical_data
+    from bertkit.encoders import default_model, resolve_model_source
+    from bertkit.io import atomic_path, write_json, write_text
+    from bertkit.lengths import check_length, model_position_limit
+    from bertkit.training import train
+    from bertkit.training.devices import is_main_process, make_runtime, rank, seed_everything
+    from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
+
+    cfg.data = canonical_data(cfg.data)
+    model_name = resolve_model_source(cfg.model or default_model())
+    run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir(task.name, cfg.data)
+    cfg.output_dir = str(run_dir)
+    settings = {**to_dict(cfg), "model": model_name}
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
+    check_length(cfg.max_length, model_position_limit(model_name))
+    runtime = make_runtime(cfg.device, cfg.precision)
+    data = load_splits(task, cfg, console)
+    seed_everything(cfg.seed)
+    prepared = task.prepare(cfg, model_name, data, runtime, console)
+    run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
+    main = is_main_process()  # rank 0 writes every output of a multi-process run
+    if main:
+        write_text(run_dir / "config.yaml", dump_yaml(settings))
+    if console and main:
+        if data.note:
+            console.print(f"note: {data.note}", highlight=False)
+        if prepared.summary:
+            console.print(prepared.summary, highlight=False)
+    result = train(prepared.model, prepared.batches, cfg, runtime, run_dir,
+                   evaluate=prepared.evaluate, select_metric=task.select_metric,
+                   console=console if main else None)
+    if not main:
+        return {"task": task.name, "rank": rank(), "steps": result.steps}
+    start = time.perf_counter()  # forward passes and decoding (as Trainer.predict)
+    scored = prepared.test(prepared.model, console)
+    predict_seconds = time.perf_counter() - start
+    scored.write(run_dir)
+    with atomic_path(run_dir / "model") as tmp:
+        prepared.save(prepared.model, tmp)
+    n_train = len(data.splits["train"])
+    results = {
+        "task": task.name, "data": cfg.data, "model": model_name,
+        "best_epoch": result.best_epoch, "dev": result.best_record, "test": scored.metrics,
+        "train_seconds": result.train_seconds,
+        f"train_{task.unit}_per_second": cfg.examples_trained(n_train, result.steps)
+        / max(result.train_seconds, 1e-9),
+        "predict_seconds": predict_seconds, "steps": result.steps,
+        **data.info, **prepared.results,
+    }
+    write_json(run_dir / "results.json", results)
+    return results
+
+
+def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
+    """Run ``cfg`` once per seed in ``<output_dir>/seed-<N>/`` and summarise (module docstring).
+
+    Every seed folder is checked before the first seed trains. With ``--resume`` a seed whose
+    folder has ``results.json`` is kept as it is, one with a started run is resumed, one with
+    none is started.
+
+    Returns:
+        the summary (also ``summary.json``): ``seeds``, ``runs`` (folder per seed) and
+        ``metrics``: ``{"dev"|"test": {metric: {mean, std, ci95_low, ci95_high, n, values}}}``.
+
+    Raises:
+        BertkitError: a seed folder that holds a run (without ``--resume``/``--overwrite``),
+            and whatever a single run raises.
+    """
+    import json
+
+    from bertkit.data.sets import canonical_data
+    from bertkit.io import write_json
+    from bertkit.training.devices import is_main_process, rank
+    from bertkit.training.rundir import _holds_run, check_run_dir, default_run_dir
+
+    data = canonical_data(cfg.data)
+    root = Path(cfg.output_dir) if cfg.output_dir else default_run_dir(task.name, data)
+    if (root / "results.json").is_file() and not cfg.overwrite:
+        raise BertkitError("output directory holds a single-seed run", file=root,
+                           expected="another --output-dir for a --seeds run, or --overwrite")
+    runs = []
+    for seed in seeds:
+        sub = dataclasses.replace(cfg, seed=seed, seeds=None, output_dir=str(root / f"seed-{seed}"))
+        done = cfg.resume and (Path(sub.output_dir) / "results.json").is_file()
+        if cfg.resume and not done and not _holds_run(Path(sub.output_dir)):
+            sub.resume = False  # this seed never started: start it
+        if not done:
+            check_run_dir(Path(sub.output_dir), sub.resume, sub.overwrite)
+        runs.append((seed, sub, done))
+    results = {}
+    for i, (seed, sub, done) in enumerate(runs, 1):
+        if console and is_main_process():
+            console.rule(f"seed {seed} ({i} of {len(seeds)})"
+                         + (": finished earlier, kept" if done else ""))
+        if done:
+            results[seed] = json.loads((Path(sub.output_dir) / "results.json").read_text("utf-8"))
+        else:
+            results[seed] = _finetune_one(task, sub, console)
+    if not is_main_process():
+        return {"task": task.name, "rank": rank(), "seeds": seeds}
+    summary = {"task": task.name, "data": data, "model": results[seeds[0]].get("model"),
+               "seeds": seeds, "runs": {str(s): str(root / f"seed-{s}") for s in seeds},
+               "select_metric": task.select_metric,
+               "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds])
+                           for split in ("dev", "test")},
+               "interval": "95% interval of the mean: mean ± t(0.975, n-1) · std / sqrt(n); "
+                           "std is the sample standard deviation (n-1)"}
+    write_json(root / "summary.json", summary)
+    return summary
+
+
+NOT_METRICS = frozenset({"epoch", "step", "steps", "global_step", "n", "support"})
+
+
+def seed_statistics(records: list[dict]) -> dict[str, dict]:
+    """Per metric (numeric top-level keys present in every record): mean, sample standard
+    deviation, the 95% t-interval of the mean, n and the values in seed order.
+
+    With one seed the standard deviation and interval are None.
+
+    >>> s = seed_statistics([{"f1": 80.0}, {"f1": 82.0}, {"f1": 84.0}])["f1"]
+    >>> s["mean"], s["std"], round(s["ci95_high"], 2)
+    (82.0, 2.0, 86.97)
+    """
+    from scipy import stats
+
+    keys = [k for k, v in (records[0] if records else {}).items()
+            if k not in NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)
+            and all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool)
+                    for r in records)]
+    out = {}
+    for key in keys:
+        values = [float(r[key]) for r in records]
+        n = len(values)
+        mean = sum(values) / n
+        if n > 1:
+            std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+            half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
+            low, high = mean - half, mean + half
+        else:
+            std = low = high = None
+        out[key] = {"mean": mean, "std": std, "ci95_low": low, "ci95_high": high, "n": n,
+                    "values": values}
+    return out

@@ -1,0 +1,61 @@
+"""Fine-tuning tasks by name: the one table the CLI, ``bertkit run`` recipes and
+``evaluate``/``predict`` read.
+
+Each entry names a :class:`~bertkit.tasks.base.Task` object (``module:attribute``, imported on
+first use, so listing tasks loads no model code), the task's settings dataclass and its
+``finetune_<name>(cfg, console)`` function (both as ``module:attribute`` for recipes'
+command table, :data:`bertkit.recipes.COMMANDS`). Adding a task is one package under
+``bertkit/tasks/`` plus one line here (and its CLI commands, which declare its own options).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import NamedTuple
+
+from bertkit.errors import BertkitError
+
+
+class TaskEntry(NamedTuple):
+    """Where a registered task lives: its Task object, config class and finetune function."""
+
+    task: str
+    config: str
+    finetune: str
+
+
+TASKS: dict[str, TaskEntry] = {
+    "ner": TaskEntry("bertkit.tasks.ner.task:TASK", "bertkit.tasks.ner:NERConfig",
+                     "bertkit.tasks.ner:finetune_ner"),
+    "re": TaskEntry("bertkit.tasks.re.task:TASK", "bertkit.tasks.re:REConfig",
+                    "bertkit.tasks.re:finetune_re"),
+    "dep": TaskEntry("bertkit.tasks.dep.task:TASK", "bertkit.tasks.dep:DepConfig",
+                     "bertkit.tasks.dep:finetune_dep"),
+}
+
+
+def load_attr(spec: str):
+    """The object named by ``"package.module:attribute"``."""
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def task_names() -> list[str]:
+    """The registered task names, in registration order."""
+    return list(TASKS)
+
+
+def get_task(name: str):
+    """The :class:`~bertkit.tasks.base.Task` registered as ``name``.
+
+    Raises:
+        BertkitError: an unknown name (the message lists the registered ones).
+    """
+    if name not in TASKS:
+        raise BertkitError(f"unknown task {name!r}", expected="one of " + ", ".join(TASKS))
+    return load_attr(TASKS[name].task)
+
+
+def finetune_commands() -> dict[str, tuple[str, str]]:
+    """``{"finetune <name>": (config spec, finetune function spec)}`` for recipes."""
+    return {f"finetune {name}": (e.config, e.finetune) for name, e in TASKS.items()}
