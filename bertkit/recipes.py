@@ -39,6 +39,7 @@ from bertkit.tasks.registry import finetune_commands
 COMMANDS: dict[str, tuple[str, str]] = {
     **finetune_commands(),  # every registered task (bertkit.tasks.registry)
     "pretrain": ("bertkit.tasks.pretrain:PretrainConfig", "bertkit.tasks.pretrain:pretrain"),
+    "adapt": ("bertkit.workflows.adapt:AdaptConfig", "bertkit.workflows.adapt:adapt"),
 }
 # What "@stage" resolves to, per command: a key of the settings plus a sub-path.
 _PRODUCT = {"vocab build": ("out", "")}  # the rest: output_dir/model

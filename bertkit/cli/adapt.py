@@ -1,0 +1,73 @@
+"""``bertkit adapt``: thin wrapper over :func:`bertkit.workflows.adapt.adapt`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+from rich.console import Console
+
+from bertkit.cli import _options as opt
+from bertkit.cli._app import app, user_errors
+from bertkit.config import build_config, load_recipe
+
+
+@app.command("adapt")
+@user_errors
+def adapt_cli(
+    task: Annotated[Optional[str], typer.Option("--task", "-t", help="Fine-tuning task: ner, re or dep. \\[default: ner]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help="The task's data set (registered name or directory). \\[default: bc5cdr / chemprot / genia]")] = None,
+    model: opt.Model = None,
+    extend_vocab: Annotated[Optional[int], typer.Option("--extend-vocab", help="First add up to N words the model splits (`vocab extend`), ranked by the adaptation text. \\[default: 0, off]", min=0)] = None,
+    extend_vocab_from: Annotated[Optional[str], typer.Option("--extend-vocab-from", help="Vocabulary the new words come from. \\[default: scivocab-uncased]")] = None,
+    corpus: Annotated[Optional[List[Path]], typer.Option("--corpus", "-c", help="DAPT: continue the MLM on this domain text (file, .gz or directory; repeatable).")] = None,
+    valid: Annotated[Optional[Path], typer.Option("--valid", help="Held-out text: validation MLM loss of each pretraining stage.")] = None,
+    task_text: Annotated[Optional[str], typer.Option("--task-text", help="TAPT: continue the MLM on a task's training text: TASK:DATA (ner:bc5cdr, re:chemprot, dep:genia), 'task' (the fine-tuning data) or a CoNLL/JSONL/CoNLL-U/text file. After DAPT when both are given.")] = None,
+    pretrain_steps: Annotated[Optional[int], typer.Option("--pretrain-steps", help="DAPT optimiser steps. \\[default: the pretrain recipe's, else 300]", min=1)] = None,
+    tapt_epochs: Annotated[Optional[int], typer.Option("--tapt-epochs", help="TAPT passes over the task text. \\[default: 10]", min=1)] = None,
+    masking: Annotated[Optional[str], typer.Option("--masking", help="Pretraining masking: token, wwm or span (+ SBO). \\[default: span]")] = None,
+    pretrain_lr: Annotated[Optional[float], typer.Option("--pretrain-lr", help="Pretraining peak learning rate. \\[default: 1e-4]")] = None,
+    pretrain_batch_size: Annotated[Optional[int], typer.Option("--pretrain-batch-size", help="Pretraining sequences per step. \\[default: 32]", min=1)] = None,
+    max_seq_length: Annotated[Optional[int], typer.Option("--max-seq-length", help="Pretraining tokens per packed sequence. \\[default: 128]", min=8)] = None,
+    head_warmup_steps: Annotated[Optional[int], typer.Option("--head-warmup-steps", help="Train a new MLM head alone for N steps first (where this bertkit's pretraining has it).", min=0)] = None,
+    pretrain_recipe: Annotated[Optional[Path], typer.Option("--pretrain-recipe", help="A pretrain recipe (file or name) under the pretraining options above.")] = None,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", help="Fine-tuning epochs. \\[default: the task's, 3]", min=1)] = None,
+    lr: Annotated[Optional[float], typer.Option("--lr", help="Fine-tuning peak learning rate. \\[default: the task's]")] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", "-b", help="Fine-tuning batch size. \\[default: the task's]", min=1)] = None,
+    max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Fine-tune on the first N training examples only.", min=1)] = None,
+    max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Score the first N dev and test examples only.", min=1)] = None,
+    finetune_recipe: Annotated[Optional[Path], typer.Option("--finetune-recipe", help="A finetune recipe (file or name, e.g. bc5cdr-ner-minilm) under the fine-tuning options above.")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Pretraining seed, and the fine-tuning seed without --seeds. \\[default: 42]")] = None,
+    seeds: Annotated[Optional[str], typer.Option("--seeds", help="Fine-tuning seeds, e.g. 1,2,3: one run each, mean and standard deviation.")] = None,
+    compare: Annotated[Optional[bool], typer.Option("--compare/--no-compare", help="Also fine-tune the unadapted model with the same settings and print both. \\[default: no-compare]")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps (every stage). \\[default: auto]")] = None,
+    precision: Annotated[Optional[str], typer.Option("--precision", help="auto, fp32, bf16 or fp16 (every stage). \\[default: auto]")] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option("--cache-dir", help="Tokenised-corpus cache. \\[default: $BERTKIT_CACHE or ~/.cache/bertkit]")] = None,
+    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory: vocab/, pretrain/, finetune/, baseline/, summary.json. Finished stages with the same settings are skipped on a rerun. \\[default: runs/adapt-<task>-<time>]")] = None,
+    overwrite: Annotated[Optional[bool], typer.Option("--overwrite", help="Run every stage again, replacing the earlier outputs.")] = None,
+    recipe: opt.Recipe = None,
+) -> None:
+    """Adapt an encoder to a domain and task, then fine-tune it: optional vocabulary extension,
+    continued MLM on a domain corpus (DAPT) and/or the task's own training text (TAPT;
+    Gururangan et al. 2020), fine-tuning, and with --compare the unadapted baseline beside it.
+
+    Example: bertkit adapt --task ner --data bc5cdr --task-text ner:bc5cdr --compare --seeds 1,2,3
+    """
+    from bertkit.workflows.adapt import AdaptConfig, adapt
+
+    flags = {k: (str(v) if isinstance(v, Path) else v) for k, v in dict(
+        task=task, data=data, model=model, extend_vocab=extend_vocab,
+        extend_vocab_from=extend_vocab_from,
+        corpus=",".join(str(p) for p in corpus) if corpus else None, valid=valid,
+        task_text=task_text, pretrain_steps=pretrain_steps, tapt_epochs=tapt_epochs,
+        masking=masking, pretrain_lr=pretrain_lr, pretrain_batch_size=pretrain_batch_size,
+        max_seq_length=max_seq_length, head_warmup_steps=head_warmup_steps,
+        pretrain_recipe=pretrain_recipe, epochs=epochs, lr=lr, batch_size=batch_size,
+        max_train_samples=max_train_samples, max_eval_samples=max_eval_samples,
+        finetune_recipe=finetune_recipe, seed=seed, seeds=seeds, compare=compare, device=device,
+        precision=precision, cache_dir=cache_dir, output_dir=output_dir,
+        overwrite=overwrite).items()}
+    cfg = build_config(AdaptConfig, load_recipe(recipe, "adapt") if recipe else None, flags,
+                       source=str(recipe) if recipe else "options")
+    adapt(cfg, Console())

@@ -1,0 +1,1 @@
+"""Multi-stage workflows composed from bertkit's commands (vocabulary, pretraining, fine-tuning)."""

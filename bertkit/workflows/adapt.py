@@ -1,0 +1,468 @@
+"""``bertkit adapt``: vocabulary extension, DAPT and/or TAPT, then fine-tuning, as one workflow.
+
+Stages, each in its own sub-folder of the output directory and each skipped when that folder
+holds a finished stage with the same settings (``stage.json``), so a killed run continues where
+it stopped:
+
+1. ``vocab/`` (``--extend-vocab N``): ``bertkit vocab extend``, up to N whole words of a
+   vocabulary (SciVocab by default) that the model splits, ranked by the adaptation text.
+2. ``pretrain/dapt/`` (``--corpus``): continued MLM on a domain corpus (DAPT).
+3. ``pretrain/tapt/`` (``--task-text``): continued MLM on the task's own training text (TAPT) for
+   ``--tapt-epochs`` passes; the text (``pretrain/task_text.txt``) comes from
+   :func:`~bertkit.workflows.task_text.task_text_lines`, i.e. the fine-tuning readers.
+4. ``finetune/`` (``finetune/seed-N/`` with several ``--seeds``): fine-tuning on the task.
+5. ``baseline/`` (``--compare``): the same fine-tuning from the unadapted model.
+
+``summary.json`` (rewritten after every stage) holds the settings, each stage's outcome and the
+test scores (mean and sample standard deviation over seeds, in points).
+
+Reference:
+    Gururangan et al. (2020), "Don't Stop Pretraining": DAPT sec. 3, TAPT sec. 4, DAPT + TAPT
+    sec. 5; Beltagy et al. (2019), SciBERT (SciVocab); Joshi et al. (2020), SpanBERT (masking).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from bertkit.errors import BertkitError
+from bertkit.workflows.task_text import TASKS, task_text_lines
+
+# task -> (config class, fine-tuning function, test metrics shown: (key, label); first = main)
+_TASKS = {
+    "ner": ("bertkit.tasks.ner:NERConfig", "bertkit.tasks.ner:finetune_ner",
+            (("f1", "test entity F1"), ("precision", "test precision"), ("recall", "test recall"))),
+    "re": ("bertkit.tasks.re:REConfig", "bertkit.tasks.re:finetune_re",
+           (("micro_f1", "test micro-F1"), ("macro_f1", "test macro-F1"))),
+    "dep": ("bertkit.tasks.dep:DepConfig", "bertkit.tasks.dep:finetune_dep",
+            (("las", "test LAS"), ("uas", "test UAS"))),
+}
+DAPT_STEPS = 300  # adapt's default DAPT budget (~30 min of 32 x 128 tokens on 2 CPU cores)
+
+
+@dataclass
+class AdaptConfig:
+    """``bertkit adapt`` settings. None means "not given": the stage recipe's value, else the
+    stage command's default.
+
+    Attributes:
+        task: ``ner``, ``re`` or ``dep``; data: its data set (None: the task's default).
+        model: the encoder to adapt (None: the packaged MiniLM).
+        extend_vocab: add up to this many words to the vocabulary first (0: no extension);
+            extend_vocab_from: the vocabulary they come from.
+        corpus: DAPT text (files/directories, comma-separated); valid: held-out text for the
+            pretraining stages' validation MLM loss.
+        task_text: TAPT text: ``TASK:DATA`` (``ner:bc5cdr``), ``task`` (the fine-tuning data),
+            or a CoNLL / relation JSONL / CoNLL-U / plain-text file.
+        pretrain_steps: DAPT optimiser steps (None: the recipe's, else 300).
+        tapt_epochs: TAPT passes over the task text's packed sequences.
+        masking, pretrain_lr, pretrain_batch_size, max_seq_length, head_warmup_steps: passed to
+            both pretraining stages; pretrain_recipe: a ``pretrain`` recipe under them.
+        epochs, lr, batch_size, max_train_samples, max_eval_samples: passed to fine-tuning;
+            finetune_recipe: a ``finetune TASK`` recipe under them.
+        seed: pretraining seed and the fine-tuning seed without ``seeds``; seeds: fine-tuning
+            seeds, comma-separated (``1,2,3``): one fine-tuning run each, mean and spread.
+        compare: also fine-tune the unadapted model (same settings and seeds) into ``baseline/``.
+        device, precision, cache_dir: passed to every stage.
+        output_dir: the run directory (None: ``runs/adapt-<task>-<time>``).
+        overwrite: run every stage again, replacing earlier outputs.
+    """
+
+    task: str = "ner"
+    data: str | None = None
+    model: str | None = None
+    extend_vocab: int = 0
+    extend_vocab_from: str = "scivocab-uncased"
+    corpus: str | None = None
+    valid: str | None = None
+    task_text: str | None = None
+    pretrain_steps: int | None = None
+    tapt_epochs: int = 10
+    masking: str | None = None
+    pretrain_lr: float | None = None
+    pretrain_batch_size: int | None = None
+    max_seq_length: int | None = None
+    head_warmup_steps: int | None = None
+    pretrain_recipe: str | None = None
+    epochs: int | None = None
+    lr: float | None = None
+    batch_size: int | None = None
+    max_train_samples: int | None = None
+    max_eval_samples: int | None = None
+    finetune_recipe: str | None = None
+    seed: int = 42
+    seeds: str | None = None
+    compare: bool = False
+    device: str | None = None
+    precision: str | None = None
+    cache_dir: str | None = None
+    output_dir: str | None = None
+    overwrite: bool = False
+
+    def seed_list(self) -> list[int]:
+        """The fine-tuning seeds: ``seeds`` parsed, else ``[seed]``.
+
+        Raises:
+            BertkitError: ``seeds`` is not a comma-separated list of distinct integers.
+        """
+        if not self.seeds:
+            return [self.seed]
+        try:
+            out = [int(s) for s in str(self.seeds).split(",") if s.strip()]
+        except ValueError:
+            out = []
+        if not out or len(set(out)) != len(out):
+            raise BertkitError(f"--seeds is {self.seeds!r}", expected="distinct integers separated "
+                                                                      "by commas, e.g. 1,2,3")
+        return out
+
+    def check_ranges(self) -> None:
+        """Check the settings that need no file.
+
+        Raises:
+            BertkitError: naming the first option at fault and what it must be.
+        """
+        checks = (
+            ("task", self.task in TASKS, "ner, re or dep"),
+            ("extend_vocab", self.extend_vocab >= 0, "an integer >= 0 (0: no extension)"),
+            ("pretrain_steps", (self.pretrain_steps or 1) >= 1, "an integer >= 1"),
+            ("tapt_epochs", self.tapt_epochs >= 1, "an integer >= 1"),
+            ("head_warmup_steps", (self.head_warmup_steps or 0) >= 0, "an integer >= 0"))
+        for name, ok, expected in checks:
+            if not ok:
+                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
+                                   expected=expected)
+        self.seed_list()
+
+    def validate(self) -> None:
+        """:meth:`check_ranges`, plus: something to adapt.
+
+        Raises:
+            BertkitError: a setting out of range, or none of --corpus, --task-text, --extend-vocab.
+        """
+        self.check_ranges()
+        if not (self.corpus or self.task_text or self.extend_vocab):
+            raise BertkitError("nothing to adapt", expected="--corpus (DAPT), --task-text (TAPT) "
+                                                            "and/or --extend-vocab N")
+
+
+def _load_attr(spec: str) -> Any:
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _given(**values) -> dict:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int):
+    """The task's fine-tuning config: task defaults < ``finetune_recipe`` < adapt's fine-tuning
+    options < (model, output_dir, seed) given here.
+
+    Raises:
+        BertkitError: a bad recipe or option (named), or settings out of range.
+    """
+    from bertkit.config import build_config, load_recipe
+
+    cls = _load_attr(_TASKS[cfg.task][0])
+    recipe = load_recipe(cfg.finetune_recipe, f"finetune {cfg.task}") if cfg.finetune_recipe else None
+    own = _given(data=cfg.data, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size,
+                 max_train_samples=cfg.max_train_samples, max_eval_samples=cfg.max_eval_samples,
+                 device=cfg.device, precision=cfg.precision)
+    fixed = {"model": model, "output_dir": str(output_dir), "seed": seed, "overwrite": True,
+             "resume": False}
+    ft = build_config(cls, recipe, own, fixed, source=cfg.finetune_recipe or "adapt options")
+    ft.validate()
+    return ft
+
+
+def pretrain_config(cfg: AdaptConfig, model: str, corpus: str, output_dir: Path,
+                    steps: int | None = None):
+    """A pretraining stage's config: pretrain defaults < {max_steps: 300} < ``pretrain_recipe`` <
+    adapt's pretraining options < (model, corpus, output_dir, seed, ``steps``) given here.
+
+    Raises:
+        BertkitError: a bad recipe or option, or ``--head-warmup-steps`` on a bertkit without it.
+    """
+    from bertkit.config import build_config, field_names, load_recipe
+    from bertkit.tasks.pretrain import PretrainConfig
+
+    if cfg.head_warmup_steps is not None and "head_warmup_steps" not in field_names(PretrainConfig):
+        raise BertkitError("--head-warmup-steps is not available in this bertkit's pretraining",
+                           expected="no --head-warmup-steps")
+    recipe = load_recipe(cfg.pretrain_recipe, "pretrain") if cfg.pretrain_recipe else None
+    own = _given(masking=cfg.masking, lr=cfg.pretrain_lr, batch_size=cfg.pretrain_batch_size,
+                 max_seq_length=cfg.max_seq_length, head_warmup_steps=cfg.head_warmup_steps,
+                 max_steps=cfg.pretrain_steps, valid=cfg.valid, device=cfg.device,
+                 precision=cfg.precision, cache_dir=cfg.cache_dir)
+    fixed = {"model": model, "corpus": corpus, "output_dir": str(output_dir), "seed": cfg.seed,
+             "overwrite": True, "resume": False, "config": None, "vocab": None}
+    if steps is not None:
+        fixed["max_steps"] = steps
+    pt = build_config(PretrainConfig, {"max_steps": DAPT_STEPS}, recipe, own, fixed,
+                      source=cfg.pretrain_recipe or "adapt options")
+    pt.validate()
+    return pt
+
+
+def tapt_steps(pt, text_file: str | Path, epochs: int) -> tuple[int, int]:
+    """Optimiser steps for ``epochs`` passes over ``text_file`` packed as ``pt`` packs it.
+
+    Returns:
+        (steps, packed sequences of ``pt.max_seq_length`` tokens in one pass).
+
+    Raises:
+        BertkitError: the text is shorter than one sequence.
+    """
+    from bertkit.encoders import load_tokenizer
+    from bertkit.tasks.pretrain.data import PackedSequences, tokenize_corpus
+
+    tok = load_tokenizer(pt.model)
+    seqs = PackedSequences(tokenize_corpus([text_file], tok, pt.cache_dir), pt.max_seq_length,
+                           tok.cls_token_id, tok.sep_token_id)
+    if len(seqs) == 0:
+        raise BertkitError(f"the task text is shorter than one sequence of {pt.max_seq_length} "
+                           f"tokens", file=text_file, expected="more text or a smaller "
+                                                               "--max-seq-length")
+    per_step = pt.batch_size * pt.gradient_accumulation
+    return epochs * math.ceil(len(seqs) / per_step), len(seqs)
+
+
+def _plain(data: Any) -> Any:
+    return json.loads(json.dumps(data, default=str))
+
+
+def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
+              overwrite: bool, console=None) -> dict:
+    """Run one stage into ``folder`` unless its ``stage.json`` records the same settings.
+
+    Returns:
+        the stage's results (as recorded in ``stage.json``).
+
+    Raises:
+        BertkitError: a finished stage there ran with other settings (without ``overwrite``).
+    """
+    from bertkit.io import write_json
+
+    settings = _plain(settings)
+    marker = folder / "stage.json"
+    if marker.is_file() and not overwrite:
+        done = json.loads(marker.read_text(encoding="utf-8"))
+        if done.get("settings") == settings:
+            if console:
+                console.print(f"stage {name}: finished earlier, skipped ({folder})", highlight=False)
+            return done["results"]
+        old = done.get("settings") or {}
+        key = next(k for k in sorted(set(old) | set(settings)) if old.get(k) != settings.get(k))
+        raise BertkitError(f"stage {name} was run here with other settings ({key}: "
+                           f"{old.get(key)!r}, now {settings.get(key)!r})", file=marker,
+                           expected="the same settings, --overwrite, or another --output-dir")
+    if console:
+        console.rule(f"adapt: {name}")
+    results = _plain(run())
+    write_json(marker, {"stage": name, "settings": settings, "results": results})
+    return results
+
+
+def mean_sd(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (n - 1; 0 for one value).
+
+    >>> mean_sd([80.0, 82.0])
+    (81.0, 1.4142135623730951)
+    """
+    m = sum(values) / len(values)
+    if len(values) < 2:
+        return m, 0.0
+    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+def score_summary(task: str, runs: list[dict]) -> dict:
+    """Per-metric test scores in points over fine-tuning runs: ``{key: {"label", "values",
+    "mean", "sd"}}`` (metrics of :data:`_TASKS`; the first is the task's main score)."""
+    out = {}
+    for key, label in _TASKS[task][2]:
+        values = [100.0 * float(r["test"][key]) for r in runs]
+        m, sd = mean_sd(values)
+        out[key] = {"label": label, "values": values, "mean": m, "sd": sd}
+    return out
+
+
+def _check_root(root: Path, overwrite: bool) -> None:
+    if root.is_file():
+        raise BertkitError("is a file", file=root, expected="a run directory")
+    if root.is_dir() and any(root.iterdir()) and not (root / "summary.json").is_file() \
+            and not overwrite:
+        raise BertkitError("the output directory holds something other than an adapt run",
+                           file=root, expected="an empty or new directory, an earlier adapt "
+                                               "run (to continue it), or --overwrite")
+
+
+def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, console=None) -> list[dict]:
+    """Fine-tune ``model`` once per seed into ``folder`` (``folder/seed-N`` with several seeds).
+
+    Returns:
+        the results of each run (``test``, ``dev``, ``best_epoch``, ``train_seconds``).
+    """
+    fn = _load_attr(_TASKS[cfg.task][1])
+    seeds = cfg.seed_list()
+    runs = []
+    for seed in seeds:
+        out = folder if len(seeds) == 1 else folder / f"seed-{seed}"
+        ft = finetune_config(cfg, model, out, seed)
+
+        def run(ft=ft):
+            res = fn(ft, console)
+            return {k: res.get(k) for k in ("test", "dev", "best_epoch", "train_seconds", "model")}
+
+        settings = {k: v for k, v in dataclasses.asdict(ft).items() if k != "overwrite"}
+        runs.append(run_stage(f"{label} (seed {seed})", out, settings, run, cfg.overwrite, console))
+    return runs
+
+
+def adapt(cfg: AdaptConfig, console=None) -> dict:
+    """Run the adaptation stages, fine-tune, and with ``compare`` the unadapted baseline.
+
+    Args:
+        cfg: the settings (validated here before any stage runs).
+        console: a rich console for progress and the final table (None: silent).
+
+    Returns:
+        the summary written to ``summary.json``: ``settings``, ``stages`` (each stage's product
+        and outcome), ``model`` (the adapted encoder), ``adapted`` and, with ``compare``,
+        ``baseline`` (see :func:`score_summary`) and ``difference`` (adapted - baseline mean, in
+        points, per metric).
+
+    Raises:
+        BertkitError: bad settings or recipe, a missing data set or corpus, a finished stage
+            with other settings in the output directory, or any stage's own error.
+
+    Reference:
+        Gururangan et al. (2020), sec. 3-5 (DAPT, TAPT, DAPT + TAPT).
+    """
+    import time
+
+    from bertkit.encoders import default_model
+    from bertkit.io import write_json, write_text
+
+    cfg.validate()
+    root = Path(cfg.output_dir or f"runs/adapt-{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}")
+    cfg.output_dir = str(root)
+    base = cfg.model or default_model()
+    # every config is built (and checked) before the first stage runs
+    ft_probe = finetune_config(cfg, base, root / "finetune", cfg.seed_list()[0])
+    text_spec = cfg.task_text
+    if text_spec == "task" and not Path(text_spec).exists():
+        text_spec = f"{cfg.task}:{ft_probe.data}"
+    if cfg.corpus:
+        pretrain_config(cfg, base, cfg.corpus, root / "pretrain" / "dapt")
+    _check_root(root, cfg.overwrite)
+    root.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, Any] = {"settings": _plain(dataclasses.asdict(cfg)), "stages": {}}
+
+    def save() -> None:
+        write_json(root / "summary.json", summary)
+
+    text_file = None
+    if text_spec:
+        lines = task_text_lines(text_spec)
+        text_file = root / "pretrain" / "task_text.txt"
+        text_file.parent.mkdir(parents=True, exist_ok=True)
+        new = "".join(line + "\n" for line in lines)
+        if not text_file.is_file() or text_file.read_text(encoding="utf-8") != new:
+            write_text(text_file, new)
+        summary["stages"]["task_text"] = {"source": text_spec, "file": str(text_file),
+                                          "sentences": len(lines)}
+    save()
+    model = base
+    if cfg.extend_vocab:
+        out = root / "vocab" / "model"
+        ranking = [p for p in (cfg.corpus or "").split(",") if p] + ([str(text_file)] if text_file else [])
+
+        def extend() -> dict:
+            from bertkit.vocab.extend import extend_model
+
+            info = extend_model(base, out, add=cfg.extend_vocab, vocab=cfg.extend_vocab_from,
+                                corpus=ranking or None, overwrite=True)
+            return {**{k: info[k] for k in ("old_size", "new_size", "added")},
+                    "words": [w["word"] for w in info["words"][:20]]}
+
+        res = run_stage("vocabulary extension", root / "vocab", {
+            "model": base, "add": cfg.extend_vocab, "vocab": cfg.extend_vocab_from,
+            "corpus": ranking}, extend, cfg.overwrite, console)
+        model = str(out)
+        summary["stages"]["vocab"] = {"model": model, **res}
+        save()
+    for name, corpus in (("dapt", cfg.corpus), ("tapt", str(text_file) if text_file else None)):
+        if not corpus:
+            continue
+        folder = root / "pretrain" / name
+        pt = pretrain_config(cfg, model, corpus, folder)
+        extra = {}
+        if name == "tapt":
+            pt.max_steps, extra["sequences_per_epoch"] = tapt_steps(pt, corpus, cfg.tapt_epochs)
+            extra["epochs"] = cfg.tapt_epochs
+
+        def run(pt=pt) -> dict:
+            from bertkit.tasks.pretrain import pretrain
+
+            res = pretrain(pt, console)
+            return {k: res.get(k) for k in ("steps", "train", "valid", "valid_initial",
+                                            "train_seconds", "tokens_per_second", "masking")}
+
+        settings = {k: v for k, v in dataclasses.asdict(pt).items() if k != "overwrite"}
+        res = run_stage(f"{name.upper()} pretraining", folder, settings, run, cfg.overwrite,
+                        console)
+        model = str(folder / "model")
+        summary["stages"][name] = {"model": model, **extra, **res}
+        save()
+    summary["model"] = model
+    runs = finetune_runs(cfg, model, root / "finetune", "fine-tuning", console)
+    summary["adapted"] = score_summary(cfg.task, runs)
+    save()
+    if cfg.compare:
+        runs = finetune_runs(cfg, base, root / "baseline", "baseline fine-tuning", console)
+        summary["baseline"] = score_summary(cfg.task, runs)
+        summary["difference"] = {k: summary["adapted"][k]["mean"] - summary["baseline"][k]["mean"]
+                                 for k in summary["adapted"]}
+        save()
+    if console:
+        console.print(comparison_table(summary, f"{cfg.task}: {ft_probe.data}"))
+        console.print(f"run directory: {root} (adapted encoder: {model}; summary.json)",
+                      highlight=False)
+    return summary
+
+
+def _cell(s: dict) -> str:
+    return f"{s['mean']:.2f}" if len(s["values"]) == 1 else \
+        f"{s['mean']:.2f} ± {s['sd']:.2f} (n={len(s['values'])})"
+
+
+def comparison_table(summary: dict, title: str):
+    """A rich table of the adapted model's test scores beside the baseline's (points; mean ±
+    sample standard deviation over seeds), with a note when a gain is inside the seed spread."""
+    from rich.table import Table
+
+    base = summary.get("baseline")
+    table = Table(title=title)
+    for col in ("metric", "adapted") + (("baseline (unadapted)", "difference") if base else ()):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for key, a in summary["adapted"].items():
+        row = [a["label"], _cell(a)]
+        if base:
+            b, diff = base[key], summary["difference"][key]
+            inside = len(a["values"]) > 1 and abs(diff) <= max(a["sd"], b["sd"])
+            row += [_cell(b), f"{diff:+.2f}{' *' if inside else ''}"]
+        table.add_row(*row)
+    if base:
+        one = len(next(iter(summary["adapted"].values()))["values"]) < 2
+        table.caption = ("one seed each: --seeds 1,2,3 shows whether a difference exceeds seed "
+                         "noise" if one else "* inside the seed spread (|difference| <= the "
+                                                 "larger standard deviation): no gain shown")
+    return table
