@@ -93,7 +93,8 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
 
     A set without a train file is trained on dev less a held-out fraction (which becomes dev, for
     model selection) when ``cfg.split_from_dev`` is set, or by default (0.1) for a registered set
-    released that way (GENIA); a directory without a train file is refused.
+    released that way (GENIA) and for a task with a ``default_split_from_dev`` (dep, as it always
+    did); otherwise a directory without a train file is refused, naming the option.
 
     Raises:
         BertkitError: a directory without a train file and no ``--split-from-dev``; a split
@@ -103,11 +104,12 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
 
     fraction, automatic = cfg.split_from_dev, False
     if fraction is None and not _has_train(task, cfg.data):
-        if entry(task.data_kind, cfg.data) is None:
+        default = getattr(task, "default_split_from_dev", None)
+        if entry(task.data_kind, cfg.data) is None and default is None:
             raise BertkitError(f"no train file in {cfg.data}", file=cfg.data,
                                expected="a train file, or --split-from-dev 0.1 to train on dev "
                                         "less a held-out tenth (used as dev)")
-        fraction, automatic = 0.1, True
+        fraction, automatic = default or 0.1, True
     if fraction is None:
         data = task.load(cfg, SPLIT_KEYS, console)
     else:
@@ -120,12 +122,13 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
                                file=source, expected="a dev file with enough examples for both")
         every = 1 / fraction
         every_text = f"{every:.0f}th" if abs(every - round(every)) < 1e-9 else f"{every:.3g}th"
+        item = task.unit[:-1] if task.unit.endswith("s") else task.unit  # "sentence"
         data.splits = {"train": train, "dev": held, "test": data.splits["test"]}
-        data.sources = {"train": f"{source} (less every {every_text} example)",
-                        "dev": f"{source} (every {every_text} example)",
+        data.sources = {"train": f"{source} (less every {every_text} {item})",
+                        "dev": f"{source} (every {every_text} {item})",
                         "test": data.sources["test"]}
         why = f"no train split in {cfg.data}" if automatic else f"--split-from-dev {fraction}"
-        data.note = (f"{why}: training on {Path(source).name} less every {every_text} example "
+        data.note = (f"{why}: training on {Path(source).name} less every {every_text} {item} "
                      f"({len(train)}), held out for model selection (dev, {len(held)}); "
                      f"reporting on {Path(data.sources['test']).name}")
         data.info["split_from_dev"] = {"fraction": fraction, "source": source,
@@ -163,6 +166,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     from bertkit.data.sets import canonical_data
     from bertkit.encoders import default_model, resolve_model_source
     from bertkit.io import atomic_path, write_json, write_text
+    from bertkit.modelcard import write_model_card
     from bertkit.lengths import check_length, model_position_limit
     from bertkit.training import train
     from bertkit.training.devices import is_main_process, make_runtime, rank, seed_everything
@@ -210,6 +214,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
         **data.info, **prepared.results,
     }
     write_json(run_dir / "results.json", results)
+    write_model_card(run_dir / "model", results, cfg)  # model/README.md
     return results
 
 

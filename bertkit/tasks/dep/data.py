@@ -54,12 +54,14 @@ def split_held_out(sentences: list[DepSentence], every: int = HELD_OUT_EVERY
 
 
 def load_dep_data(data: str, splits: tuple[str, ...] = ("train", "dev", "test"),
-                  skip_bad_sentences: bool = False) -> DepData:
+                  skip_bad_sentences: bool = False, held_out: bool = True) -> DepData:
     """Load ``splits`` of ``data`` (see module docstring for sets without a train file).
 
     Args:
         skip_bad_sentences: leave out (and record in ``DepData.skipped``) malformed sentences and
             gold heads that are not a tree, instead of raising on the first.
+        held_out: derive train/dev from ``dev`` when there is no train file (as above); False
+            reads ``dev`` whole (the fine-tuning driver then splits it, ``--split-from-dev``).
 
     Raises:
         BertkitError: unknown name, a set not under BERTKIT_DATA, missing split, malformed file
@@ -77,6 +79,8 @@ def load_dep_data(data: str, splits: tuple[str, ...] = ("train", "dev", "test"),
                 f"{HELD_OUT_EVERY}th sentence, which is held out for model selection (dev); "
                 f"reporting on {files['test'].name}")
     out, sources = {}, {}
+    if not held_out:
+        note = None
     if note is not None and ("train" in splits or "dev" in splits):
         train, held = split_held_out(read_conllu(files["dev"], skipped=skipped))
         src = str(files["dev"])

@@ -6,28 +6,24 @@ The CLI in ``bertkit/cli`` is a thin wrapper over :func:`finetune_dep`, :func:`e
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from bertkit.config import dump_yaml, to_dict
 from bertkit.data.conllu import DepSentence, format_conllu, read_conllu, text_sentences
-from bertkit.encoders import default_model, load_tokenizer, resolve_model_source
-from bertkit.data.sets import canonical_data
+from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
-from bertkit.io import atomic_path, write_json, write_text
-from bertkit.metrics.dep import punct_rule
-from bertkit.tasks.dep.data import load_dep_data, relations
+from bertkit.io import write_text
+from bertkit.metrics.dep import RULE_TEXT, punct_rule
+from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations
 from bertkit.tasks.dep.encoding import SentenceBatches, encode
 from bertkit.tasks.dep.model import DECODERS, BiaffineParser, build_parser, load_parser
 from bertkit.tasks.dep.parse import parse_sentences, score
 from bertkit.tasks.finetune_config import FinetuneConfig
-from bertkit.training import train
-from bertkit.training.devices import make_runtime, seed_everything
-from bertkit.training.devices import is_main_process, rank
-from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
+from bertkit.tasks.driver import finetune
+from bertkit.training.devices import make_runtime
 
 WORD_REPRS = ("first", "mean")
 
@@ -84,12 +80,97 @@ class DepConfig(FinetuneConfig):
                 ("head_lr", self.head_lr is None or self.head_lr > 0, "a number > 0"))
 
 
-def _limit(sentences: list[DepSentence], n: int | None) -> list[DepSentence]:
-    return sentences if n is None else sentences[:n]
+class DepTask:
+    """Biaffine dependency parsing (Dozat & Manning 2017) as a :class:`~bertkit.tasks.base.Task`;
+    best epoch by dev LAS without punctuation. A set without a train file trains on dev less
+    every 10th sentence (``default_split_from_dev``), as GENIA is released."""
+
+    name = "dep"
+    config_class = DepConfig
+    data_kind = "dep"
+    extensions = EXTENSIONS
+    unit = "sentences"
+    select_metric = "las"
+    default_split_from_dev = 0.1
+
+    def load(self, cfg: DepConfig, splits: tuple[str, ...], console: Console | None = None
+             ) -> TaskData:
+        """Read ``splits`` whole (the driver derives train/dev for a set without train)."""
+        data = load_dep_data(cfg.data, splits, skip_bad_sentences=cfg.skip_bad_sentences,
+                             held_out=False)
+        if console and data.skipped_warning():
+            console.print(f"[yellow]warning:[/] {data.skipped_warning()}", highlight=False)
+        return TaskData(data.splits, data.sources,
+                        info={"skipped_sentences": data.skipped_summary()})
+
+    def prepare(self, cfg: DepConfig, model_name: str, data: TaskData, runtime,
+                console: Console | None = None) -> Prepared:
+        """Relations from train, the parser, encoded sentences and dev/test/save."""
+        train_s, dev_s, test_s = (data.splits[k] for k in ("train", "dev", "test"))
+        rels = relations(train_s)
+        rule = punct_rule([s.upos for s in test_s])
+        tokenizer = load_tokenizer(model_name)
+        parser = build_parser(model_name, rels, cfg.arc_mlp, cfg.rel_mlp, cfg.mlp_dropout,
+                              cfg.scalar_mix)
+        parser.head_lr = cfg.head_lr
+        rel2id = {r: i for i, r in enumerate(rels)}
+        items, report = encode(train_s, tokenizer, rel2id, cfg.max_length)
+        report.warn(train_s, console, "a head")
+        summary = (f"data: {len(train_s)}/{len(dev_s)}/{len(test_s)} sentences "
+                   f"(train/dev/test); {len(rels)} relations; model {model_name}; "
+                   f"device {runtime.device}, {runtime.precision}; scoring: "
+                   f"{'UPOS PUNCT/SYM' if rule == 'upos' else 'punctuation by word form'} "
+                   f"excluded")
+        mean = cfg.word_repr == "mean"
+        batches = SentenceBatches(items, cfg.batch_size, cfg.seed, tokenizer.pad_token_id, mean)
+        dev_items, _ = encode(dev_s, tokenizer, rel2id, cfg.max_length)
+
+        def evaluate_dev(model: BiaffineParser) -> dict:
+            h, r = parse_sentences(model, tokenizer, dev_s, runtime, cfg.max_length,
+                                   cfg.eval_batch_size, cfg.decoder, cfg.word_repr,
+                                   encoded=dev_items)
+            return score(dev_s, h, r, rule)
+
+        def test(model: BiaffineParser, console: Console | None = None) -> ScoredSplit:
+            heads, test_rels = parse_sentences(model, tokenizer, test_s, runtime, cfg.max_length,
+                                               cfg.eval_batch_size, cfg.decoder, cfg.word_repr,
+                                               console)
+            return ScoredSplit(score(test_s, heads, test_rels, rule), lambda run_dir: write_text(
+                run_dir / "test_predictions.conllu", format_conllu(test_s, heads, test_rels)))
+
+        def save(model: BiaffineParser, directory: Path) -> None:
+            model.save(directory, tokenizer, {"max_length": cfg.max_length,
+                                              "base_model": model_name, "data": cfg.data,
+                                              "word_repr": cfg.word_repr, "decoder": cfg.decoder})
+
+        return Prepared(parser, batches, evaluate_dev, test, save, summary=summary, results={
+            "splits": data.sources, "split_note": data.note, "decoder": cfg.decoder,
+            "scoring": "uas/las exclude punctuation (" + RULE_TEXT[rule] + "); *_punct include "
+                       "it; ucm/lcm complete match without punctuation"})
+
+    def report(self, results: dict, title: str):
+        """UAS/LAS and per-relation scores (:func:`bertkit.cli._report.parse_table`)."""
+        from bertkit.cli._report import parse_table
+
+        return parse_table(results["test"] if "test" in results else results, title)
+
+    @staticmethod
+    def evaluate(*args, **kwargs):
+        """:func:`evaluate_dep`."""
+        return evaluate_dep(*args, **kwargs)
+
+    @staticmethod
+    def predict(*args, **kwargs):
+        """:func:`predict_dep`."""
+        return predict_dep(*args, **kwargs)
+
+
+TASK = DepTask()
 
 
 def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
-    """Fine-tune, keep the best dev epoch (LAS, punctuation excluded), score test, write the run.
+    """Fine-tune, keep the best dev epoch (LAS, punctuation excluded), score test, write the run
+    (through the shared driver, :func:`bertkit.tasks.driver.finetune`).
 
     Writes ``config.yaml``, ``metrics.jsonl``, ``results.json``, ``test_predictions.conllu`` and
     ``model/`` (Hugging Face encoder + tokenizer, ``parser.safetensors``, ``bertkit.json``).
@@ -100,80 +181,7 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
     Raises:
         BertkitError: bad data, model, settings or output directory.
     """
-    cfg.validate()
-    cfg.data = canonical_data(cfg.data)
-    model_name = resolve_model_source(cfg.model or default_model())
-    run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("dep", cfg.data)
-    cfg.output_dir = str(run_dir)
-    settings = {**to_dict(cfg), "model": model_name}
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
-    runtime = make_runtime(cfg.device, cfg.precision)
-    data = load_dep_data(cfg.data, skip_bad_sentences=cfg.skip_bad_sentences)
-    train_s = _limit(data.splits["train"], cfg.max_train_samples)
-    dev_s = _limit(data.splits["dev"], cfg.max_eval_samples)
-    test_s = _limit(data.splits["test"], cfg.max_eval_samples)
-    rels = relations(train_s)
-    rule = punct_rule([s.upos for s in test_s])
-    seed_everything(cfg.seed)
-    tokenizer = load_tokenizer(model_name)
-    parser = build_parser(model_name, rels, cfg.arc_mlp, cfg.rel_mlp, cfg.mlp_dropout,
-                          cfg.scalar_mix)
-    parser.head_lr = cfg.head_lr
-    run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
-    main = is_main_process()  # rank 0 writes every output of a multi-process run
-    if main:
-        write_text(run_dir / "config.yaml", dump_yaml(settings))
-    rel2id = {r: i for i, r in enumerate(rels)}
-    items, report = encode(train_s, tokenizer, rel2id, cfg.max_length)
-    report.warn(train_s, console, "a head")
-    if console:
-        if data.note:
-            console.print(f"note: {data.note}", highlight=False)
-        if data.skipped_warning():
-            console.print(f"[yellow]warning:[/] {data.skipped_warning()}", highlight=False)
-        console.print(f"data: {len(train_s)}/{len(dev_s)}/{len(test_s)} sentences "
-                      f"(train/dev/test); {len(rels)} relations; model {model_name}; "
-                      f"device {runtime.device}, {runtime.precision}; scoring: "
-                      f"{'UPOS PUNCT/SYM' if rule == 'upos' else 'punctuation by word form'} "
-                      f"excluded", highlight=False)
-    mean = cfg.word_repr == "mean"
-    batches = SentenceBatches(items, cfg.batch_size, cfg.seed, tokenizer.pad_token_id, mean)
-    dev_items, _ = encode(dev_s, tokenizer, rel2id, cfg.max_length)
-
-    def evaluate_dev(model: BiaffineParser) -> dict:
-        h, r = parse_sentences(model, tokenizer, dev_s, runtime, cfg.max_length,
-                               cfg.eval_batch_size, cfg.decoder, cfg.word_repr,
-                               encoded=dev_items)
-        return score(dev_s, h, r, rule)
-
-    result = train(parser, batches, cfg, runtime, run_dir, evaluate=evaluate_dev,
-                   select_metric="las", console=console if main else None)
-    if not main:
-        return {"task": "dep", "rank": rank(), "steps": result.steps}
-    start = time.perf_counter()
-    heads, test_rels = parse_sentences(parser, tokenizer, test_s, runtime, cfg.max_length,
-                                       cfg.eval_batch_size, cfg.decoder, cfg.word_repr, console)
-    predict_seconds = time.perf_counter() - start
-    test_metrics = score(test_s, heads, test_rels, rule)
-    write_text(run_dir / "test_predictions.conllu", format_conllu(test_s, heads, test_rels))
-    with atomic_path(run_dir / "model") as tmp:
-        parser.save(tmp, tokenizer, {"max_length": cfg.max_length, "base_model": model_name,
-                                     "data": cfg.data, "word_repr": cfg.word_repr,
-                                     "decoder": cfg.decoder})
-    dev = result.best_record
-    results = {
-        "task": "dep", "data": cfg.data, "model": model_name, "splits": data.sources,
-        "split_note": data.note, "best_epoch": result.best_epoch, "dev": dev, "test": test_metrics,
-        "skipped_sentences": data.skipped_summary(),
-        "train_seconds": result.train_seconds,
-        "train_sentences_per_second": cfg.examples_trained(len(train_s), result.steps)
-        / max(result.train_seconds, 1e-9),
-        "predict_seconds": predict_seconds, "steps": result.steps, "decoder": cfg.decoder,
-        "scoring": "uas/las exclude punctuation (" + test_metrics["punct_rule_text"] + "); "
-                   "*_punct include it; ucm/lcm complete match without punctuation",
-    }
-    write_json(run_dir / "results.json", results)
-    return results
+    return finetune(TASK, cfg, console)
 
 
 def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "auto",

@@ -7,7 +7,6 @@ The CLI in ``bertkit/cli`` is a thin wrapper over :func:`finetune_re`, :func:`ev
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -15,24 +14,20 @@ import numpy as np
 from rich.console import Console
 from rich.markup import escape
 
-from bertkit.config import dump_yaml, to_dict
 from bertkit.data.relations import BadLine, RelationExample, read_relations
-from bertkit.encoders import default_model, resolve_model_source
-from bertkit.data.sets import canonical_data
 from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
-from bertkit.io import atomic_path, write_json, write_text
+from bertkit.io import write_text
 from bertkit.metrics.cls import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores, save_confusion
+from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.driver import finetune
 from bertkit.tasks.re.config import REConfig
-from bertkit.tasks.re.data import entity_types, load_re_data, unseen_labels
+from bertkit.tasks.re.data import EXTENSIONS, entity_types, load_re_data, unseen_labels
 from bertkit.tasks.re.encoding import Encoded, MarkerSet, PairBatches, collate, encode
 from bertkit.tasks.re.model import (build_relation_model, load_relation_model,
                                      portability_note, save_relation_model)
-from bertkit.training import train
-from bertkit.training.devices import Runtime, make_runtime, seed_everything
-from bertkit.training.devices import is_main_process, rank
-from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
+from bertkit.training.devices import Runtime, is_main_process, make_runtime
 
 SCORING = ("scikit-learn: micro_* over relation labels excluding negative_label; macro_f1 = "
            "unweighted mean F1 over positive labels present in gold or predictions; accuracy "
@@ -88,10 +83,6 @@ def _negative(setting: str, labels: Sequence[str], console: Console | None) -> s
     return setting
 
 
-def _limit(items: list, n: int | None) -> list:
-    return items if n is None else items[:n]
-
-
 def prediction_lines(examples: Sequence[RelationExample], labels: Sequence[str],
                      pred: np.ndarray, prob: np.ndarray) -> str:
     """JSON lines: each input object with ``predicted`` (label) and ``probability`` added."""
@@ -100,8 +91,120 @@ def prediction_lines(examples: Sequence[RelationExample], labels: Sequence[str],
                    for ex, k, p in zip(examples, pred, prob))
 
 
+class RETask:
+    """Relation classification between two marked entities as a
+    :class:`~bertkit.tasks.base.Task` (entity markers, Baldini Soares et al. 2019 §3; SciBERT's
+    ``[CLS]`` pooling, Beltagy et al. 2019 §3.2); best epoch by dev micro-F1 over the positive
+    labels."""
+
+    name = "re"
+    config_class = REConfig
+    data_kind = "re"
+    extensions = EXTENSIONS
+    unit = "pairs"
+    select_metric = "micro_f1"
+
+    def load(self, cfg: REConfig, splits: tuple[str, ...], console: Console | None = None
+             ) -> TaskData:
+        """Read ``splits`` (every one before training, so a bad line stops the run early)."""
+        data = load_re_data(cfg.data, splits, skip_bad_lines=cfg.skip_bad_lines)
+        _warn_bad(data.bad_lines, console)
+        return TaskData(data.splits, data.sources, info={
+            "skipped_bad_lines": {s: len(v) for s, v in data.bad_lines.items()}})
+
+    def prepare(self, cfg: REConfig, model_name: str, data: TaskData, runtime: Runtime,
+                console: Console | None = None) -> Prepared:
+        """Labels from train, the marker set, the model, encoded pairs and dev/test/save.
+
+        Raises:
+            BertkitError: fewer than two relation labels in the training data.
+        """
+        train_x, dev_x, test_x = (data.splits[k] for k in ("train", "dev", "test"))
+        labels = sorted({ex.label for ex in train_x})
+        if len(labels) < 2:
+            raise BertkitError(f"the training data has {len(labels)} relation label(s)",
+                               file=data.sources["train"], expected="at least two labels")
+        negative = _negative(cfg.negative_label, labels, console)
+        for split, xs in (("dev", dev_x), ("test", test_x)):
+            for lab, (file, line) in unseen_labels(train_x, xs).items():
+                if console:
+                    console.print(f"[yellow]warning:[/] {file}:{line}: label '{escape(lab)}' "
+                                  f"occurs in {split} but not in train: the model cannot predict "
+                                  f"it (scored as missed)", highlight=False)
+        types = tuple(entity_types(train_x)) if cfg.typed_markers else ()
+        if cfg.typed_markers and not types and console:
+            console.print("[yellow]warning:[/] --typed-markers: the data gives no entity types; "
+                          "untyped markers used", highlight=False)
+        markers = MarkerSet(types)
+        model, tokenizer, marker_ids = build_relation_model(model_name, labels, cfg.pooling,
+                                                            markers)
+        label2id = {lab: i for i, lab in enumerate(labels)}
+        enc = {s: encode(xs, tokenizer, marker_ids, markers, label2id, cfg.max_length)
+               for s, xs in (("train", train_x), ("dev", dev_x), ("test", test_x))}
+        truncated = {s: int(sum(x.truncated for x in v)) for s, v in enc.items()}
+        summary = (f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} pairs (train/dev/test); "
+                   f"{len(labels)} labels, negative label {negative!r}; pooling {cfg.pooling}; "
+                   f"{len(markers.tokens())} markers; cut around the entities: {truncated}; "
+                   f"model {model_name}; device {runtime.device}, {runtime.precision}")
+        batches = PairBatches(enc["train"], cfg.batch_size, cfg.seed, tokenizer.pad_token_id)
+        dev_gold = [ex.label for ex in dev_x]
+
+        def evaluate_dev(m) -> dict:
+            pred, _ = classify(m, enc["dev"], runtime, tokenizer.pad_token_id,
+                               cfg.eval_batch_size)
+            scores = relation_scores(dev_gold, [labels[k] for k in pred], negative, labels)
+            warn_collapse(scores, console if is_main_process() else None, "dev")
+            return scores
+
+        def test(m, console: Console | None = None) -> ScoredSplit:
+            pred, prob = classify(m, enc["test"], runtime, tokenizer.pad_token_id,
+                                  cfg.eval_batch_size)
+            metrics = relation_scores([ex.label for ex in test_x], [labels[k] for k in pred],
+                                      negative, labels)
+            warn_collapse(metrics, console, "test")
+
+            def write(run_dir: Path) -> None:
+                write_text(run_dir / "test_predictions.jsonl",
+                           prediction_lines(test_x, labels, pred, prob))
+                save_confusion(run_dir / "test_confusion", metrics["labels"],
+                               metrics["confusion"], f"test: {cfg.data}")
+
+            return ScoredSplit(metrics, write)
+
+        def save(m, directory: Path) -> None:
+            save_relation_model(m, tokenizer, directory, {
+                "max_length": cfg.max_length, "base_model": model_name, "data": cfg.data,
+                "negative_label": negative, "entity_types": list(types)})
+            if console:
+                console.print(escape(portability_note(cfg.pooling)), highlight=False)
+
+        return Prepared(model, batches, evaluate_dev, test, save, summary=summary, results={
+            "pooling": cfg.pooling, "negative_label": negative, "truncated_pairs": truncated,
+            "scoring": SCORING})
+
+    def report(self, results: dict, title: str):
+        """Per-label and averaged scores (:func:`bertkit.cli._report.relation_table`)."""
+        from bertkit.cli._report import relation_table
+
+        return relation_table(results["test"] if "test" in results else results, title)
+
+    @staticmethod
+    def evaluate(*args, **kwargs):
+        """:func:`evaluate_re`."""
+        return evaluate_re(*args, **kwargs)
+
+    @staticmethod
+    def predict(*args, **kwargs):
+        """:func:`predict_re`."""
+        return predict_re(*args, **kwargs)
+
+
+TASK = RETask()
+
+
 def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
-    """Fine-tune, keep the best dev epoch (micro-F1), score test, and write the run directory.
+    """Fine-tune, keep the best dev epoch (micro-F1), score test, and write the run directory
+    (through the shared driver, :func:`bertkit.tasks.driver.finetune`).
 
     Writes ``config.yaml``, ``metrics.jsonl``, ``results.json``, ``test_predictions.jsonl``,
     ``test_confusion.{csv,png}`` and ``model/`` (Hugging Face format + ``bertkit.json``).
@@ -112,92 +215,7 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
     Raises:
         BertkitError: bad data (before any training), model, settings or output directory.
     """
-    cfg.validate()
-    cfg.data = canonical_data(cfg.data)
-    model_name = resolve_model_source(cfg.model or default_model())
-    run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("re", cfg.data)
-    cfg.output_dir = str(run_dir)
-    settings = {**to_dict(cfg), "model": model_name}
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
-    runtime = make_runtime(cfg.device, cfg.precision)
-    data = load_re_data(cfg.data, skip_bad_lines=cfg.skip_bad_lines)
-    skipped = {s: len(v) for s, v in data.bad_lines.items()}
-    _warn_bad(data.bad_lines, console)
-    train_x = _limit(data.splits["train"], cfg.max_train_samples)
-    dev_x = _limit(data.splits["dev"], cfg.max_eval_samples)
-    test_x = _limit(data.splits["test"], cfg.max_eval_samples)
-    labels = sorted({ex.label for ex in train_x})
-    if len(labels) < 2:
-        raise BertkitError(f"the training data has {len(labels)} relation label(s)",
-                           file=data.sources["train"], expected="at least two labels")
-    negative = _negative(cfg.negative_label, labels, console)
-    for split, xs in (("dev", dev_x), ("test", test_x)):
-        for lab, (file, line) in unseen_labels(train_x, xs).items():
-            if console:
-                console.print(f"[yellow]warning:[/] {file}:{line}: label '{escape(lab)}' occurs in "
-                              f"{split} but not in train: the model cannot predict it (scored as "
-                              f"missed)", highlight=False)
-    types = tuple(entity_types(train_x)) if cfg.typed_markers else ()
-    if cfg.typed_markers and not types and console:
-        console.print("[yellow]warning:[/] --typed-markers: the data gives no entity types; "
-                      "untyped markers used", highlight=False)
-    markers = MarkerSet(types)
-    seed_everything(cfg.seed)
-    model, tokenizer, marker_ids = build_relation_model(model_name, labels, cfg.pooling, markers)
-    run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
-    main = is_main_process()  # rank 0 writes every output of a multi-process run
-    if main:
-        write_text(run_dir / "config.yaml", dump_yaml(settings))
-    label2id = {lab: i for i, lab in enumerate(labels)}
-    enc = {s: encode(xs, tokenizer, marker_ids, markers, label2id, cfg.max_length)
-           for s, xs in (("train", train_x), ("dev", dev_x), ("test", test_x))}
-    truncated = {s: int(sum(x.truncated for x in v)) for s, v in enc.items()}
-    if console:
-        console.print(f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} pairs (train/dev/test); "
-                      f"{len(labels)} labels, negative label {negative!r}; pooling {cfg.pooling}; "
-                      f"{len(markers.tokens())} markers; cut around the entities: {truncated}; "
-                      f"model {model_name}; device {runtime.device}, {runtime.precision}",
-                      highlight=False)
-    batches = PairBatches(enc["train"], cfg.batch_size, cfg.seed, tokenizer.pad_token_id)
-    dev_gold = [ex.label for ex in dev_x]
-
-    def evaluate_dev(m) -> dict:
-        pred, _ = classify(m, enc["dev"], runtime, tokenizer.pad_token_id, cfg.eval_batch_size)
-        scores = relation_scores(dev_gold, [labels[k] for k in pred], negative, labels)
-        warn_collapse(scores, console if is_main_process() else None, "dev")
-        return scores
-
-    result = train(model, batches, cfg, runtime, run_dir, evaluate=evaluate_dev,
-                   select_metric="micro_f1", console=console if main else None)
-    if not main:
-        return {"task": "re", "rank": rank(), "steps": result.steps}
-    start = time.perf_counter()
-    pred, prob = classify(model, enc["test"], runtime, tokenizer.pad_token_id, cfg.eval_batch_size)
-    predict_seconds = time.perf_counter() - start
-    test_metrics = relation_scores([ex.label for ex in test_x], [labels[k] for k in pred],
-                                   negative, labels)
-    warn_collapse(test_metrics, console, "test")
-    write_text(run_dir / "test_predictions.jsonl", prediction_lines(test_x, labels, pred, prob))
-    save_confusion(run_dir / "test_confusion", test_metrics["labels"], test_metrics["confusion"],
-                   f"test: {cfg.data}")
-    with atomic_path(run_dir / "model") as tmp:
-        save_relation_model(model, tokenizer, tmp, {
-            "max_length": cfg.max_length, "base_model": model_name, "data": cfg.data,
-            "negative_label": negative, "entity_types": list(types)})
-    if console:
-        console.print(escape(portability_note(cfg.pooling)), highlight=False)
-    results = {
-        "task": "re", "data": cfg.data, "model": model_name, "pooling": cfg.pooling,
-        "negative_label": negative, "best_epoch": result.best_epoch,
-        "dev": result.best_record,
-        "test": test_metrics, "train_seconds": result.train_seconds,
-        "train_pairs_per_second": cfg.examples_trained(len(train_x), result.steps)
-        / max(result.train_seconds, 1e-9),
-        "predict_seconds": predict_seconds, "steps": result.steps,
-        "skipped_bad_lines": skipped, "truncated_pairs": truncated, "scoring": SCORING,
-    }
-    write_json(run_dir / "results.json", results)
-    return results
+    return finetune(TASK, cfg, console)
 
 
 def _split(split: str) -> str:
