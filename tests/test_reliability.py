@@ -128,6 +128,7 @@ def test_fsdp_pretrain_matches_one_process_and_resumes(tmp_path, still_encoder):
     import shutil
 
     shutil.rmtree(ckpts / "step_8")
+    (two / "results.json").unlink()  # else --resume finds the run complete and does nothing
     r3 = subprocess.run(launch + ["--resume"], capture_output=True, text=True, env=ENV,
                         timeout=600)
     assert r3.returncode == 0, (r3.stdout[-2000:], r3.stderr[-3000:])

@@ -42,7 +42,9 @@ def root(
 
 
 def user_errors(fn):
-    """Decorate a command: a :class:`BertkitError` prints ``error: FILE:LINE: message`` and exits 1."""
+    """Decorate a command: a :class:`BertkitError` prints ``error: FILE:LINE: message`` and exits
+    with its code (1; 130/143 after a signal); one with exit code 0 (a ``--resume`` of a
+    complete run) prints its message without ``error:`` and exits 0."""
     import functools
 
     from bertkit.errors import BertkitError
@@ -55,6 +57,9 @@ def user_errors(fn):
             from rich.console import Console
             from rich.markup import escape
 
+            if exc.exit_code == 0:  # not a failure: e.g. --resume of a run that is complete
+                Console().print(escape(str(exc)), highlight=False, soft_wrap=True)
+                raise typer.Exit(0) from None
             Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
                                        soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None

@@ -116,6 +116,16 @@ RESUME_MAY_CHANGE = frozenset({
 shown, never the trained weights. Any other difference from the saved ``config.yaml`` is refused."""
 
 
+class RunComplete(BertkitError):
+    """``--resume`` of a run that already finished (its ``results.json`` is written): there is
+    nothing to continue, and nothing is written. The CLI prints the message and exits 0."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__("the run is complete (results.json written): nothing to resume, "
+                         "nothing written; --overwrite trains it again", file=path, exit_code=0)
+        self.path = Path(path)
+
+
 def default_run_dir(task: str, data: str) -> Path:
     """``runs/<task>-<data name>-<YYYYmmdd-HHMMSS>`` under the current directory."""
     name = Path(data).name or "data"
@@ -219,9 +229,12 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool,
     Raises:
         BertkitError: as :func:`prepare_run_dir`, except for write failures; settings that differ
             from the saved run's on ``resume``.
+        RunComplete: ``resume`` of a run whose ``results.json`` exists (exit status 0).
     """
     path = Path(path).expanduser()
     if not is_main_process():  # rank 0 checks and writes; the others must not race it
+        if resume and not overwrite and (path / "results.json").is_file():
+            raise RunComplete(path)  # every rank stops alike (a read, no race)
         return
     if path.exists() and not path.is_dir():
         raise BertkitError("output path exists and is not a directory", file=path)
@@ -239,6 +252,8 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool,
                                     "or another --output-dir")
     if resume and settings is not None:
         check_resume_settings(path, settings)
+    if resume and (path / "results.json").is_file():
+        raise RunComplete(path)
 
 
 def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:
@@ -249,6 +264,7 @@ def prepare_run_dir(path: Path, resume: bool, overwrite: bool) -> Path:
     Raises:
         BertkitError: the directory holds another run (without ``resume``/``overwrite``),
             ``resume`` with no run there, or it cannot be written (read-only, full disk).
+        RunComplete: ``resume`` of a finished run (nothing is written).
     """
     path = Path(path).expanduser()
     if not is_main_process():

@@ -65,10 +65,13 @@ def test_finetune_evaluate_predict_tiny(tmp_path, ner_dir, tiny_encoder):
     saved = (run / "config.yaml").read_text()
     res = invoke("finetune", "ner", "--resume", "-o", str(run), "--lr", "5e-4")
     assert res.exit_code == 1 and "lr: saved 0.001, now 0.0005" in " ".join(res.output.split())
+    # the run is complete: --resume says so and exits 0 without writing (issue 18)
+    files = sorted((p.name, p.stat().st_mtime_ns) for p in run.iterdir())
     res = invoke("finetune", "ner", "--resume", "-o", str(run), "--logging-steps", "3")
     assert res.exit_code == 0, res.output
-    assert (run / "config.yaml").read_text() == saved.replace(
-        "logging_steps: 50", "logging_steps: 3").replace("resume: false", "resume: true")
+    assert "run is complete" in " ".join(res.output.split()) and "error" not in res.output
+    assert (run / "config.yaml").read_text() == saved
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in run.iterdir()) == files
 
     res = invoke("evaluate", "ner", "--model", str(run), "--data", str(ner_dir), "--split", "dev",
                  "--output", str(tmp_path / "m.json"))

@@ -10,7 +10,7 @@ def test_fresh_dir_created(tmp_path):
 
 
 def test_existing_run_refused_unless_resume_or_overwrite(tmp_path):
-    write_json(tmp_path / "results.json", {})
+    write_json(tmp_path / "metrics.jsonl", {})
     with pytest.raises(BertkitError, match="already holds a run"):
         prepare_run_dir(tmp_path, resume=False, overwrite=False)
     assert prepare_run_dir(tmp_path, resume=True, overwrite=False) == tmp_path
@@ -90,3 +90,21 @@ def test_saved_settings_are_the_base_of_a_resumed_run(tmp_path):
     assert (cfg.data, cfg.lr, cfg.logging_steps, cfg.output_dir) == ("/abs/d", 3e-4, 1,
                                                                       str(tmp_path))
     assert saved_settings(tmp_path / "none", ["lr"]) is None
+
+
+def test_resume_of_a_complete_run_is_not_an_error_and_writes_nothing(tmp_path, monkeypatch):
+    from bertkit.training.rundir import RunComplete, check_run_dir
+
+    (tmp_path / "config.yaml").write_text("lr: 0.001\n")
+    write_json(tmp_path / "results.json", {"test": {"f1": 0.5}})
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in tmp_path.iterdir())
+    with pytest.raises(RunComplete, match="run is complete") as err:
+        prepare_run_dir(tmp_path, resume=True, overwrite=False)
+    assert err.value.exit_code == 0 and str(tmp_path) in str(err.value)
+    with pytest.raises(BertkitError, match="lr: saved 0.001"):  # changed settings: refused first
+        check_run_dir(tmp_path, True, False, {"lr": 0.01})
+    monkeypatch.setenv("RANK", "1")  # other ranks of a torchrun stop alike
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(RunComplete):
+        check_run_dir(tmp_path, True, False)
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in tmp_path.iterdir()) == before
