@@ -178,6 +178,8 @@ def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int):
                  device=cfg.device, precision=cfg.precision)
     fixed = {"model": model, "output_dir": str(output_dir), "seed": seed, "overwrite": True,
              "resume": False}
+    if "seeds" in {f.name for f in dataclasses.fields(cls)}:
+        fixed["seeds"] = None  # adapt runs the seeds itself, each a resumable stage
     ft = build_config(cls, recipe, own, fixed, source=cfg.finetune_recipe or "adapt options")
     ft.validate()
     return ft

@@ -1,0 +1,192 @@
+"""`bertkit adapt`: the task text of each reader, the settings checks, the workflow end to end
+(tiny BERT; resumed stages; --compare), bad input, and a reduced-budget run on the shared data."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from bertkit.cli import app
+from bertkit.errors import BertkitError
+from bertkit.workflows.adapt import AdaptConfig, adapt, mean_sd, score_summary
+from bertkit.workflows.task_text import task_text_lines
+from tests.conftest import write_ner_dir
+
+runner = CliRunner()
+
+RE_LINES = [
+    {"text": "<< Aspirin >> inhibits [[ COX-1 ]] strongly .", "label": "CPR:4"},
+    {"text": "[[ Aspirin ]] inhibits << COX-1 >> strongly .", "label": "false"},  # same sentence
+    {"text": "Low doses of [[ warfarin ]] raise << INR >> .", "label": "CPR:3"},
+]
+CONLLU = """# text = Cells divide .
+1\tCells\tcell\tNNS\tNNS\t_\t2\tnsubj\t_\t_
+2\tdivide\tdivide\tVBP\tVBP\t_\t0\troot\t_\t_
+3\t.\t.\t.\t.\t_\t2\tpunct\t_\t_
+
+1\tIL-2\til-2\tNN\tNN\t_\t2\tnsubj\t_\t_
+2\tbinds\tbind\tVBZ\tVBZ\t_\t0\troot\t_\t_
+
+"""
+
+
+def _re_dir(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(x) + "\n" for x in RE_LINES)
+    for split in ("train", "dev", "test"):
+        (root / f"{split}.jsonl").write_text(text, encoding="utf-8")
+    return root
+
+
+def test_ner_task_text_is_the_training_sentences_without_tags(tmp_path):
+    data = write_ner_dir(tmp_path / "ner", dev="Other\tO\n", test="Other\tO\n")
+    lines = task_text_lines(f"ner:{data}")
+    assert lines == ["Aspirin induced renal failure .",
+                     "Cisplatin causes nephrotoxicity in rats .", "No entities here"]
+    assert task_text_lines(str(data / "train.tsv")) == lines  # a CoNLL file directly
+
+
+def test_relation_task_text_strips_markers_and_repeats(tmp_path):
+    data = _re_dir(tmp_path / "re")
+    lines = task_text_lines(f"re:{data}")
+    assert lines == ["Aspirin inhibits COX-1 strongly .", "Low doses of warfarin raise INR ."]
+    assert task_text_lines(str(data / "train.jsonl")) == lines
+    assert not any(m in " ".join(lines) for m in ("<<", ">>", "[[", "]]"))
+
+
+def test_conllu_task_text_and_genia_style_split(tmp_path):
+    path = tmp_path / "x.conllu"
+    path.write_text(CONLLU, encoding="utf-8")
+    assert task_text_lines(str(path)) == ["Cells divide .", "IL-2 binds"]
+    data = tmp_path / "dep"  # no train.conllu: train = dev less every 10th sentence, as finetune
+    data.mkdir()
+    blocks = [f"1\tword{k}\t_\tNN\tNN\t_\t0\troot\t_\t_\n" for k in range(20)]
+    (data / "dev.conllu").write_text("\n".join(blocks) + "\n", encoding="utf-8")
+    (data / "test.conllu").write_text(blocks[0] + "\n", encoding="utf-8")
+    lines = task_text_lines(f"dep:{data}")
+    assert len(lines) == 18 and "word9" not in lines and "word19" not in lines
+
+
+def test_plain_text_file_and_bad_specs(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("One sentence here .\n\nAnother  one .\nOne sentence here .\n", encoding="utf-8")
+    assert task_text_lines(str(path)) == ["One sentence here .", "Another one ."]
+    with pytest.raises(BertkitError, match="neither TASK:DATA nor a file"):
+        task_text_lines("cls:scicite")
+    with pytest.raises(BertkitError, match="neither a directory nor a registered"):
+        task_text_lines("ner:no-such-set")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "no markers", "label": "x"}\n', encoding="utf-8")
+    with pytest.raises(BertkitError, match="bad.jsonl"):
+        task_text_lines(str(bad))
+
+
+def test_settings_are_checked_before_anything_runs(tmp_path):
+    with pytest.raises(BertkitError, match="nothing to adapt"):
+        adapt(AdaptConfig(output_dir=str(tmp_path / "a")))
+    with pytest.raises(BertkitError, match="--seeds is '1,1'"):
+        AdaptConfig(task_text="task", seeds="1,1").validate()
+    with pytest.raises(BertkitError, match="--task is 'cls'"):
+        AdaptConfig(task="cls", task_text="task").validate()
+    assert AdaptConfig(seeds="3, 1").seed_list() == [3, 1]
+    assert not (tmp_path / "a").exists()
+
+
+def test_mean_sd_and_score_summary():
+    assert mean_sd([1.0]) == (1.0, 0.0)
+    m, sd = mean_sd([80.0, 82.0, 84.0])
+    assert m == pytest.approx(82.0) and sd == pytest.approx(2.0)
+    s = score_summary("re", [{"test": {"micro_f1": 0.5, "macro_f1": 0.25}},
+                             {"test": {"micro_f1": 0.7, "macro_f1": 0.25}}])
+    assert s["micro_f1"]["mean"] == pytest.approx(60.0)
+    assert s["micro_f1"]["sd"] == pytest.approx(14.142, abs=1e-3)
+    assert s["macro_f1"]["values"] == [25.0, 25.0]
+
+
+def _args(encoder, data, out, *extra):
+    return ["adapt", "--model", encoder, "--data", str(data), "--task-text", "task",
+            "--max-seq-length", "8", "--pretrain-batch-size", "2", "--masking", "token",
+            "--tapt-epochs", "1", "--epochs", "1", "--batch-size", "2", "--device", "cpu",
+            "--cache-dir", str(out.parent / "cache"), "-o", str(out), *extra]
+
+
+def test_adapt_end_to_end_resumes_and_compares(tiny_encoder, ner_dir, tmp_path):
+    out = tmp_path / "run"
+    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--compare"))
+    assert res.exit_code == 0, res.output
+    assert "baseline (unadapted)" in res.output and "test entity F1" in res.output
+    summary = json.loads((out / "summary.json").read_text())
+    tapt = summary["stages"]["tapt"]
+    # 15 words -> 24 pieces with [SEP] ends: 4 sequences of 6 + 2 specials; batch 2 -> 2 steps
+    assert tapt["sequences_per_epoch"] >= 2 and tapt["steps"] == -(-tapt["sequences_per_epoch"] // 2)
+    assert summary["model"] == str(out / "pretrain" / "tapt" / "model")
+    assert (out / "pretrain" / "task_text.txt").read_text().splitlines()[0] == \
+        "Aspirin induced renal failure ."
+    ft = json.loads((out / "finetune" / "results.json").read_text())
+    assert ft["model"] == summary["model"]
+    base = json.loads((out / "baseline" / "results.json").read_text())
+    assert base["model"] == tiny_encoder
+    diff = summary["adapted"]["f1"]["mean"] - summary["baseline"]["f1"]["mean"]
+    assert summary["difference"]["f1"] == pytest.approx(diff)
+    mtime = (out / "finetune" / "results.json").stat().st_mtime
+    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--compare"))  # all done: skipped
+    assert res.exit_code == 0, res.output
+    assert res.output.count("finished earlier, skipped") == 3
+    assert (out / "finetune" / "results.json").stat().st_mtime == mtime
+    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--compare", "--pretrain-lr", "1e-3"))
+    assert res.exit_code == 1
+    assert "other settings (lr: 0.0001, now 0.001)" in res.output
+    assert "stage.json" in res.output
+
+
+def test_cli_bad_input_is_one_line_and_exit_1(tmp_path):
+    res = runner.invoke(app, ["adapt", "--task-text", "nope", "-o", str(tmp_path / "r")])
+    assert res.exit_code == 1 and "neither TASK:DATA nor a file" in res.output
+    assert "Traceback" not in res.output
+    res = runner.invoke(app, ["adapt", "-o", str(tmp_path / "r")])
+    assert res.exit_code == 1 and "nothing to adapt" in res.output
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    res = runner.invoke(app, ["adapt", "--task-text", "task", "--data", str(tmp_path), "-o", str(other)])
+    assert res.exit_code == 1 and "holds something other than an adapt run" in res.output
+
+
+def test_shipped_recipe_builds_an_adapt_config():
+    from bertkit.config import build_config, load_recipe
+
+    cfg = build_config(AdaptConfig, load_recipe("bc5cdr-tapt", "adapt"))
+    assert cfg.task_text == "ner:bc5cdr" and cfg.seed_list() == [1, 2, 3] and cfg.compare
+    cfg.check_ranges()
+
+
+@pytest.mark.integration
+def test_adapt_reduced_budget_on_bc5cdr(tmp_path):
+    """DAPT (2 steps on a corpus slice) then TAPT (1 epoch on 200 BC5CDR training sentences),
+    fine-tuning 1 epoch on 200 sentences, and the unadapted baseline."""
+    data = Path(os.environ["BERTKIT_DATA"])
+    corpus = tmp_path / "corpus.txt"
+    with open(data / "corpus" / "train.txt", encoding="utf-8") as f:
+        corpus.write_text("".join(next(f) for _ in range(300)), encoding="utf-8")
+    text = tmp_path / "tapt.txt"
+    text.write_text("\n".join(task_text_lines("ner:bc5cdr")[:200]) + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    res = runner.invoke(app, [
+        "adapt", "--task", "ner", "--data", "bc5cdr", "--corpus", str(corpus),
+        "--task-text", str(text), "--pretrain-steps", "2", "--pretrain-batch-size", "16",
+        "--tapt-epochs", "1", "--masking", "token", "--max-train-samples", "200",
+        "--max-eval-samples", "200", "--epochs", "1", "--lr", "2e-4", "--compare",
+        "--device", "cpu", "--cache-dir", str(tmp_path / "cache"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stages"]["dapt"]["steps"] == 2
+    assert summary["stages"]["tapt"]["steps"] >= 2
+    tapt = yaml.safe_load((out / "pretrain" / "tapt" / "config.yaml").read_text())
+    assert tapt["model"] == str(out / "pretrain" / "dapt" / "model")  # DAPT, then TAPT
+    for side in ("adapted", "baseline"):
+        assert 5.0 < summary[side]["f1"]["mean"] <= 100.0  # 1 epoch on 200 sentences: ~40-60
