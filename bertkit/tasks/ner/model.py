@@ -3,7 +3,11 @@
 The encoder and its linear head are a plain ``BertForTokenClassification`` (saved with
 ``save_pretrained``, so ``AutoModelForTokenClassification`` and ``pipeline("token-classification")``
 load it). The CRF transition scores, when used, are saved beside it in ``crf.safetensors``;
-bertkit's own ``evaluate``/``predict`` use them, while the plain pipeline decodes per token.
+bertkit's own ``evaluate``/``predict`` use them, while the plain pipeline decodes per token. So
+that the saved emissions also decode well alone (with ``aggregation_strategy="first"``), a CRF
+tagger trains them with a token-level cross-entropy term beside the CRF likelihood: without it
+the CRF's transitions carry the ``B-``/``I-`` distinction and the emissions alone never predict
+``B-`` (issue 18).
 Decoding in bertkit is constrained Viterbi over word-level scores, so every output is valid IOB2
 (with a CRF: its learned transitions; without: log-softmax scores and the IOB2 constraints only).
 """
@@ -28,6 +32,7 @@ from bertkit.data.tagging import allowed_transitions
 
 META_FILE = "bertkit.json"
 CRF_FILE = "crf.safetensors"
+TOKEN_LOSS_WEIGHT = 1.0  # cross-entropy on the emissions beside the CRF likelihood (forward())
 
 
 class TokenTagger(nn.Module):
@@ -37,7 +42,8 @@ class TokenTagger(nn.Module):
         encoder: a ``*ForTokenClassification`` model with ``num_labels == len(labels)``.
         labels: the C labels in id order (sorted IOB2 strings).
         crf: add a :class:`LinearChainCRF` over first-piece (word-level) scores.
-        label_all_subwords: with a CRF, also train continuation pieces with cross-entropy.
+        label_all_subwords: also train continuation pieces (their ``I-`` label) with
+            cross-entropy.
 
     Set ``packer`` (a :class:`~bertkit.packing.Packer`) to run training forward passes on packed
     rows (same outputs, no padding work); :meth:`decode` always runs unpacked on length-sorted
@@ -66,10 +72,16 @@ class TokenTagger(nn.Module):
         ``loss_scale``: a scalar multiplying the token cross-entropy (see below).
 
         Returns:
-            ``{"logits": [B, T, C], "loss": scalar, "loss_count": scalar}`` (losses when labels
-            are given): token cross-entropy averaged over labelled pieces (``loss_count`` of them),
-            or the CRF negative log-likelihood averaged over windows (plus subword cross-entropy
-            with ``label_all_subwords``).
+            ``{"logits": [B, T, C], "loss": scalar, ...}`` (losses when labels are given).
+            Without a CRF: token cross-entropy averaged over labelled pieces (``loss_count`` of
+            them). With a CRF: ``crf_loss``, the CRF negative log-likelihood (Lafferty et al.,
+            2001, sec. 3; the neural CRF tagger of Lample et al., 2016, sec. 2.2) averaged over
+            windows, plus ``token_loss``, the per-piece softmax cross-entropy of BERT's
+            token-classification head (Devlin et al., 2019, sec. 5.3) over the same labelled
+            pieces, with weight 1: the joint objective trains the emissions to be a tagger on
+            their own (so the saved model decodes well without the CRF, e.g. in
+            ``pipeline("token-classification", aggregation_strategy="first")``), while the CRF
+            adds the label transitions for bertkit's Viterbi decoding.
 
         ``loss_scale`` (from :class:`~bertkit.tasks.ner.encoding.WindowBatches`) is the batch's
         labelled pieces over their mean per batch, so that every labelled token weighs the same
@@ -89,13 +101,10 @@ class TokenTagger(nn.Module):
             out["loss_count"] = (labels != -100).sum()
             return out
         emissions = self.word_scores(logits, word_pos)
-        loss = self.crf(emissions, word_labels, word_mask) / max(input_ids.shape[0], 1)
-        if self.label_all_subwords:
-            cont = labels.clone()
-            cont.scatter_(1, word_pos, -100)  # first pieces are the CRF's
-            if (cont != -100).any():
-                loss = loss + self._token_loss(logits, cont, loss_scale)
-        out["loss"] = loss
+        crf_loss = self.crf(emissions, word_labels, word_mask) / max(input_ids.shape[0], 1)
+        token_loss = self._token_loss(logits, labels, loss_scale)
+        out["crf_loss"], out["token_loss"] = crf_loss, token_loss
+        out["loss"] = crf_loss + TOKEN_LOSS_WEIGHT * token_loss
         return out
 
     @staticmethod
