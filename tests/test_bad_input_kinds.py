@@ -9,8 +9,10 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -143,3 +145,179 @@ def test_finetune_and_evaluate_dep_refuse_then_skip_bad_trees(tmp_path, tiny_enc
     assert res.exit_code == 0, text
     scored = json.loads(metrics.read_text())
     assert scored["skipped_sentences"]["count"] == 2 and scored["sentences"] == 3
+
+
+# --------------------------------------------------------------------------- 5. named flags exist
+
+def test_pretrain_skips_and_counts_lines_that_are_not_utf8(tmp_path, tiny_encoder):
+    from tests.tasks.pretrain.conftest import write_corpus
+
+    corpus = write_corpus(tmp_path / "corpus.txt", lines=120)
+    lines = corpus.read_bytes().split(b"\n")
+    lines[3] = b"caf\xe9 au lait"  # Latin-1, not UTF-8
+    corpus.write_bytes(b"\n".join(lines))
+    out = tmp_path / "run"
+    common = ("pretrain", "--corpus", corpus, "--model", tiny_encoder, "--max-steps", "2",
+              "--batch-size", "2", "--max-seq-length", "32", "--device", "cpu",
+              "--cache-dir", tmp_path / "cache", "-o", out)
+    res, text = run_cli(*common)
+    assert_refused(res, text, "corpus.txt:4:", "not valid UTF-8", "--skip-bad-lines")
+    assert not out.exists()
+    res, text = run_cli(*common, "--skip-bad-lines")
+    assert res.exit_code == 0, text
+    assert "(1 bad lines skipped)" in text
+    results = json.loads((out / "results.json").read_text())
+    assert results["skipped_lines"] == {"corpus": 1, "valid": 0}
+    # the skipping run's cache does not hide the bad line from a run without the option
+    res, text = run_cli(*common[:-2], "-o", tmp_path / "run2")
+    assert_refused(res, text, "corpus.txt:4:", "--skip-bad-lines")
+
+
+# Which commands can show the messages of each module that names a flag (module -> commands);
+# "module::function" narrows an entry to one function (or Class.method) of the module. A message
+# whose text names a command (``bertkit vocab build --corpus``) is checked against that command
+# instead. A new module whose messages name a flag must be added here: the test says so.
+TRAINING = ("finetune ner", "finetune re", "finetune dep", "pretrain")
+INFERENCE = ("evaluate ner", "evaluate re", "evaluate dep", "predict ner", "predict re",
+             "predict dep")
+MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
+    "bertkit/cli/_options.py": TRAINING,
+    "bertkit/data/conllu.py": ("finetune dep", "evaluate dep"),  # the hint only for gold input
+    "bertkit/data/relations.py": ("finetune re", "evaluate re", "predict re"),
+    "bertkit/masking/base.py": ("pretrain",),
+    "bertkit/masking/span.py": ("pretrain",),
+    "bertkit/metrics/cls.py": ("finetune re",),
+    "bertkit/recipes.py": ("run",),
+    "bertkit/tasks/dep/data.py": ("finetune dep", "evaluate dep"),
+    "bertkit/tasks/driver.py": ("finetune ner", "finetune re", "finetune dep"),
+    "bertkit/tasks/pretrain/config.py": ("pretrain",),
+    "bertkit/tasks/pretrain/model.py": ("pretrain",),
+    "bertkit/tasks/pretrain/task.py": ("pretrain",),
+    "bertkit/tasks/re/data.py": ("finetune re", "evaluate re"),
+    "bertkit/tasks/re/model.py": ("finetune re",),
+    "bertkit/tasks/re/task.py": ("finetune re",),
+    "bertkit/training/config.py": TRAINING,
+    "bertkit/training/devices.py": TRAINING + INFERENCE,
+    "bertkit/training/distributed.py": TRAINING,
+    "bertkit/training/fsdp.py": TRAINING,
+    "bertkit/training/logging.py": TRAINING,
+    "bertkit/training/loop.py": TRAINING,
+    "bertkit/training/rundir.py": TRAINING,
+    "bertkit/vocab/build.py": ("vocab build",),
+    "bertkit/vocab/build.py::check_output_dir": ("vocab build", "vocab extend"),
+    "bertkit/vocab/corpus.py": ("vocab build", "vocab compare", "vocab extend", "pretrain"),
+    "bertkit/vocab/extend.py": ("vocab extend",),
+    "bertkit/vocab/sentencepiece.py": ("vocab build",),
+    "bertkit/vocab/wordpiece.py": ("vocab build",),
+    "bertkit/workflows/adapt.py": ("adapt",),
+    "bertkit/workflows/task_text.py": ("adapt",),
+}
+# (module, flag, command) a message names although the command lacks the flag, and why that is
+# right; keep this short.
+ALLOWED = {
+    ("bertkit/cli/_options.py", "--epochs", "pretrain"):
+        "training_options gives --max-steps another help text where --epochs is excluded",
+    ("bertkit/training/config.py", "--epochs", "pretrain"):
+        "check_ranges' '0: use --epochs' for max_steps < 0 (only a recipe gets there); "
+        "PretrainConfig refuses max_steps 0 with its own message",
+}
+_FLAG = r"--[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?![\w-])"
+_ARGUMENT = re.compile(rf"{_FLAG}(?:=\S*)?(?:/{_FLAG})?")  # an argv token, not a message
+
+
+def command_options(app) -> dict[str, set[str]]:
+    """Every command of a Typer ``app`` ("finetune ner") -> the option names it accepts."""
+    import typer
+
+    out: dict[str, set[str]] = {}
+
+    def walk(cmd, path):
+        if hasattr(cmd, "commands"):
+            for name, sub in cmd.commands.items():
+                walk(sub, path + [name])
+        else:
+            out[" ".join(path)] = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+def flag_mentions(source: str) -> list[tuple[int, str, str, str]]:
+    """(line, flag, text, enclosing function or "") for each ``--flag`` in a string of ``source`` that users can read:
+    docstrings, ``typer.Option``/``typer.Argument`` declarations (a command's own flags) and
+    argv tokens (``"--porcelain"``) are left out."""
+    tree = ast.parse(source)
+    owner = {}
+    for top in tree.body:  # the function (or Class.method) each string sits in
+        inner = [top] if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
+            [f for f in getattr(top, "body", []) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for fn in inner:
+            name = fn.name if fn is top else f"{top.name}.{fn.name}"
+            owner.update({id(n): name for n in ast.walk(fn)})
+    left_out = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant):
+            left_out.add(id(body[0].value))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("Option", "Argument"):
+            left_out.update(id(n) for n in ast.walk(node))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in left_out and not _ARGUMENT.fullmatch(node.value.strip()):
+            found += [(node.lineno, m.group(), node.value, owner.get(id(node), ""))
+                      for m in re.finditer(rf"(?<![\w-]){_FLAG}", node.value)]
+    return found
+
+
+def missing_flags(files: dict[str, str], table: dict[str, tuple[str, ...]],
+                  options: dict[str, set[str]]) -> list[str]:
+    """Problems: a flag named in a module's messages that one of its commands lacks, or a module
+    naming flags that ``table`` does not map to commands. ``files``: path -> source."""
+    named = sorted(options, key=len, reverse=True)
+    problems = []
+    for path, source in sorted(files.items()):
+        mentions = flag_mentions(source)
+        if mentions and path not in table:
+            problems.append(f"{path}:{mentions[0][0]} names {mentions[0][1]}: add {path!r} with "
+                            f"the commands that show its messages to MESSAGE_COMMANDS")
+            continue
+        for line, flag, text, function in mentions:
+            before = text[:text.index(flag)]
+            said = [c for c in named if f"bertkit {c} " in before + " "]
+            for command in said[:1] or table.get(f"{path}::{function}", table[path]):
+                if command not in options:
+                    problems.append(f"{path}:{line}: no command {command!r}")
+                elif flag not in options[command] and (path, flag, command) not in ALLOWED:
+                    problems.append(f"{path}:{line}: `{command}` has no {flag} ({text.strip()!r})")
+    return problems
+
+
+def test_every_flag_an_error_message_names_exists_on_its_command():
+    root = Path(__file__).resolve().parents[1] / "bertkit"
+    files = {str(p.relative_to(root.parent)): p.read_text(encoding="utf-8")
+             for p in sorted(root.rglob("*.py"))}
+    assert missing_flags(files, MESSAGE_COMMANDS, command_options(app)) == []
+    stale = sorted({k.split("::")[0] for k in MESSAGE_COMMANDS}
+                   - {p for p, s in files.items() if flag_mentions(s)})
+    assert stale == [], f"MESSAGE_COMMANDS lists modules that name no flag: {stale}"
+
+
+def test_the_flag_check_catches_a_missing_flag():
+    options = command_options(app)
+    corpus = (Path(__file__).resolve().parents[1] / "bertkit/vocab/corpus.py").read_text()
+    files = {"bertkit/vocab/corpus.py": corpus}
+    assert missing_flags(files, MESSAGE_COMMANDS, options) == []
+    without = {**options, "pretrain": options["pretrain"] - {"--skip-bad-lines"}}  # the old bug
+    problems = missing_flags(files, MESSAGE_COMMANDS, without)
+    assert len(problems) == 1 and "`pretrain` has no --skip-bad-lines" in problems[0]
+    fake = {"bertkit/x.py": 'def f():\n    """Docstring --ignored."""\n'
+                            '    raise BertkitError("bad", expected="--no-such-flag or `bertkit '
+                            'vocab build --size 5`")\n'}
+    assert missing_flags(fake, {}, options) == [
+        "bertkit/x.py:3 names --no-such-flag: add 'bertkit/x.py' with the commands that show its "
+        "messages to MESSAGE_COMMANDS"]
+    assert missing_flags(fake, {"bertkit/x.py": ("pretrain",)}, options) == [
+        "bertkit/x.py:3: `pretrain` has no --no-such-flag ('--no-such-flag or `bertkit vocab "
+        "build --size 5`')"]

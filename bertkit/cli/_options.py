@@ -80,6 +80,8 @@ def training_options(exclude: tuple[str, ...] = (), **defaults):
     def option(name: str):
         kind, flags, text, default, extra = LOOP_OPTIONS[name]
         default = defaults.get(name, default)
+        if name == "max_steps" and "epochs" in exclude:  # a steps-only command: no --epochs
+            text, extra = "Train for exactly N optimiser steps.", {"min": 1}
         shown = f" \\[default: {default}]" if default is not None else ""
         return Annotated[Optional[kind], typer.Option(*flags, help=text + shown, **extra)]
 

@@ -34,6 +34,8 @@ class PretrainConfig(TrainConfig):
         eval_batch_size / max_eval_sequences: validation batch size and cap.
         cache_dir: tokenised-corpus cache (default ``$BERTKIT_CACHE`` or ``~/.cache/bertkit``).
         compile: ``torch.compile`` the encoder (CUDA).
+        skip_bad_lines: drop corpus lines that are not UTF-8 (or binary) and count them,
+            instead of stopping at the first one.
     """
 
     corpus: str | None = None
@@ -56,6 +58,7 @@ class PretrainConfig(TrainConfig):
     max_eval_sequences: int | None = None
     cache_dir: str | None = None
     compile: bool = False
+    skip_bad_lines: bool = False
     lr: float = 1e-4
     warmup: float = 0.06
     max_steps: int = 1000

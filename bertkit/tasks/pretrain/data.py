@@ -59,6 +59,7 @@ class TokenStream:
         cached: True when it was read from the cache rather than tokenised now.
         sentence_ends: ``[S]`` int64 memory-mapped offsets just past each sentence.
         document_ends: ``[D]`` int64 memory-mapped offsets of each document's ``[SEP]``.
+        skipped_lines: corpus lines dropped as not UTF-8 or binary (``skip_bad_lines``).
     """
 
     ids: np.ndarray
@@ -68,11 +69,16 @@ class TokenStream:
     cached: bool
     sentence_ends: np.ndarray | None = None
     document_ends: np.ndarray | None = None
+    skipped_lines: int = 0
 
 
-def cache_key(files: list[Path], tokenizer) -> str:
-    """SHA-256 over the files' absolute paths, sizes and modification times and the tokenizer."""
+def cache_key(files: list[Path], tokenizer, skip_bad_lines: bool = False) -> str:
+    """SHA-256 over the files' absolute paths, sizes and modification times and the tokenizer
+    (and ``skip_bad_lines`` when set: a corpus read with bad lines dropped is cached apart, so a
+    run without the option still reports the bad line)."""
     h = hashlib.sha256(f"v{CACHE_VERSION}".encode())
+    if skip_bad_lines:
+        h.update(b"skip-bad-lines\0")
     for f in files:
         st = f.stat()
         h.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
@@ -142,21 +148,23 @@ def _encode_block(text: str, backend, sep: int, open_doc: bool
 
 
 def tokenize_corpus(paths: Iterable[str | Path], tokenizer, cache_dir: str | Path | None = None,
-                    console=None) -> TokenStream:
+                    console=None, skip_bad_lines: bool = False) -> TokenStream:
     """Tokenise a corpus into a cached :class:`TokenStream` (or read it from the cache).
 
     Args:
         paths: files (plain text or ``.gz``) and directories of them.
         tokenizer: a fast Hugging Face tokenizer with ``[SEP]``.
         cache_dir: where cached corpora live (default :func:`default_cache_dir`).
+        skip_bad_lines: drop lines that are not UTF-8 or hold NUL bytes (counted in
+            ``TokenStream.skipped_lines``) instead of failing.
 
     Raises:
-        BertkitError: a missing path, a file that is not UTF-8 text (file and line given), a
-            corrupt ``.gz`` file, or a corpus with no text.
+        BertkitError: a missing path, a file that is not UTF-8 text (file and line given; without
+            ``skip_bad_lines``), a corrupt ``.gz`` file, or a corpus with no text.
     """
     files = resolve_corpus_files(paths)
     root = Path(cache_dir) if cache_dir else default_cache_dir()
-    folder = root / cache_key(files, tokenizer)
+    folder = root / cache_key(files, tokenizer, skip_bad_lines)
     dtype = np.uint16 if len(tokenizer) < 65535 else np.int32
     if not (folder / "meta.json").is_file():
         sep = tokenizer.sep_token_id
@@ -176,8 +184,9 @@ def tokenize_corpus(paths: Iterable[str | Path], tokenizer, cache_dir: str | Pat
                     open(tmp / "document_ends.bin", "wb") as doc_out:
                 for path in files:
                     open_doc = False
-                    for text in _iter_file_blocks(path, skip_bad_lines=False, stats=stats,
-                                                  progress=None, block_bytes=1 << 20):
+                    for text in _iter_file_blocks(path, skip_bad_lines=skip_bad_lines,
+                                                  stats=stats, progress=None,
+                                                  block_bytes=1 << 20):
                         ids, ended, open_doc, sent_ends, doc_ends = _encode_block(
                             text, backend, sep, open_doc)
                         docs += ended
@@ -195,6 +204,7 @@ def tokenize_corpus(paths: Iterable[str | Path], tokenizer, cache_dir: str | Pat
             np.save(tmp / "unigram.npy", counts)
             write_json(tmp / "meta.json", {"tokens": total, "documents": docs,
                                            "sentences": sentences, "dtype": np.dtype(dtype).name,
+                                           "skipped_lines": stats.skipped_lines,
                                            "files": [str(f) for f in files],
                                            "tokenizer": getattr(tokenizer, "name_or_path", "")})
         cached = False
@@ -210,7 +220,7 @@ def tokenize_corpus(paths: Iterable[str | Path], tokenizer, cache_dir: str | Pat
     doc = np.memmap(folder / "document_ends.bin", dtype=np.int64, mode="r",
                     shape=(meta["documents"],)) if meta["documents"] else np.zeros(0, np.int64)
     return TokenStream(ids, np.load(folder / "unigram.npy"), meta["documents"], folder, cached,
-                       sent, doc)
+                       sent, doc, int(meta.get("skipped_lines", 0)))
 
 
 class PackedSequences:

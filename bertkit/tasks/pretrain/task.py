@@ -70,7 +70,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     tokenizer = _tokenizer(cfg)
     with main_process_first(runtime.device):  # one process tokenises, the others read its cache
         stream = tokenize_corpus(_paths(cfg.corpus), tokenizer, cfg.cache_dir,
-                                 console if is_main_process() else None)
+                                 console if is_main_process() else None, cfg.skip_bad_lines)
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
     sequences = PackedSequences(stream, cfg.max_seq_length, cls_id, sep_id)
     if len(sequences) == 0 and not cfg.nsp:
@@ -102,7 +102,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     if cfg.valid:
         with main_process_first(runtime.device):
             vstream = tokenize_corpus(_paths(cfg.valid), tokenizer, cfg.cache_dir,
-                                      console if is_main_process() else None)
+                                      console if is_main_process() else None, cfg.skip_bad_lines)
         vseq = PackedSequences(vstream, cfg.max_seq_length, cls_id, sep_id, cfg.max_eval_sequences)
         if len(vseq) == 0:
             raise BertkitError("the validation text is shorter than one sequence",
@@ -129,6 +129,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         source = cfg.model if cfg.model else f"new {cfg.config} BERT, vocabulary {cfg.vocab}"
         console.print(
             f"corpus: {len(stream.ids):,} tokens, {stream.documents:,} documents "
+            f"{f'({stream.skipped_lines:,} bad lines skipped) ' if stream.skipped_lines else ''}"
             f"({'cached' if stream.cached else 'tokenised'}: {stream.path}); "
             f"{n_pairs if pairs else len(sequences):,} "
             f"{'NSP pairs (epoch 1) of up to' if pairs else 'sequences of'} {cfg.max_seq_length}; masking {cfg.masking}"
@@ -166,6 +167,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         "valid": result.history[-1] if result.history else None,
         "valid_initial": initial,
         "corpus_tokens": int(len(stream.ids)),
+        "skipped_lines": {"corpus": stream.skipped_lines,
+                          "valid": vstream.skipped_lines if cfg.valid else 0},
         "sequences": n_pairs if pairs else len(sequences), "documents": n_documents,
         "pseudo_documents": pseudo,
         "new_mlm_head": info["new_mlm_head"], "parameters": info["parameters"],
@@ -175,4 +178,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         "torch_threads": torch.get_num_threads(),
     }
     write_json(run_dir / "results.json", results)
+    from bertkit.modelcard import write_model_card
+
+    write_model_card(run_dir / "model", results, cfg)  # model/README.md
     return results
