@@ -1,14 +1,15 @@
-"""Dataclass configs: defaults < ``--recipe FILE`` (YAML) < explicit command-line flags.
+"""Dataclass configs: built from layers of settings, checked, and written as ``config.yaml``.
 
-A recipe key is the flag's name in snake case (``--batch-size`` <-> ``batch_size``); an unknown
-key is an error naming the valid ones. Every run writes the resolved config as ``config.yaml``.
+:func:`build_config` overlays layers on a dataclass's defaults (an unknown key is an error naming
+the valid ones, a value of the wrong type names the option and where it came from). Which layers
+a run has (saved run < ``--recipe`` < explicit flags) and how a recipe file is read (with
+``$VARIABLES`` expanded) is :mod:`bertkit.recipes`' business: this module imports no recipe code,
+so recipes build on configs and never the other way round.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,63 +19,6 @@ import yaml
 from bertkit.errors import BertkitError
 
 C = TypeVar("C")
-
-
-def load_recipe(path: str | Path, command: str | None = None) -> dict[str, Any]:
-    """Read a recipe YAML file into a flat ``{key: value}`` dict.
-
-    Accepts a flat mapping of option values, or the ``bertkit run`` form (``command`` +
-    ``settings``, see :mod:`bertkit.recipes`) whose command must be ``command`` when given.
-
-    Raises:
-        BertkitError: the file is missing, is not valid YAML, is not a mapping, is for another
-            command or has several stages.
-    """
-    path = Path(path)
-    if not path.is_file():
-        from bertkit.recipes import find  # a named recipe (bertkit recipes lists them)
-
-        path = find(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise BertkitError(f"not valid YAML: {problem}", file=path,
-                           line=None if line is None else line + 1) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise BertkitError("a recipe must be a mapping of option names to values", file=path)
-    if "stages" in data:
-        raise BertkitError("this recipe has several stages", file=path,
-                           expected=f"bertkit run {path}")
-    if "command" in data:  # the `bertkit run` form: command + settings
-        if command is not None and " ".join(str(data["command"]).split()) != command:
-            raise BertkitError(f"this recipe is for '{data['command']}', not '{command}'",
-                               file=path, expected=f"bertkit run {path}")
-        data = data.get("settings") or {}
-        if not isinstance(data, dict):
-            raise BertkitError("'settings' must be a mapping of option names to values", file=path)
-    return {str(k).replace("-", "_"): expand_vars(str(k), v, path) for k, v in data.items()}
-
-
-def expand_vars(key: str, value: Any, file: str | Path | None = None) -> Any:
-    """A recipe value with ``$VARIABLES`` expanded from the environment
-    (``$BERTKIT_DATA/corpus/train.txt``); other values unchanged.
-
-    Raises:
-        BertkitError: a variable used in ``value`` is not set (naming it and ``key``).
-    """
-    if not isinstance(value, str) or "$" not in value:
-        return value
-    expanded = os.path.expandvars(value)
-    unset = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", expanded)
-    if unset:
-        raise BertkitError(f"setting {key} ({value!r}) uses ${unset[0]}, which is not set",
-                           file=file, expected=f"export {unset[0]}=... (for BERTKIT_DATA: the "
-                                                f"folder holding ner/, re/, dep/, corpus/)")
-    return expanded
 
 
 def field_names(cls: type) -> list[str]:
@@ -140,3 +84,16 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 def dump_yaml(data: dict[str, Any]) -> str:
     """Serialise a config dict as YAML, keys in definition order."""
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def __getattr__(name: str) -> Any:
+    """``bertkit.config.load_recipe``/``expand_vars`` moved to :mod:`bertkit.recipes`; the old
+    names still resolve (with a DeprecationWarning) for code written before the move."""
+    if name in ("load_recipe", "expand_vars"):
+        import importlib
+        import warnings
+
+        warnings.warn(f"bertkit.config.{name} moved to bertkit.recipes.{name}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module("bertkit.recipes"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,6 +24,9 @@ every stage that has it, ``--set stage.key=value`` in one stage; values are read
 from __future__ import annotations
 
 import importlib
+import json
+import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +34,7 @@ from typing import Any, Callable
 
 import yaml
 
-from bertkit.config import expand_vars
+from bertkit.config import build_config, field_names
 from bertkit.errors import BertkitError
 from bertkit.tasks.registry import finetune_commands
 
@@ -109,6 +112,83 @@ def _read_yaml(path: Path) -> Any:
                            line=None if mark is None else mark.line + 1) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BertkitError(f"cannot read the recipe: {exc}", file=path) from None
+
+
+def expand_vars(key: str, value: Any, file: str | Path | None = None) -> Any:
+    """A recipe value with ``$VARIABLES`` expanded from the environment
+    (``$BERTKIT_DATA/corpus/train.txt``); other values unchanged.
+
+    >>> os.environ["BERTKIT_EXAMPLE"] = "/data"; expand_vars("corpus", "$BERTKIT_EXAMPLE/c.txt")
+    '/data/c.txt'
+
+    Raises:
+        BertkitError: a variable used in ``value`` is not set (naming it and ``key``).
+    """
+    if not isinstance(value, str) or "$" not in value:
+        return value
+    expanded = os.path.expandvars(value)
+    unset = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", expanded)
+    if unset:
+        raise BertkitError(f"setting {key} ({value!r}) uses ${unset[0]}, which is not set",
+                           file=file, expected=f"export {unset[0]}=... (for BERTKIT_DATA: the "
+                                                f"folder holding ner/, re/, dep/, corpus/)")
+    return expanded
+
+
+def load_recipe(path: str | Path, command: str | None = None) -> dict[str, Any]:
+    """Read a recipe (a YAML file or a name from ``bertkit recipes``) into a flat
+    ``{key: value}`` layer for ``--recipe``, with ``$VARIABLES`` expanded.
+
+    Accepts a flat mapping of option values, or the ``bertkit run`` form (``command`` +
+    ``settings``) whose command must be ``command`` when given.
+
+    Raises:
+        BertkitError: the file is missing, is not valid YAML, is not a mapping, is for another
+            command, has several stages, or uses an unset ``$VARIABLE``.
+    """
+    path = find(path)
+    data = _read_yaml(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BertkitError("a recipe must be a mapping of option names to values", file=path)
+    if "stages" in data:
+        raise BertkitError("this recipe has several stages", file=path,
+                           expected=f"bertkit run {path}")
+    if "command" in data:  # the `bertkit run` form: command + settings
+        if command is not None and " ".join(str(data["command"]).split()) != command:
+            raise BertkitError(f"this recipe is for '{data['command']}', not '{command}'",
+                               file=path, expected=f"bertkit run {path}")
+        data = data.get("settings") or {}
+        if not isinstance(data, dict):
+            raise BertkitError("'settings' must be a mapping of option names to values", file=path)
+    return {str(k).replace("-", "_"): expand_vars(str(k), v, path) for k, v in data.items()}
+
+
+def run_settings(config_cls: type, command: str, flags: dict[str, Any],
+                 recipe: str | Path | None = None):
+    """A run's settings, built the one way every command builds them: the dataclass defaults
+    < the saved run's ``config.yaml`` (with ``--resume``) < ``--recipe`` < explicit flags.
+
+    Args:
+        config_cls: the command's config dataclass (e.g. ``NERConfig``).
+        command: the command a recipe must be for (``"finetune ner"``, ``"pretrain"``).
+        flags: the command line's options; None means "not given" (the layer below shows).
+        recipe: a recipe file or name, or None.
+
+    Returns:
+        an instance of ``config_cls``.
+
+    Raises:
+        BertkitError: an unknown key or a value of the wrong type (naming the recipe file when
+            it came from there), an unreadable recipe or saved ``config.yaml``.
+    """
+    from bertkit.training.rundir import saved_settings
+
+    saved = saved_settings(flags.get("output_dir"), field_names(config_cls)) \
+        if flags.get("resume") else None
+    return build_config(config_cls, saved, load_recipe(recipe, command) if recipe else None,
+                        flags, source=str(recipe) if recipe else "options")
 
 
 def _settings(raw: Any, path: Path, where: str) -> dict[str, Any]:
@@ -218,7 +298,12 @@ def _load_attr(spec: str) -> Any:
 
 def run_stage(stage: Stage, output_dir: Path, console=None) -> tuple[dict, str]:
     """Run one stage, writing to ``output_dir`` unless its settings name an output; returns
-    (its results, the path that ``@stage`` resolves to)."""
+    (its results, the path that ``@stage`` resolves to). A stage resumed (``resume: true``)
+    after it finished is kept as it is: its ``results.json`` is returned.
+
+    Raises:
+        BertkitError: from the stage's command.
+    """
     settings = dict(stage.settings)
     key, sub = _PRODUCT.get(stage.command, ("output_dir", "model"))
     settings.setdefault(key, str(output_dir))
@@ -234,7 +319,7 @@ def run_stage(stage: Stage, output_dir: Path, console=None) -> tuple[dict, str]:
         except TypeError as exc:
             raise BertkitError(f"stage {stage.name}: {exc}") from None
     else:
-        from bertkit.config import build_config
+        from bertkit.training.rundir import RunComplete
 
         cls_spec, fn_spec = COMMANDS.get(stage.command, (None, None))
         if cls_spec is None:
@@ -242,7 +327,12 @@ def run_stage(stage: Stage, output_dir: Path, console=None) -> tuple[dict, str]:
         cls: type = _load_attr(cls_spec)
         fn: Callable = _load_attr(fn_spec)
         cfg = build_config(cls, settings, source=f"recipe stage {stage.name}")
-        results = fn(cfg, console)
+        try:
+            results = fn(cfg, console)
+        except RunComplete as done:  # --set resume=true over stages that finished: keep them
+            if console:
+                console.print(f"stage {stage.name}: {done}", highlight=False)
+            results = json.loads((done.path / "results.json").read_text(encoding="utf-8"))
     product = Path(settings[key]) / sub if sub else Path(settings[key])
     return results, str(product)
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from bertkit import recipes
 from bertkit.cli import app
-from bertkit.config import load_recipe
+from bertkit.recipes import load_recipe, run_settings
 from bertkit.errors import BertkitError
 from tests.conftest import write_ner_dir
 
@@ -148,7 +148,7 @@ def test_unset_variable_in_a_recipe_is_named(tmp_path, monkeypatch):
 
 
 def test_recipe_option_expands_variables(tmp_path, monkeypatch):
-    from bertkit.config import load_recipe
+    from bertkit.recipes import load_recipe
 
     path = tmp_path / "r.yaml"
     path.write_text("data: $BERTKIT_DATA/ner/bc5cdr\nlr: 1e-4\n")
@@ -157,3 +157,58 @@ def test_recipe_option_expands_variables(tmp_path, monkeypatch):
     monkeypatch.delenv("BERTKIT_DATA")
     with pytest.raises(BertkitError, match=r"uses \$BERTKIT_DATA, which is not set"):
         load_recipe(path)
+
+
+def test_run_settings_layers_saved_run_recipe_and_flags(tmp_path, monkeypatch):
+    """One function builds every command's settings: defaults < saved run (--resume) < recipe
+    < flags; a value of the wrong type names the recipe file."""
+    from bertkit.config import dump_yaml
+    from bertkit.tasks.ner.config import NERConfig
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(dump_yaml({"lr": 3e-4, "epochs": 7, "seed": 5,
+                                                "resume": False}))
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("epochs: 2\nbatch_size: 4\ndata: $BERTKIT_DATA/ner/x\n")
+    monkeypatch.setenv("BERTKIT_DATA", "/d")
+    flags = {"output_dir": str(run), "resume": True, "batch_size": 8, "lr": None}
+    cfg = run_settings(NERConfig, "finetune ner", flags, recipe)
+    assert (cfg.lr, cfg.seed, cfg.epochs, cfg.batch_size, cfg.data, cfg.resume) == \
+        (3e-4, 5, 2, 8, "/d/ner/x", True)
+    fresh = run_settings(NERConfig, "finetune ner", {**flags, "resume": None}, recipe)
+    assert (fresh.lr, fresh.seed, fresh.epochs) == (NERConfig().lr, NERConfig().seed, 2)
+    recipe.write_text("epochs: two\n")
+    with pytest.raises(BertkitError, match=f"{recipe}.*option 'epochs' has the value 'two'"):
+        run_settings(NERConfig, "finetune ner", {}, recipe)
+
+
+def test_old_import_of_load_recipe_from_config_still_works():
+    import warnings
+
+    import bertkit.config
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert bertkit.config.load_recipe is load_recipe
+    assert "moved to bertkit.recipes" in str(caught[0].message)
+    with pytest.raises(AttributeError):
+        bertkit.config.no_such_name
+
+
+def test_a_complete_stage_is_kept_when_a_recipe_is_resumed(tmp_path, monkeypatch):
+    from bertkit.training.rundir import RunComplete
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "results.json").write_text('{"test": {"f1": 0.5}}')
+
+    def complete(cfg, console):
+        raise RunComplete(out)
+
+    monkeypatch.setitem(recipes.COMMANDS, "finetune ner",
+                        (recipes.COMMANDS["finetune ner"][0], "tests.test_recipes:_complete"))
+    monkeypatch.setattr(sys.modules[__name__], "_complete", complete, raising=False)
+    stage = recipes.Stage("main", "finetune ner", {"resume": True})
+    results, product = recipes.run_stage(stage, out)
+    assert results == {"test": {"f1": 0.5}} and product == str(out / "model")
