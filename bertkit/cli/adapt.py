@@ -10,7 +10,7 @@ from rich.console import Console
 
 from bertkit.cli import _options as opt
 from bertkit.cli._app import app, user_errors
-from bertkit.config import build_config, load_recipe
+from bertkit.recipes import run_settings
 
 
 @app.command("adapt")
@@ -68,6 +68,5 @@ def adapt_cli(
         finetune_recipe=finetune_recipe, seed=seed, seeds=seeds, compare=compare, device=device,
         precision=precision, cache_dir=cache_dir, output_dir=output_dir,
         overwrite=overwrite).items()}
-    cfg = build_config(AdaptConfig, load_recipe(recipe, "adapt") if recipe else None, flags,
-                       source=str(recipe) if recipe else "options")
+    cfg = run_settings(AdaptConfig, "adapt", flags, recipe)
     adapt(cfg, Console())

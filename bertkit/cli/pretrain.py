@@ -10,8 +10,7 @@ from rich.console import Console
 
 from bertkit.cli import _options as opt
 from bertkit.cli._app import app, user_errors
-from bertkit.config import build_config, field_names, load_recipe
-from bertkit.training.rundir import saved_settings
+from bertkit.recipes import run_settings
 
 
 @app.command("pretrain")
@@ -60,10 +59,7 @@ def pretrain_cli(
         nsp=nsp, short_seq_prob=short_seq_prob, max_seq_length=max_seq_length,
         eval_batch_size=eval_batch_size, max_eval_sequences=max_eval_sequences,
         cache_dir=cache_dir, compile=compile, skip_bad_lines=skip_bad_lines)
-    saved = saved_settings(flags.get("output_dir"), field_names(PretrainConfig)) \
-        if flags.get("resume") else None
-    cfg = build_config(PretrainConfig, saved, load_recipe(recipe, "pretrain") if recipe else None, flags,
-                       source=str(recipe) if recipe else "options")
+    cfg = run_settings(PretrainConfig, "pretrain", flags, recipe)
     console = Console()
     results = pretrain(cfg, console)
     if "train" not in results:  # a non-main process of a multi-process run
