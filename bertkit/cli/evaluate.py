@@ -102,3 +102,40 @@ def dep_cli(
         write_json(output, metrics)
     if predictions:
         write_text(predictions, format_conllu(sents, heads, rels))
+
+
+@evaluate_app.command("cls")
+@user_errors
+def cls_cli(
+    model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
+    data: Annotated[str, typer.Option("--data", "-d", help="Registered set (scicite, acl-arc, paper-field) or directory with split .jsonl/.csv/.tsv files.")],
+    split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
+    output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
+    predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write each text with its predicted label as JSON lines here.")] = None,
+    confusion: Annotated[Optional[Path], typer.Option("--confusion", help="Also write the confusion matrix as PATH.csv and PATH.png (single-label models).")] = None,
+    text_column: Annotated[Optional[str], typer.Option("--text-column", help="Field or column holding the text. \\[default: as trained]")] = None,
+    label_column: Annotated[Optional[str], typer.Option("--label-column", help="Field or column holding the label. \\[default: as trained]")] = None,
+    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count unreadable lines.")] = False,
+    device: opt.InferenceDevice = "auto",
+    precision: opt.InferencePrecision = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Texts per batch.", min=1)] = 64,
+) -> None:
+    """Score a saved text classifier on a labelled split: macro-F1, micro-F1, accuracy, per label,
+    beside the majority-class baseline."""
+    from bertkit.io import write_json, write_text
+    from bertkit.metrics.cls import save_confusion
+    from bertkit.tasks.cls import evaluate_cls
+    from bertkit.tasks.cls.task import cls_table, prediction_lines
+
+    console = Console()
+    metrics, xs, pred, probs, labels = evaluate_cls(model, data, split, device, precision,
+                                                    batch_size, skip_bad_lines, text_column,
+                                                    label_column, console)
+    console.print(cls_table(metrics, f"{split}: {data}"))
+    if output:
+        write_json(output, metrics)
+    if predictions:
+        write_text(predictions, prediction_lines(xs, labels, pred, probs,
+                                                 metrics.get("confusion") is None))
+    if confusion and metrics.get("confusion") is not None:
+        save_confusion(confusion, metrics["labels"], metrics["confusion"], f"{split}: {data}")

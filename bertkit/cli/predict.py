@@ -74,3 +74,25 @@ def dep_cli(
                        precision, batch_size, decoder, Console(stderr=True))
     if output is None:
         typer.echo(text, nl=False)
+
+
+@predict_app.command("cls")
+@user_errors
+def cls_cli(
+    model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
+    input: Annotated[Path, typer.Option("--input", "-i", help="JSON lines or CSV/TSV (header row; the text field as trained, or --text-column; label optional) or plain text, one text a line.")],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
+    input_format: Annotated[Literal["auto", "jsonl", "csv", "tsv", "text"], typer.Option("--input-format", help="auto (by extension, else jsonl when the file starts with {, else text), jsonl, csv, tsv or text.")] = "auto",
+    text_column: Annotated[Optional[str], typer.Option("--text-column", help="Field or column holding the text. \\[default: as trained]")] = None,
+    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count unreadable lines.")] = False,
+    device: opt.InferenceDevice = "auto",
+    precision: opt.InferencePrecision = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Texts per batch.", min=1)] = 64,
+) -> None:
+    """Classify texts with a saved text classifier: JSON lines with predicted and probability."""
+    from bertkit.tasks.cls import predict_cls
+
+    text = predict_cls(model, str(input), str(output) if output else None, input_format, device,
+                       precision, batch_size, skip_bad_lines, text_column, Console(stderr=True))
+    if output is None:
+        typer.echo(text, nl=False)

@@ -47,8 +47,24 @@ for _name, _hub, _desc in [
     ("ncbi-disease", "ncbi/ncbi_disease", "NCBI Disease corpus (Dogan et al., 2014)"),
     ("jnlpba", "jnlpba/jnlpba", "JNLPBA 2004: protein, DNA, RNA, cell line, cell type"),
     ("bc2gm", "spyysalo/bc2gm_corpus", "BioCreative II gene mention (Smith et al., 2008)"),
+    # EBM-NLP PICO spans as released with SciBERT: 4 columns (token POS _ tag), IO tags I-PAR,
+    # I-INT, I-OUT read as IOB1 runs -> IOB2 (bertkit.data.tagging); SciBERT reports token-level
+    # macro-F1 (finetune ner --metric token-macro)
+    ("ebmnlp", "", "EBM-NLP PICO: participants, interventions, outcomes (Nye et al., 2018)"),
 ]:
     register(DatasetEntry("ner", _name, _hub, _desc))
+
+# sentence classification: cls/<name>/{train,dev,test}.jsonl (``text``, ``label``) under
+# BERTKIT_DATA; the hub ids are where the sets live on the Hugging Face hub (read with the
+# ``datasets`` library where a network exists: bertkit.tasks.cls.data)
+for _name, _hub, _desc in [
+    ("scicite", "allenai/scicite", "SciCite citation intent, 3 labels (Cohan et al., 2019)"),
+    ("acl-arc", "", "ACL-ARC citation intent, 6 labels (Jurgens et al., 2018), SciBERT's "
+                    "release"),
+    ("paper-field", "", "Paper Field: MAG titles -> field of study, 7 labels (SciBERT's "
+                        "release)"),
+]:
+    register(DatasetEntry("cls", _name, _hub, _desc))
 
 # dependency parsing: dep/<name>/{train,dev,test}.conllu under BERTKIT_DATA only (no hub loader);
 # the shared GENIA release has no train.conllu: bertkit.tasks.dep.data trains on dev.conllu less

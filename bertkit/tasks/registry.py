@@ -31,6 +31,8 @@ TASKS: dict[str, TaskEntry] = {
                     "bertkit.tasks.re:finetune_re"),
     "dep": TaskEntry("bertkit.tasks.dep.task:TASK", "bertkit.tasks.dep:DepConfig",
                      "bertkit.tasks.dep:finetune_dep"),
+    "cls": TaskEntry("bertkit.tasks.cls.task:TASK", "bertkit.tasks.cls:CLSConfig",
+                     "bertkit.tasks.cls:finetune_cls"),
 }
 
 

@@ -1,0 +1,141 @@
+"""Build, save and load the text classifier: a plain ``AutoModelForSequenceClassification``.
+
+Training wraps it in :class:`ClassifierLoss` only to weigh the loss (``--class-weights
+balanced``) or use binary cross-entropy (multi-label); what is saved is the inner model itself,
+with ``id2label``/``label2id`` (and ``problem_type`` for multi-label data) in its config, the
+tokenizer and ``bertkit.json`` (labels, thresholds, length settings). It loads with
+``AutoModelForSequenceClassification.from_pretrained(path)`` (no custom code) and works with
+``pipeline("text-classification", model=path)`` (multi-label: ``function_to_apply="sigmoid"`` and
+the thresholds in ``bertkit.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from bertkit.encoders import LOAD_ERRORS, _short, load_tokenizer, quiet_transformers
+from bertkit.errors import BertkitError
+
+META_FILE = "bertkit.json"
+
+
+class ClassifierLoss(nn.Module):
+    """A sequence classifier plus the training loss the loop needs.
+
+    Args:
+        model: a ``*ForSequenceClassification`` model.
+        weight: ``[C]`` per-label loss weights (None: unweighted).
+        multi_label: binary cross-entropy on ``[B, C]`` float targets instead of softmax
+            cross-entropy on ``[B]`` ids.
+    """
+
+    def __init__(self, model: nn.Module, weight: torch.Tensor | None = None,
+                 multi_label: bool = False) -> None:
+        super().__init__()
+        self.model, self.multi_label = model, multi_label
+        self.register_buffer("weight", weight if weight is not None else torch.ones(0),
+                             persistent=False)
+
+    def forward(self, input_ids, attention_mask, labels=None, token_type_ids=None) -> dict:
+        """Logits ``[B, C]`` and, with ``labels`` (``[B]`` ids, -100 ignored; or ``[B, C]``
+        floats), the mean loss."""
+        kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        logits = self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs).logits
+        out = {"logits": logits}
+        if labels is not None:
+            weight = self.weight if self.weight.numel() else None
+            if self.multi_label:
+                out["loss"] = nn.functional.binary_cross_entropy_with_logits(
+                    logits.float(), labels.float(), pos_weight=None,
+                    weight=weight[None, :] if weight is not None else None)
+            else:
+                out["loss"] = nn.functional.cross_entropy(logits.float(), labels, weight=weight,
+                                                          ignore_index=-100)
+        return out
+
+
+def balanced_weights(counts: Sequence[int]) -> torch.Tensor:
+    """scikit-learn's ``balanced`` class weights ``N / (C * count_c)`` (0 for an absent class).
+
+    >>> balanced_weights([30, 10]).tolist()
+    [0.6666666865348816, 2.0]
+    """
+    counts = torch.tensor(list(counts), dtype=torch.float32)
+    total, classes = counts.sum(), (counts > 0).sum()
+    return torch.where(counts > 0, total / (classes * counts.clamp(min=1)), torch.zeros_like(counts))
+
+
+def build_classifier(model_name: str, labels: list[str], multi_label: bool = False):
+    """A fresh sequence-classification head over the encoder at ``model_name``.
+
+    Returns:
+        the ``AutoModelForSequenceClassification`` model (``id2label`` set).
+
+    Raises:
+        BertkitError: the encoder cannot be loaded.
+    """
+    from transformers import AutoModelForSequenceClassification
+
+    quiet_transformers()
+    kwargs = {"problem_type": "multi_label_classification"} if multi_label else {}
+    try:
+        return AutoModelForSequenceClassification.from_pretrained(
+            model_name, num_labels=len(labels), id2label=dict(enumerate(labels)),
+            label2id={lab: i for i, lab in enumerate(labels)}, attn_implementation="sdpa",
+            **kwargs)
+    except LOAD_ERRORS as exc:
+        raise BertkitError(f"cannot load model '{model_name}' for sequence classification: "
+                           f"{_short(exc)}", expected="a BERT-family encoder directory or hub id"
+                           ) from None
+
+
+def save_classifier(model: nn.Module, tokenizer, directory: str | Path, meta: dict) -> None:
+    """Write the model (Hugging Face layout), tokenizer and ``bertkit.json`` to ``directory``."""
+    directory = Path(directory)
+    inner = model.model if isinstance(model, ClassifierLoss) else model
+    inner.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    (directory / META_FILE).write_text(json.dumps({"task": "cls", **meta}, indent=2) + "\n",
+                                       encoding="utf-8")
+
+
+def load_classifier(directory: str | Path):
+    """Load what :func:`save_classifier` wrote (a run directory or its ``model/``).
+
+    Returns:
+        (model in eval mode, tokenizer, labels in id order, meta with ``path``).
+
+    Raises:
+        BertkitError: no saved bertkit cls model there, or its files cannot be loaded.
+    """
+    from transformers import AutoModelForSequenceClassification
+
+    quiet_transformers()
+    path = Path(directory).expanduser()
+    if (path / "model" / META_FILE).is_file():
+        path = path / "model"
+    meta_file = path / META_FILE
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    except json.JSONDecodeError:
+        meta = {}
+    if meta.get("task") != "cls":
+        raise BertkitError("no saved bertkit text-classification model here", file=path,
+                           expected=f"a run directory of 'finetune cls' (model/{META_FILE})")
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(path,
+                                                                   attn_implementation="sdpa")
+    except LOAD_ERRORS as exc:
+        raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
+                           expected="the model/ folder bertkit saved (complete, not truncated)"
+                           ) from None
+    model.eval()
+    tokenizer = load_tokenizer(str(path))
+    labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
+    meta["path"] = str(path)
+    return model, tokenizer, labels, meta

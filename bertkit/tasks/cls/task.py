@@ -1,0 +1,433 @@
+"""``finetune cls``, ``evaluate cls`` and ``predict cls``: sentence (and sentence-pair)
+classification as a :class:`~bertkit.tasks.base.Task`, run by the shared driver.
+
+SciBERT's setup (Beltagy et al., 2019, §3.2): the final ``[CLS]`` vector (through BERT's pooler)
+into a linear layer, cross-entropy, best epoch by dev macro-F1 (the metric it reports for
+SciCite, ACL-ARC and Paper Field).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from rich.console import Console
+from rich.markup import escape
+
+from bertkit.batching import GroupedBatches
+from bertkit.encoders import load_tokenizer
+from bertkit.errors import BertkitError
+from bertkit.inference import run_batches, sorted_batches
+from bertkit.io import write_text
+from bertkit.metrics.cls import (best_thresholds, label_scores, multilabel_scores, save_confusion,
+                                 warn_collapse)
+from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.cls.config import CLSConfig
+from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
+                                    label_set, load_cls_data, read_examples)
+from bertkit.tasks.cls.encoding import Encoded, collate, encode, pool_logits
+from bertkit.tasks.cls.model import (ClassifierLoss, balanced_weights, build_classifier,
+                                     load_classifier, save_classifier)
+from bertkit.tasks.driver import finetune
+from bertkit.training.devices import Runtime, make_runtime
+
+SCORING = ("scikit-learn: macro_f1 = unweighted mean F1 over labels present in gold or "
+           "predictions (SciBERT's metric); micro_f1 pooled over all labels (= accuracy for "
+           "single-label data); multi-label: accuracy = exact label set")
+
+
+def classify(model, items: Sequence[Encoded], n_examples: int, runtime: Runtime, pad_id: int,
+             batch_size: int = 64, token_types: bool = True) -> np.ndarray:
+    """Logits ``[n_examples, C]`` float32 per example (windows of one example averaged).
+
+    Inputs are sorted by length so each batch is padded only to its own longest; on a
+    multi-core CPU two batches run at once (:func:`bertkit.inference.run_batches`).
+    """
+    inner = model.model if isinstance(model, ClassifierLoss) else model
+    n_labels = inner.config.num_labels
+    logits = np.zeros((len(items), n_labels), dtype=np.float32)
+    if not items:
+        return np.zeros((n_examples, n_labels), dtype=np.float32)
+    inner.eval()
+    inner.to(runtime.device)
+
+    def predict(idx: np.ndarray) -> None:
+        batch = collate([items[i] for i in idx], pad_id, token_types)
+        batch.pop("labels")
+        batch = runtime.to_device(batch)
+        with runtime.autocast():
+            out = inner(**batch).logits
+        logits[idx] = out.float().cpu().numpy()
+
+    lengths = np.asarray([len(x.input_ids) for x in items])
+    run_batches(predict, sorted_batches(lengths, batch_size), runtime.device)
+    example = np.asarray([x.example for x in items])
+    if len(items) == n_examples and (example == np.arange(n_examples)).all():
+        return logits
+    return pool_logits(logits, example, n_examples)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def decide(logits: np.ndarray, labels: list[str], thresholds: np.ndarray | None = None):
+    """Predicted labels from logits ``[N, C]``: argmax (single-label) or, with ``thresholds``
+    ``[C]``, every label whose sigmoid probability reaches its threshold (multi-label).
+
+    Returns:
+        (predictions: one label or one label list per example, probabilities ``[N, C]``).
+    """
+    if thresholds is None:
+        probs = _softmax(logits)
+        return [labels[k] for k in probs.argmax(axis=1)], probs
+    probs = _sigmoid(logits)
+    keep = probs >= thresholds[None, :]
+    return [[labels[c] for c in np.flatnonzero(row)] for row in keep], probs
+
+
+def score(gold: list, pred: list, labels: list[str], multi_label: bool) -> dict:
+    """:func:`~bertkit.metrics.cls.label_scores` or :func:`~bertkit.metrics.cls.multilabel_scores`
+    (both with the majority-class baseline)."""
+    if multi_label:
+        return multilabel_scores([g or [] for g in gold], pred, labels)
+    return label_scores(gold, pred, labels)
+
+
+def prediction_lines(examples: Sequence[TextExample], labels: list[str], pred: list,
+                     probs: np.ndarray, multi_label: bool) -> str:
+    """JSON lines: each input object with ``line``, ``predicted`` and ``probability`` (the
+    predicted label's softmax probability) or, multi-label, ``probabilities`` per label."""
+    out = []
+    for ex, p, pr in zip(examples, pred, probs):
+        extra = ({"probabilities": {lab: round(float(v), 6) for lab, v in zip(labels, pr)}}
+                 if multi_label else {"probability": round(float(pr.max()), 6)})
+        out.append(json.dumps({**ex.raw, "line": ex.line, "predicted": p, **extra},
+                              ensure_ascii=False) + "\n")
+    return "".join(out)
+
+
+def _columns(cfg: CLSConfig) -> Columns:
+    return Columns(cfg.text_column, cfg.text_pair_column, cfg.label_column, cfg.multi_label)
+
+
+def _warn_bad(bad: list[str], console: Console | None) -> None:
+    if console and bad:
+        for b in bad[:20]:
+            console.print(f"[yellow]skipped bad line:[/] {escape(b)}", highlight=False)
+        if len(bad) > 20:
+            console.print(f"[yellow]… {len(bad) - 20} more bad lines skipped", highlight=False)
+
+
+class CLSTask:
+    """Sentence classification as a :class:`~bertkit.tasks.base.Task` (module docstring)."""
+
+    name = "cls"
+    config_class = CLSConfig
+    data_kind = "cls"
+    extensions = EXTENSIONS
+    unit = "texts"
+    select_metric = "macro_f1"
+
+    def load(self, cfg: CLSConfig, splits: tuple[str, ...], console: Console | None = None
+             ) -> TaskData:
+        """Read ``splits`` of ``cfg.data`` (directory, registered name, or hub)."""
+        out, sources, bad = load_cls_data(cfg.data, splits, _columns(cfg), cfg.skip_bad_lines)
+        _warn_bad([b for v in bad.values() for b in v], console)
+        return TaskData(out, sources, info={"skipped_bad_lines": {s: len(v)
+                                                                  for s, v in bad.items()}})
+
+    def prepare(self, cfg: CLSConfig, model_name: str, data: TaskData, runtime: Runtime,
+                console: Console | None = None) -> Prepared:
+        """Labels from train, the classifier, encoded inputs and the dev/test/save steps.
+
+        Raises:
+            BertkitError: fewer than two training labels (one, multi-label), or a dev/test
+                label absent from train (file and line named).
+        """
+        train_x, dev_x, test_x = (data.splits[k] for k in ("train", "dev", "test"))
+        labels = label_set(train_x)
+        if len(labels) < (1 if cfg.multi_label else 2):
+            raise BertkitError(f"the training data has {len(labels)} label(s)",
+                               file=data.sources["train"], expected="at least two labels")
+        for split, xs in (("dev", dev_x), ("test", test_x)):
+            check_known_labels(xs, labels, split)
+        tokenizer = load_tokenizer(model_name)
+        token_types = "token_type_ids" in tokenizer.model_input_names
+        label2id = {lab: i for i, lab in enumerate(labels)}
+        counts = Counter(lab for ex in train_x for lab in
+                         (ex.label if isinstance(ex.label, list) else [ex.label]))
+        weight = balanced_weights([counts[lab] for lab in labels]) \
+            if cfg.class_weights == "balanced" else None
+        model = ClassifierLoss(build_classifier(model_name, labels, cfg.multi_label), weight,
+                               cfg.multi_label)
+        enc = functools.partial(encode, tokenizer=tokenizer, label2id=label2id,
+                                max_length=cfg.max_length, long_text=cfg.long_text,
+                                multi_label=cfg.multi_label)
+        items = {"train": enc(train_x), "dev": enc(dev_x)}
+        shortened = {s: len({x.example for x in v if x.shortened}) for s, v in items.items()}
+        pad = tokenizer.pad_token_id
+        col = functools.partial(collate, pad_id=pad, token_types=token_types)
+        batches = GroupedBatches(items["train"], [len(x.input_ids) for x in items["train"]],
+                                 cfg.batch_size, cfg.seed, col)
+        state: dict = {"thresholds": None}
+        how = ("kept head+tail" if cfg.long_text == "head-tail" else "windowed, logits averaged")
+        summary = (f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} texts (train/dev/test); "
+                   f"{len(labels)} labels{' (multi-label)' if cfg.multi_label else ''}; "
+                   f"over {cfg.max_length} pieces, {how}: {shortened['train']} train, "
+                   f"{shortened['dev']} dev; class weights {cfg.class_weights}; model "
+                   f"{model_name}; device {runtime.device}, {runtime.precision}")
+
+        def logits_of(m, split: str, xs: list) -> np.ndarray:
+            return classify(m, items[split], len(xs), runtime, pad, cfg.eval_batch_size,
+                            token_types)
+
+        def scored(m, split: str, xs: list, thresholds=None) -> tuple[dict, list, np.ndarray]:
+            logits = logits_of(m, split, xs)
+            if cfg.multi_label and thresholds is None:  # dev: thresholds chosen on itself
+                thresholds = best_thresholds(_sigmoid(logits), _indicators(xs, label2id))
+            pred, probs = decide(logits, labels, thresholds if cfg.multi_label else None)
+            return score([x.label for x in xs], pred, labels, cfg.multi_label), pred, probs
+
+        def evaluate_dev(m) -> dict:
+            metrics = scored(m, "dev", dev_x)[0]
+            warn_collapse(metrics, console, "dev")
+            return metrics
+
+        def thresholds_of(m) -> list[float] | None:
+            if cfg.multi_label and state["thresholds"] is None:
+                logits = logits_of(m, "dev", dev_x)
+                state["thresholds"] = best_thresholds(_sigmoid(logits),
+                                                      _indicators(dev_x, label2id)).tolist()
+            return state["thresholds"]
+
+        def test(m, console: Console | None = None) -> ScoredSplit:
+            items["test"] = enc(test_x)
+            shortened["test"] = len({x.example for x in items["test"] if x.shortened})
+            t = thresholds_of(m)
+            metrics, pred, probs = scored(m, "test", test_x,
+                                          np.asarray(t) if t is not None else None)
+            metrics["thresholds"] = t
+            warn_collapse(metrics, console, "test")
+
+            def write(run_dir: Path) -> None:
+                write_text(run_dir / "test_predictions.jsonl",
+                           prediction_lines(test_x, labels, pred, probs, cfg.multi_label))
+                if metrics.get("confusion") is not None:
+                    save_confusion(run_dir / "test_confusion", metrics["labels"],
+                                   metrics["confusion"], f"test: {cfg.data}")
+
+            return ScoredSplit(metrics, write)
+
+        def save(m, directory: Path) -> None:
+            save_classifier(m, tokenizer, directory, {
+                "labels": labels, "multi_label": cfg.multi_label, "thresholds": thresholds_of(m),
+                "max_length": cfg.max_length, "long_text": cfg.long_text,
+                "text_column": cfg.text_column, "text_pair_column": cfg.text_pair_column,
+                "label_column": cfg.label_column, "base_model": model_name, "data": cfg.data})
+
+        return Prepared(model, batches, evaluate_dev, test, save, summary=summary, results={
+            "labels": labels, "multi_label": cfg.multi_label, "long_text": cfg.long_text,
+            "class_weights": cfg.class_weights, "shortened_texts": shortened,
+            "scoring": SCORING})
+
+    def report(self, results: dict, title: str):
+        """Per-label and averaged scores (:func:`cls_table`)."""
+        return cls_table(results["test"] if "test" in results else results, title)
+
+    @staticmethod
+    def evaluate(*args, **kwargs):
+        """:func:`evaluate_cls`."""
+        return evaluate_cls(*args, **kwargs)
+
+    @staticmethod
+    def predict(*args, **kwargs):
+        """:func:`predict_cls`."""
+        return predict_cls(*args, **kwargs)
+
+
+def _indicators(xs: Sequence[TextExample], label2id: dict[str, int]) -> np.ndarray:
+    """``[N, C]`` 0/1 gold label indicators of multi-label examples."""
+    out = np.zeros((len(xs), len(label2id)), dtype=np.int64)
+    for i, ex in enumerate(xs):
+        for lab in ex.label or []:
+            if lab in label2id:
+                out[i, label2id[lab]] = 1
+    return out
+
+
+TASK = CLSTask()
+
+
+def cls_table(metrics: dict, title: str):
+    """Per-label precision/recall/F1 (percent), macro-F1 (headline), micro-F1, accuracy and the
+    majority-class baseline, as a rich table."""
+    from rich.table import Table
+
+    from bertkit.cli._report import baseline_row
+
+    table = Table(title=title, caption="scikit-learn; macro-F1 = unweighted mean over labels "
+                                       "(SciBERT's metric)")
+    for col in ("label", "precision", "recall", "F1", "support"):
+        table.add_column(col, justify="left" if col == "label" else "right")
+    for name, row in sorted(metrics["per_label"].items()):
+        table.add_row(name, f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
+                      f"{100 * row['f1']:.2f}", str(row["support"]))
+    table.add_section()
+    table.add_row("[bold]macro", "", "", f"[bold]{100 * metrics['macro_f1']:.2f}",
+                  str(metrics["support"]))
+    table.add_row("micro", "", "", f"{100 * metrics['micro_f1']:.2f}", "")
+    table.add_row("accuracy", "", "", f"{100 * metrics['accuracy']:.2f}", "")
+    baseline_row(table, metrics)
+    return table
+
+
+def finetune_cls(cfg: CLSConfig, console: Console | None = None) -> dict:
+    """Fine-tune, keep the best dev epoch (macro-F1), score test, and write the run directory
+    (through the shared driver, :func:`bertkit.tasks.driver.finetune`).
+
+    Writes ``config.yaml``, ``metrics.jsonl``, ``results.json``, ``test_predictions.jsonl``,
+    ``test_confusion.{csv,png}`` (single-label) and ``model/`` (a plain
+    ``AutoModelForSequenceClassification`` + tokenizer + ``bertkit.json``).
+
+    Returns:
+        the results dict also written to ``results.json``.
+
+    Raises:
+        BertkitError: bad data (before any training), model, settings or output directory.
+    """
+    return finetune(TASK, cfg, console)
+
+
+def _split(split: str) -> str:
+    split = {"valid": "dev", "validation": "dev"}.get(split, split)
+    if split not in ("train", "dev", "test"):
+        raise BertkitError(f"unknown split '{split}'", expected="train, dev (valid) or test")
+    return split
+
+
+def _saved_columns(meta: dict, text_column: str | None, label_column: str | None) -> Columns:
+    return Columns(text_column or meta.get("text_column", "text"),
+                   meta.get("text_pair_column", "text_pair"),
+                   label_column or meta.get("label_column", "label"),
+                   bool(meta.get("multi_label", False)))
+
+
+def _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size):
+    from bertkit.lengths import fit_length, position_limit
+
+    max_length = fit_length(int(meta.get("max_length", 512)), position_limit(model.config))
+    label2id = {lab: i for i, lab in enumerate(labels)}
+    multi = bool(meta.get("multi_label", False))
+    items = encode(xs, tokenizer, label2id, max_length, meta.get("long_text", "head-tail"), multi)
+    logits = classify(model, items, len(xs), runtime, tokenizer.pad_token_id, batch_size,
+                      "token_type_ids" in tokenizer.model_input_names)
+    thresholds = np.asarray(meta["thresholds"]) if multi and meta.get("thresholds") else \
+        (np.full(len(labels), 0.5) if multi else None)
+    pred, probs = decide(logits, labels, thresholds)
+    return pred, probs, len({x.example for x in items if x.shortened})
+
+
+def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "auto",
+                 precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
+                 text_column: str | None = None, label_column: str | None = None,
+                 console: Console | None = None):
+    """Score a saved classifier on one split of ``data``.
+
+    Args:
+        text_column / label_column: field names (None: those saved with the model).
+
+    Returns:
+        (metrics as in :func:`score`, examples, predictions, probabilities ``[N, C]``, labels).
+
+    Raises:
+        BertkitError: no saved model there, bad data, a label the model does not know, or an
+            unknown split.
+    """
+    split = _split(split)
+    model, tokenizer, labels, meta = load_classifier(model_dir)
+    runtime = make_runtime(device, precision)
+    cols = _saved_columns(meta, text_column, label_column)
+    out, _, bad = load_cls_data(data, (split,), cols, skip_bad_lines)
+    _warn_bad(bad[split], console)
+    xs = out[split]
+    check_known_labels(xs, labels, split)
+    pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
+    metrics = score([x.label for x in xs], pred, labels, cols.multi_label)
+    metrics["shortened_texts"] = shortened
+    warn_collapse(metrics, console, split)
+    return metrics, xs, pred, probs, labels
+
+
+def _read_input(path: str, input_format: str, cols: Columns, skip_bad_lines: bool):
+    """Examples of a prediction input: JSON lines, CSV/TSV (header row) or plain text lines."""
+    if input_format not in ("auto", "jsonl", "csv", "tsv", "text"):
+        raise BertkitError(f"unknown input format '{input_format}'",
+                           expected="auto, jsonl, csv, tsv or text")
+    p = Path(path)
+    if input_format == "auto":
+        suffix = p.suffix.lower()
+        if suffix in (".csv", ".tsv"):
+            input_format = suffix[1:]
+        else:
+            try:
+                head = p.read_bytes()[:4096].lstrip()
+            except OSError as exc:
+                raise BertkitError(f"cannot read the file: {exc.strerror}", file=path) from None
+            input_format = "jsonl" if head.startswith(b"{") else "text"
+    if input_format == "text":
+        from bertkit.data.conll import read_lines
+
+        xs = [TextExample(t, None, None, str(p), n, {"text": t})
+              for n, t in read_lines(p) if t.strip()]
+        if not xs:
+            raise BertkitError("no text found", file=path, expected="one text a line")
+        return xs, []
+    if input_format in ("csv", "tsv") and p.suffix.lower() != f".{input_format}":
+        raise BertkitError(f"--input-format {input_format} needs a .{input_format} file",
+                           file=path)
+    read = read_examples(p, cols, labelled=False, skip_bad_lines=skip_bad_lines)
+    return read.examples, read.bad_lines
+
+
+def predict_cls(model_dir: str, input_path: str, output: str | None = None,
+                input_format: str = "auto", device: str = "auto", precision: str = "auto",
+                batch_size: int = 64, skip_bad_lines: bool = False,
+                text_column: str | None = None, console: Console | None = None) -> str:
+    """Classify the texts of a file: JSON lines or CSV/TSV (the text field as saved with the
+    model, or ``text_column``; a pair field is used when present) or plain text, one a line.
+
+    Args:
+        input_format: ``auto`` (by extension, else JSON lines when the first character is
+            ``{``, else text), ``jsonl``, ``csv``, ``tsv`` or ``text``.
+        output: file to write atomically; None returns the text only.
+
+    Returns:
+        JSON lines: each input object with ``line``, ``predicted`` and ``probability`` (or
+        ``probabilities`` per label for a multi-label model).
+
+    Raises:
+        BertkitError: unknown format, bad input line (without ``skip_bad_lines``), no saved model.
+    """
+    model, tokenizer, labels, meta = load_classifier(model_dir)
+    runtime = make_runtime(device, precision)
+    cols = _saved_columns(meta, text_column, None)
+    xs, bad = _read_input(input_path, input_format, cols, skip_bad_lines)
+    _warn_bad(bad, console)
+    pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
+    if console and shortened:
+        console.print(f"note: {shortened} text(s) over the model's {meta.get('max_length')} "
+                      f"pieces ({meta.get('long_text', 'head-tail')})", highlight=False)
+    text = prediction_lines(xs, labels, pred, probs, cols.multi_label)
+    if output:
+        write_text(output, text)
+    return text

@@ -1,0 +1,99 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from bertkit.cli import app
+from tests.tasks.cls.conftest import TEXTS, write_cls_dir
+
+runner = CliRunner()
+FAST = ["--epochs", "1", "--batch-size", "2", "--lr", "1e-3", "--device", "cpu"]
+
+
+def test_finetune_evaluate_predict_and_plain_transformers(tmp_path, tiny_encoder):
+    d = write_cls_dir(tmp_path / "d")
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
+                              "-o", str(run), "--max-length", "12", *FAST])
+    assert res.exit_code == 0, res.output
+    results = json.loads((run / "results.json").read_text())
+    test = results["test"]
+    assert results["task"] == "cls" and results["labels"] == ["Background", "CompareOrContrast",
+                                                               "Uses"]
+    assert test["support"] == 6 and test["micro_f1"] == pytest.approx(test["accuracy"])
+    assert set(test["baseline"]) >= {"majority_label", "baseline_macro_f1", "single_label"}
+    # every text is over 12 pieces: all shortened, and said so
+    assert results["shortened_texts"] == {"train": 6, "dev": 6, "test": 6}
+    assert "kept head+tail: 6 train" in " ".join(res.output.split())
+    for f in ("test_confusion.csv", "test_confusion.png", "test_predictions.jsonl",
+              "model/config.json", "model/bertkit.json"):
+        assert (run / f).is_file(), f
+    # a plain AutoModelForSequenceClassification, and the text-classification pipeline
+    from transformers import AutoModelForSequenceClassification, pipeline
+
+    m = AutoModelForSequenceClassification.from_pretrained(run / "model")
+    assert m.config.id2label[2] == "Uses"
+    clf = pipeline("text-classification", model=str(run / "model"), device="cpu")
+    out = clf(TEXTS[0][0])
+    assert out[0]["label"] in results["labels"]
+    preds = [json.loads(x) for x in (run / "test_predictions.jsonl").read_text().splitlines()]
+    # the pipeline (no head-tail cut: model max length 512) on a text within 12 pieces agrees
+    res = runner.invoke(app, ["evaluate", "cls", "-m", str(run), "--data", str(d), "--split",
+                              "test", "--output", str(tmp_path / "m.json"), "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "m.json").read_text())["macro_f1"] == \
+        pytest.approx(test["macro_f1"])
+    assert "majority baseline" in res.output
+    res = runner.invoke(app, ["predict", "cls", "-m", str(run), "-i", str(d / "test.jsonl"),
+                              "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(x) for x in res.output.splitlines() if x.startswith("{")]
+    assert [x["predicted"] for x in lines] == [p["predicted"] for p in preds]
+
+
+def test_csv_columns_class_weights_windows(tmp_path, tiny_encoder):
+    d = write_cls_dir(tmp_path / "d", ext="tsv")
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
+                              "-o", str(run), "--text-column", "sentence", "--label-column",
+                              "intent", "--class-weights", "balanced", "--long-text", "windows",
+                              "--max-length", "10", *FAST])
+    assert res.exit_code == 0, res.output
+    results = json.loads((run / "results.json").read_text())
+    assert results["class_weights"] == "balanced" and results["long_text"] == "windows"
+    assert results["test"]["support"] == 6  # one prediction per text, not per window
+
+
+def test_multi_label_thresholds_saved(tmp_path, tiny_encoder):
+    d = tmp_path / "ml"
+    d.mkdir()
+    rows = [{"text": t, "label": [lab] + (["Cites"] if i % 2 else [])}
+            for i, (t, lab) in enumerate(TEXTS)]
+    for split in ("train", "dev", "test"):
+        (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
+                              "-o", str(run), "--multi-label", *FAST])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((run / "model" / "bertkit.json").read_text())
+    assert meta["multi_label"] and len(meta["thresholds"]) == 4
+    assert all(0 < t < 1 for t in meta["thresholds"])
+    first = json.loads((run / "test_predictions.jsonl").read_text().splitlines()[0])
+    assert isinstance(first["predicted"], list) and set(first["probabilities"]) == \
+        {"Background", "Cites", "CompareOrContrast", "Uses"}
+
+
+def test_bad_input_exits_1_with_file_and_line(tmp_path, tiny_encoder):
+    d = write_cls_dir(tmp_path / "d", dev=TEXTS + [("A new idea .", "Future")])
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
+                              "-o", str(tmp_path / "r"), *FAST])
+    assert res.exit_code == 1
+    assert f"{d / 'dev.jsonl'}:7: label 'Future' in dev" in " ".join(res.output.split())
+    assert not (tmp_path / "r").exists()  # refused before anything was written
+    (d / "dev.jsonl").write_text('{"text": "x", "label": "Uses"}\n{"text": oops}\n')
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
+                              "-o", str(tmp_path / "r"), *FAST])
+    assert res.exit_code == 1 and "dev.jsonl:2: not JSON" in " ".join(res.output.split())
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "--long-text", "middle",
+                              "-o", str(tmp_path / "r"), *FAST])
+    assert res.exit_code == 1 and "--long-text is 'middle'" in res.output
