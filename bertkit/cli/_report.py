@@ -77,3 +77,29 @@ def parse_table(metrics: dict, title: str) -> Table:
     table.add_row("non-projective trees", f"{100 * metrics['nonprojective']:.2f} "
                   f"(gold {100 * metrics['gold_nonprojective']:.2f})", "", "", "")
     return table
+
+
+def seed_table(summary: dict, title: str) -> Table:
+    """``--seeds`` summary: per split and metric the mean, sample standard deviation and 95%
+    t-interval of the mean (percent for metrics in [0, 1]), and each seed's value."""
+    table = Table(title=title, caption=f"n = {len(summary['seeds'])} seeds; 95% interval: mean ± "
+                                       f"t(0.975, n-1) · std / sqrt(n); selected by dev "
+                                       f"{summary.get('select_metric')}")
+    for col in ("split", "metric", "mean", "std", "95% interval", "per seed"):
+        table.add_column(col, justify="left" if col in ("split", "metric") else "right")
+
+    for split in ("dev", "test"):
+        stats = summary["metrics"].get(split) or {}
+        for name, s in stats.items():
+            scale = 100.0 if all(0 <= v <= 1 for v in s["values"]) else 1.0
+
+            def fmt(x, scale=scale):
+                return "-" if x is None else f"{scale * x:.2f}"
+
+            table.add_row(split, f"[bold]{name}" if name == summary.get("select_metric") else name,
+                          fmt(s["mean"]), fmt(s["std"]),
+                          "-" if s["ci95_low"] is None else f"{fmt(s['ci95_low'])} – "
+                                                            f"{fmt(s['ci95_high'])}",
+                          " ".join(fmt(v) for v in s["values"]))
+        table.add_section()
+    return table

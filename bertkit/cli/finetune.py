@@ -1,4 +1,5 @@
-"""``bertkit finetune ner``: thin wrapper over :func:`bertkit.tasks.ner.finetune_ner`."""
+"""``bertkit finetune <task>``: thin wrappers over each registered task's ``finetune_<task>``
+(:mod:`bertkit.tasks.registry`), which runs the shared driver (:mod:`bertkit.tasks.driver`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from rich.console import Console
 
 from bertkit.cli import _options as opt
 from bertkit.cli._app import finetune_app, user_errors
-from bertkit.cli._report import entity_table
 from bertkit.config import build_config, field_names, load_recipe
 from bertkit.training.rundir import saved_settings
+
+
+Seeds = Annotated[Optional[str], typer.Option("--seeds", help="Run once per seed (e.g. 1,2,3), each in OUTPUT/seed-N/, and write OUTPUT/summary.json with mean, standard deviation and 95% interval per metric (one after another under torchrun).")]
+SplitFromDev = Annotated[Optional[float], typer.Option("--split-from-dev", help="Train on the dev file less this held-out fraction (every 1/F-th example, used as dev for model selection), for sets with only dev and test files; recorded in results.json. \\[default: off; 0.1 for a registered set without train]")]
 
 
 def _run(config_cls, command: str, run, flags: dict, recipe):
@@ -23,7 +27,33 @@ def _run(config_cls, command: str, run, flags: dict, recipe):
                        source=str(recipe) if recipe else "options")
     console = Console()
     results = run(cfg, console)
-    return cfg, console, (results if "test" in results else None)
+    done = "test" in results or "metrics" in results  # one run, or the summary of --seeds
+    return cfg, console, (results if done else None)
+
+
+def _finish(task_name: str, cfg, console: Console, results: dict | None) -> None:
+    """Print a finished run: the task's test table (or the --seeds summary), the split rule if
+    one was applied, and the run directory with the training throughput."""
+    from bertkit.cli._report import seed_table
+    from bertkit.tasks.registry import get_task
+
+    if results is None:
+        return
+    task = get_task(task_name)
+    if "metrics" in results:  # --seeds
+        console.print(seed_table(results, f"{task_name}: {cfg.data}, seeds {results['seeds']}"))
+        console.print(f"summary: {cfg.output_dir}/summary.json; runs in "
+                      f"{cfg.output_dir}/seed-N/", highlight=False)
+        return
+    console.print(task.report(results, f"test: {cfg.data}"))
+    split = results.get("split_from_dev")
+    if split:
+        console.print(f"note: trained on {split['train']} examples of {split['source']}, "
+                      f"{split['dev']} held out as dev (--split-from-dev {split['fraction']})",
+                      highlight=False)
+    rate = results.get(f"train_{task.unit}_per_second", 0.0)
+    console.print(f"run directory: {cfg.output_dir} (best epoch {results['best_epoch']}; "
+                  f"{rate:.1f} training {task.unit}/s)", highlight=False)
 
 
 @finetune_app.command("ner")
@@ -41,6 +71,8 @@ def ner_cli(
     pack: Annotated[Optional[bool], typer.Option("--pack/--no-pack", help="Train on packed rows: several sentences a row with block-diagonal attention, so random batches carry no padding. \\[default: pack]")] = None,
     pack_length: Annotated[Optional[int], typer.Option("--pack-length", help="Minimum tokens per packed row. \\[default: 64]", min=8)] = None,
     length_group: Annotated[Optional[int], typer.Option("--length-group", help="Batches sorted by length together (1: random batches). \\[default: 1 with --pack, 50 without]", min=1)] = None,
+    split_from_dev: SplitFromDev = None,
+    seeds: Seeds = None,
     recipe: opt.Recipe = None,
     train_flags: dict | None = None,
 ) -> None:
@@ -55,13 +87,9 @@ def ner_cli(
         train_flags, data=data, model=model, crf=crf, label_all_subwords=label_all_subwords,
         max_length=max_length, eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples, pack=pack, pack_length=pack_length,
-        length_group=length_group)
+        length_group=length_group, split_from_dev=split_from_dev, seeds=seeds)
     cfg, console, results = _run(NERConfig, "finetune ner", finetune_ner, flags, recipe)
-    if results is None:
-        return
-    console.print(entity_table(results["test"], f"test: {cfg.data}"))
-    console.print(f"run directory: {cfg.output_dir} (best epoch {results['best_epoch']}; "
-                  f"{results['train_sentences_per_second']:.1f} training sentences/s)", highlight=False)
+    _finish("ner", cfg, console, results)
 
 
 @finetune_app.command("re")
@@ -78,6 +106,8 @@ def re_cli(
     eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Pairs per batch when evaluating. \\[default: 64]", min=1)] = None,
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training pairs.", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test pairs.", min=1)] = None,
+    split_from_dev: SplitFromDev = None,
+    seeds: Seeds = None,
     recipe: opt.Recipe = None,
     train_flags: dict | None = None,
 ) -> None:
@@ -87,20 +117,15 @@ def re_cli(
     test_confusion.{csv,png} and model/ (AutoTokenizer and AutoModelForSequenceClassification;
     pipeline("text-classification") with --pooling cls, trust_remote_code=True with entity-start).
     """
-    from bertkit.cli._report import relation_table
     from bertkit.tasks.re import REConfig, finetune_re
 
     flags = opt.train_options(
         train_flags, data=data, model=model, pooling=pooling, typed_markers=typed_markers,
         negative_label=negative_label, skip_bad_lines=skip_bad_lines, max_length=max_length,
         eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
-        max_eval_samples=max_eval_samples)
+        max_eval_samples=max_eval_samples, split_from_dev=split_from_dev, seeds=seeds)
     cfg, console, results = _run(REConfig, "finetune re", finetune_re, flags, recipe)
-    if results is None:
-        return
-    console.print(relation_table(results["test"], f"test: {cfg.data}"))
-    console.print(f"run directory: {cfg.output_dir} (best epoch {results['best_epoch']}; "
-                  f"{results['train_pairs_per_second']:.1f} training pairs/s)", highlight=False)
+    _finish("re", cfg, console, results)
 
 
 @finetune_app.command("dep")
@@ -121,6 +146,8 @@ def dep_cli(
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training sentences.", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test sentences.", min=1)] = None,
     skip_bad_sentences: Annotated[Optional[bool], typer.Option("--skip-bad-sentences", help="Leave out gold sentences that are malformed or not trees (one root, all words reachable), counted in results.json, instead of stopping.")] = None,
+    split_from_dev: SplitFromDev = None,
+    seeds: Seeds = None,
     recipe: opt.Recipe = None,
     train_flags: dict | None = None,
 ) -> None:
@@ -131,20 +158,55 @@ def dep_cli(
     model/ (encoder + tokenizer loadable with AutoModel/AutoTokenizer, parser.safetensors,
     bertkit.json with the relation labels).
     """
-    from bertkit.cli._report import parse_table
     from bertkit.tasks.dep import DepConfig, finetune_dep
 
     flags = opt.train_options(
         train_flags, data=data, model=model, word_repr=word_repr, scalar_mix=scalar_mix,
         decoder=decoder, arc_mlp=arc_mlp, rel_mlp=rel_mlp, mlp_dropout=mlp_dropout,
         head_lr=head_lr, max_length=max_length, eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
-        max_eval_samples=max_eval_samples, skip_bad_sentences=skip_bad_sentences)
+        max_eval_samples=max_eval_samples, skip_bad_sentences=skip_bad_sentences,
+        split_from_dev=split_from_dev, seeds=seeds)
     cfg, console, results = _run(DepConfig, "finetune dep", finetune_dep, flags, recipe)
-    if results is None:
-        return
-    console.print(parse_table(results["test"], f"test: {cfg.data}"))
-    if results["split_note"]:
-        console.print(f"note: {results['split_note']}", highlight=False)
-    console.print(f"run directory: {cfg.output_dir} (best epoch {results['best_epoch']}; "
-                  f"{results['train_sentences_per_second']:.1f} training sentences/s)",
-                  highlight=False)
+    _finish("dep", cfg, console, results)
+
+
+@finetune_app.command("cls")
+@user_errors
+@opt.training_options()
+def cls_cli(
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (scicite, acl-arc, paper-field; under $BERTKIT_DATA/cls/) or a directory with train/dev/test .jsonl (text, label), .csv or .tsv (header row). \\[default: scicite]")] = None,
+    model: opt.Model = None,
+    text_column: Annotated[Optional[str], typer.Option("--text-column", help="Field (JSON) or column (CSV/TSV) holding the text. \\[default: text]")] = None,
+    text_pair_column: Annotated[Optional[str], typer.Option("--text-pair-column", help="Field of the second text of a sentence pair, used when present. \\[default: text_pair]")] = None,
+    label_column: Annotated[Optional[str], typer.Option("--label-column", help="Field or column holding the label (a list with --multi-label). \\[default: label]")] = None,
+    multi_label: Annotated[Optional[bool], typer.Option("--multi-label/--single-label", help="Labels are lists: sigmoid outputs, one threshold per label chosen on dev. \\[default: single-label]")] = None,
+    long_text: Annotated[Optional[str], typer.Option("--long-text", help="Texts over --max-length: head-tail (keep the first quarter and last three quarters of the budget; counted and reported) or windows (overlapping windows, logits averaged). \\[default: head-tail]")] = None,
+    class_weights: Annotated[Optional[str], typer.Option("--class-weights", help="none, or balanced (loss weight N/(C*count) per label, for imbalanced sets such as ACL-ARC). \\[default: none]")] = None,
+    skip_bad_lines: Annotated[Optional[bool], typer.Option("--skip-bad-lines", help="Skip and count unreadable lines instead of stopping before training.")] = None,
+    max_length: Annotated[Optional[int], typer.Option("--max-length", help="Pieces per input incl. [CLS]/[SEP]; longer texts follow --long-text, never cut silently. \\[default: 512]", min=8)] = None,
+    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Texts per batch when evaluating. \\[default: 64]", min=1)] = None,
+    max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training texts.", min=1)] = None,
+    max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test texts.", min=1)] = None,
+    split_from_dev: SplitFromDev = None,
+    seeds: Seeds = None,
+    recipe: opt.Recipe = None,
+    train_flags: dict | None = None,
+) -> None:
+    """Fine-tune an encoder for sentence (or sentence-pair) classification, keep the best dev
+    epoch (macro-F1), score test.
+
+    Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl,
+    test_confusion.{csv,png} and model/ (a plain AutoModelForSequenceClassification; works with
+    pipeline("text-classification")).
+    """
+    from bertkit.tasks.cls import CLSConfig, finetune_cls
+
+    flags = opt.train_options(
+        train_flags, data=data, model=model, text_column=text_column,
+        text_pair_column=text_pair_column, label_column=label_column, multi_label=multi_label,
+        long_text=long_text, class_weights=class_weights, skip_bad_lines=skip_bad_lines,
+        max_length=max_length, eval_batch_size=eval_batch_size,
+        max_train_samples=max_train_samples, max_eval_samples=max_eval_samples,
+        split_from_dev=split_from_dev, seeds=seeds)
+    cfg, console, results = _run(CLSConfig, "finetune cls", finetune_cls, flags, recipe)
+    _finish("cls", cfg, console, results)

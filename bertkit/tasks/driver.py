@@ -242,6 +242,7 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
 
     data = canonical_data(cfg.data)
     root = Path(cfg.output_dir) if cfg.output_dir else default_run_dir(task.name, data)
+    cfg.data, cfg.output_dir = data, str(root)
     if (root / "results.json").is_file() and not cfg.overwrite:
         raise BertkitError("output directory holds a single-seed run", file=root,
                            expected="another --output-dir for a --seeds run, or --overwrite")

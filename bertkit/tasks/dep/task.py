@@ -15,6 +15,7 @@ from bertkit.data.conllu import DepSentence, format_conllu, read_conllu, text_se
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
+from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.dep import RULE_TEXT, punct_rule
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
 from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations
@@ -220,7 +221,9 @@ def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "
     if console and unseen:
         console.print(f"[yellow]warning:[/] relation(s) {', '.join(unseen)} not among the "
                       f"model's labels (scored as wrong)", highlight=False)
-    heads, rels = parse_sentences(parser, tokenizer, sents, runtime, meta.get("max_length", 512),
+    max_length = fit_length(meta.get("max_length", 512), position_limit(parser.encoder.config),
+                            console)
+    heads, rels = parse_sentences(parser, tokenizer, sents, runtime, max_length,
                                   batch_size, decoder or meta.get("decoder", "mst"),
                                   meta.get("word_repr", "first"), console)
     metrics = score(sents, heads, rels)
@@ -260,7 +263,9 @@ def predict_dep(model_dir: str, input_path: str, output: str | None = None,
         sents = text_sentences(lines, pre.pre_tokenize_str if pre else str.split, str(path))
         if not sents:
             raise BertkitError("no sentences", file=path, expected="one sentence a line")
-    heads, rels = parse_sentences(parser, tokenizer, sents, runtime, meta.get("max_length", 512),
+    max_length = fit_length(meta.get("max_length", 512), position_limit(parser.encoder.config),
+                            console)
+    heads, rels = parse_sentences(parser, tokenizer, sents, runtime, max_length,
                                   batch_size, decoder or meta.get("decoder", "mst"),
                                   meta.get("word_repr", "first"), console)
     text = format_conllu(sents, heads, rels)

@@ -18,6 +18,7 @@ from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
+from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
 from bertkit.packing import Packer
 from bertkit.tasks.ner.config import NERConfig
@@ -214,7 +215,9 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
                 [Sentence(["x"], [f"B-{t}"]) for t in known], sents).items():
             console.print(f"[yellow]warning:[/] {file}:{line}: entity type '{etype}' is not among "
                           f"the model's labels (scored as missed)", highlight=False)
-    pred = tag_sentences(tagger, tokenizer, sents, runtime, meta.get("max_length", 512),
+    max_length = fit_length(meta.get("max_length", 512), position_limit(tagger.encoder.config),
+                            console)
+    pred = tag_sentences(tagger, tokenizer, sents, runtime, max_length,
                          batch_size, console)
     return entity_scores([s.tags for s in sents], pred), sents, pred
 
@@ -250,7 +253,9 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
         sents = read_conll(input_path, labelled=False).sentences
     else:
         sents = read_text(input_path, pre.pre_tokenize_str)
-    pred = tag_sentences(tagger, tokenizer, sents, runtime, meta.get("max_length", 512),
+    max_length = fit_length(meta.get("max_length", 512), position_limit(tagger.encoder.config),
+                            console)
+    pred = tag_sentences(tagger, tokenizer, sents, runtime, max_length,
                          batch_size, console)
     if fmt == "conll":
         text = format_conll(sents, pred)

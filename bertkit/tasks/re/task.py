@@ -18,6 +18,7 @@ from bertkit.data.relations import BadLine, RelationExample, read_relations
 from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
+from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.cls import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores, save_confusion
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
@@ -254,7 +255,9 @@ def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "a
         for lab, (file, line) in unseen_labels(known, xs).items():
             console.print(f"[yellow]warning:[/] {file}:{line}: label '{escape(lab)}' is not among "
                           f"the model's labels (scored as missed)", highlight=False)
-    items = encode(xs, tokenizer, marker_ids, markers, {}, meta.get("max_length", 512))
+    max_length = fit_length(meta.get("max_length", 512), position_limit(model.config),
+                            console)
+    items = encode(xs, tokenizer, marker_ids, markers, {}, max_length)
     pred, prob = classify(model, items, runtime, tokenizer.pad_token_id, batch_size)
     metrics = relation_scores([ex.label for ex in xs], [labels[k] for k in pred], negative, labels)
     warn_collapse(metrics, console, split)
@@ -293,7 +296,9 @@ def predict_re(model_dir: str, input_path: str, output: str | None = None,
     read = read_relations(input_path, labelled=False, skip_bad_lines=skip_bad_lines,
                           text_lines=input_format == "text")
     _warn_bad(read.bad_lines, console)
-    items = encode(read.examples, tokenizer, marker_ids, markers, {}, meta.get("max_length", 512))
+    max_length = fit_length(meta.get("max_length", 512), position_limit(model.config),
+                            console)
+    items = encode(read.examples, tokenizer, marker_ids, markers, {}, max_length)
     pred, prob = classify(model, items, runtime, tokenizer.pad_token_id, batch_size)
     text = prediction_lines(read.examples, labels, pred, prob)
     if output:
