@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bertkit.errors import BertkitError
+from bertkit.workflows.scores import comparison_table, score_summary
 from bertkit.workflows.task_text import TASKS, task_text_lines
 
 # task -> (config class, fine-tuning function, test metrics shown: (key, label); first = main)
@@ -42,6 +43,7 @@ _TASKS = {
     "dep": ("bertkit.tasks.dep:DepConfig", "bertkit.tasks.dep:finetune_dep",
             (("las", "test LAS"), ("uas", "test UAS"))),
 }
+TASK_METRICS = {task: spec[2] for task, spec in _TASKS.items()}
 DAPT_STEPS = 300  # adapt's default DAPT budget (~30 min of 32 x 128 tokens on 2 CPU cores)
 
 
@@ -273,29 +275,6 @@ def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
     return results
 
 
-def mean_sd(values: list[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (n - 1; 0 for one value).
-
-    >>> mean_sd([80.0, 82.0])
-    (81.0, 1.4142135623730951)
-    """
-    m = sum(values) / len(values)
-    if len(values) < 2:
-        return m, 0.0
-    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
-
-
-def score_summary(task: str, runs: list[dict]) -> dict:
-    """Per-metric test scores in points over fine-tuning runs: ``{key: {"label", "values",
-    "mean", "sd"}}`` (metrics of :data:`_TASKS`; the first is the task's main score)."""
-    out = {}
-    for key, label in _TASKS[task][2]:
-        values = [100.0 * float(r["test"][key]) for r in runs]
-        m, sd = mean_sd(values)
-        out[key] = {"label": label, "values": values, "mean": m, "sd": sd}
-    return out
-
-
 def _check_root(root: Path, overwrite: bool) -> None:
     if root.is_file():
         raise BertkitError("is a file", file=root, expected="a run directory")
@@ -326,6 +305,63 @@ def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, consol
         settings = {k: v for k, v in dataclasses.asdict(ft).items() if k != "overwrite"}
         runs.append(run_stage(f"{label} (seed {seed})", out, settings, run, cfg.overwrite, console))
     return runs
+
+
+def extend_stage(cfg: AdaptConfig, model: str, ranking: list[str], folder: Path,
+                 console=None) -> tuple[str, dict]:
+    """Vocabulary extension of ``model`` into ``folder/model`` (``cfg.extend_vocab`` words of
+    ``cfg.extend_vocab_from``, ranked by the ``ranking`` text files), or skipped when done.
+
+    Returns:
+        (the extended model's directory, the stage record: sizes, added words, seconds).
+
+    Reference:
+        Beltagy et al. (2019), SciBERT, sec. 2 (SciVocab); see :mod:`bertkit.vocab.extend`.
+    """
+    out = folder / "model"
+
+    def extend() -> dict:
+        from bertkit.vocab.extend import extend_model
+
+        info = extend_model(model, out, add=cfg.extend_vocab, vocab=cfg.extend_vocab_from,
+                            corpus=ranking or None, overwrite=True)
+        return {**{k: info[k] for k in ("old_size", "new_size", "added", "seconds")},
+                "words": [w["word"] for w in info["words"][:20]]}
+
+    res = run_stage("vocabulary extension", folder, {
+        "model": model, "add": cfg.extend_vocab, "vocab": cfg.extend_vocab_from,
+        "corpus": ranking}, extend, cfg.overwrite, console)
+    return str(out), {"model": str(out), **res}
+
+
+def pretrain_stage(cfg: AdaptConfig, name: str, model: str, corpus: str, folder: Path,
+                   console=None) -> tuple[str, dict]:
+    """Continued MLM pretraining of ``model`` on ``corpus`` into ``folder`` (skipped when done):
+    ``name`` ``dapt`` runs ``cfg.pretrain_steps`` steps, ``tapt`` ``cfg.tapt_epochs`` passes.
+
+    Returns:
+        (``folder/model``, the stage record: steps, losses, seconds, masking; TAPT adds
+        ``epochs`` and ``sequences_per_epoch``).
+
+    Reference:
+        Gururangan et al. (2020), sec. 3 (DAPT) and 4 (TAPT).
+    """
+    pt = pretrain_config(cfg, model, corpus, folder)
+    extra = {}
+    if name == "tapt":
+        pt.max_steps, extra["sequences_per_epoch"] = tapt_steps(pt, corpus, cfg.tapt_epochs)
+        extra["epochs"] = cfg.tapt_epochs
+
+    def run() -> dict:
+        from bertkit.tasks.pretrain import pretrain
+
+        res = pretrain(pt, console)
+        return {k: res.get(k) for k in ("steps", "train", "valid", "valid_initial",
+                                        "train_seconds", "tokens_per_second", "masking")}
+
+    settings = {k: v for k, v in dataclasses.asdict(pt).items() if k != "overwrite"}
+    res = run_stage(f"{name.upper()} pretraining", folder, settings, run, cfg.overwrite, console)
+    return str(folder / "model"), {"model": str(folder / "model"), **extra, **res}
 
 
 def adapt(cfg: AdaptConfig, console=None) -> dict:
@@ -384,53 +420,21 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
     save()
     model = base
     if cfg.extend_vocab:
-        out = root / "vocab" / "model"
         ranking = [p for p in (cfg.corpus or "").split(",") if p] + ([str(text_file)] if text_file else [])
-
-        def extend() -> dict:
-            from bertkit.vocab.extend import extend_model
-
-            info = extend_model(base, out, add=cfg.extend_vocab, vocab=cfg.extend_vocab_from,
-                                corpus=ranking or None, overwrite=True)
-            return {**{k: info[k] for k in ("old_size", "new_size", "added")},
-                    "words": [w["word"] for w in info["words"][:20]]}
-
-        res = run_stage("vocabulary extension", root / "vocab", {
-            "model": base, "add": cfg.extend_vocab, "vocab": cfg.extend_vocab_from,
-            "corpus": ranking}, extend, cfg.overwrite, console)
-        model = str(out)
-        summary["stages"]["vocab"] = {"model": model, **res}
+        model, summary["stages"]["vocab"] = extend_stage(cfg, base, ranking, root / "vocab", console)
         save()
     for name, corpus in (("dapt", cfg.corpus), ("tapt", str(text_file) if text_file else None)):
-        if not corpus:
-            continue
-        folder = root / "pretrain" / name
-        pt = pretrain_config(cfg, model, corpus, folder)
-        extra = {}
-        if name == "tapt":
-            pt.max_steps, extra["sequences_per_epoch"] = tapt_steps(pt, corpus, cfg.tapt_epochs)
-            extra["epochs"] = cfg.tapt_epochs
-
-        def run(pt=pt) -> dict:
-            from bertkit.tasks.pretrain import pretrain
-
-            res = pretrain(pt, console)
-            return {k: res.get(k) for k in ("steps", "train", "valid", "valid_initial",
-                                            "train_seconds", "tokens_per_second", "masking")}
-
-        settings = {k: v for k, v in dataclasses.asdict(pt).items() if k != "overwrite"}
-        res = run_stage(f"{name.upper()} pretraining", folder, settings, run, cfg.overwrite,
-                        console)
-        model = str(folder / "model")
-        summary["stages"][name] = {"model": model, **extra, **res}
-        save()
+        if corpus:
+            model, summary["stages"][name] = pretrain_stage(
+                cfg, name, model, corpus, root / "pretrain" / name, console)
+            save()
     summary["model"] = model
     runs = finetune_runs(cfg, model, root / "finetune", "fine-tuning", console)
-    summary["adapted"] = score_summary(cfg.task, runs)
+    summary["adapted"] = score_summary(_TASKS[cfg.task][2], runs)
     save()
     if cfg.compare:
         runs = finetune_runs(cfg, base, root / "baseline", "baseline fine-tuning", console)
-        summary["baseline"] = score_summary(cfg.task, runs)
+        summary["baseline"] = score_summary(_TASKS[cfg.task][2], runs)
         summary["difference"] = {k: summary["adapted"][k]["mean"] - summary["baseline"][k]["mean"]
                                  for k in summary["adapted"]}
         save()
@@ -440,31 +444,3 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
                       highlight=False)
     return summary
 
-
-def _cell(s: dict) -> str:
-    return f"{s['mean']:.2f}" if len(s["values"]) == 1 else \
-        f"{s['mean']:.2f} ± {s['sd']:.2f} (n={len(s['values'])})"
-
-
-def comparison_table(summary: dict, title: str):
-    """A rich table of the adapted model's test scores beside the baseline's (points; mean ±
-    sample standard deviation over seeds), with a note when a gain is inside the seed spread."""
-    from rich.table import Table
-
-    base = summary.get("baseline")
-    table = Table(title=title)
-    for col in ("metric", "adapted") + (("baseline (unadapted)", "difference") if base else ()):
-        table.add_column(col, justify="left" if col == "metric" else "right")
-    for key, a in summary["adapted"].items():
-        row = [a["label"], _cell(a)]
-        if base:
-            b, diff = base[key], summary["difference"][key]
-            inside = len(a["values"]) > 1 and abs(diff) <= max(a["sd"], b["sd"])
-            row += [_cell(b), f"{diff:+.2f}{' *' if inside else ''}"]
-        table.add_row(*row)
-    if base:
-        one = len(next(iter(summary["adapted"].values()))["values"]) < 2
-        table.caption = ("one seed each: --seeds 1,2,3 shows whether a difference exceeds seed "
-                         "noise" if one else "* inside the seed spread (|difference| <= the "
-                                                 "larger standard deviation): no gain shown")
-    return table
