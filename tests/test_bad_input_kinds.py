@@ -147,6 +147,87 @@ def test_finetune_and_evaluate_dep_refuse_then_skip_bad_trees(tmp_path, tiny_enc
     assert scored["skipped_sentences"]["count"] == 2 and scored["sentences"] == 3
 
 
+# --------------------------------------------------------------------------- 3. vocab coverage
+
+SCIENCE = ["Cells were treated with 10 \u00b5M rapamycin at 37 \u00b0C for 24 h .",
+           "The mean was 4.2 \u00b1 0.3 mg per kg in 12 patients .",
+           "Crystal spacing of 3.4 \u00c5 was measured at 4 \u00b0C .",
+           "Binding affinity was 25 \u00b5M \u00b1 5 \u00b5M in buffer .",
+           "Samples were stored at \u221280 \u00b0C before analysis .",
+           "A 1.5 \u00c5 resolution structure was solved at 100 K ."]
+
+
+def _science(tmp_path: Path, lines=SCIENCE) -> Path:
+    path = tmp_path / "sci.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_vocab_build_reports_its_coverage_and_warns_on_unk(tmp_path):
+    from transformers import AutoTokenizer
+
+    corpus, out = _science(tmp_path), tmp_path / "v"
+    res, text = run_cli("vocab", "build", "--corpus", corpus, "--size", "1000", "--cased",
+                        "--limit-alphabet", "30", "--out", out, "--no-progress")
+    assert res.exit_code == 0, text
+    cov = json.loads((out / "stats.json").read_text())["coverage"]
+    tok = AutoTokenizer.from_pretrained(out)
+    pieces = [p for line in SCIENCE for p in tok.tokenize(line)]
+    assert cov["pieces"] == len(pieces) and cov["unk"] == pieces.count("[UNK]") > 0
+    assert cov["unk_rate"] == pytest.approx(cov["unk"] / cov["pieces"])
+    vocab = set(tok.get_vocab())
+    text_chars = "".join(SCIENCE).replace(" ", "")
+    expected = {c: text_chars.count(c) for c in set(text_chars)
+                if c not in vocab and "##" + c not in vocab}
+    assert {d["char"]: d["count"] for d in cov["left_out"]} == expected
+    assert cov["characters_left_out"] == sum(expected.values())
+    assert "\u00b1" in expected  # ± is rarer than the 30 characters kept
+    assert {"char": "\u00b1", "codepoint": "U+00B1", "name": "PLUS-MINUS SIGN", "count": 2} \
+        in cov["left_out"]
+    assert f"warning: {cov['unk']} [UNK] in {cov['pieces']} pieces" in text
+    assert "\u00b1 U+00B1 PLUS-MINUS SIGN x2" in text and "--limit-alphabet" in text
+
+
+@pytest.mark.parametrize("algorithm", ["wordpiece", "sentencepiece"])
+def test_vocab_build_full_alphabet_reports_zero_unk(tmp_path, algorithm):
+    out = tmp_path / "v"
+    res, text = run_cli("vocab", "build", "--corpus", _science(tmp_path), "--size", "300",
+                        "--cased", "--algorithm", algorithm, "--out", out, "--no-progress")
+    assert res.exit_code == 0, text
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["coverage"]["unk"] == 0 and stats["coverage"]["left_out"] == []
+    assert stats["coverage"]["pieces"] > 50 and stats["normalize"] == "none"
+    assert "coverage: 0 [UNK] in" in text and "warning: 0" not in text
+
+
+def test_normalize_nfkc_is_saved_and_applied_again_at_load(tmp_path):
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer
+
+    micro = ["Cells were treated with 10 \u00b5M drug at 37 \u00b0C ."] * 20  # MICRO SIGN only
+    corpus = _science(tmp_path, micro)
+    plain, nfkc = tmp_path / "plain", tmp_path / "nfkc"
+    for out, extra in ((plain, ()), (nfkc, ("--normalize", "NFKC"))):
+        res, text = run_cli("vocab", "build", "--corpus", corpus, "--size", "200", "--cased",
+                            "--out", out, "--no-progress", *extra)
+        assert res.exit_code == 0, text
+    greek, sign, celsius = "10 \u03bcM", "10 \u00b5M", "37 \u2103"  # mu, micro sign, ℃
+    tok = AutoTokenizer.from_pretrained(plain)
+    assert "[UNK]" in tok.tokenize(greek) and "[UNK]" not in tok.tokenize(sign)
+    tok = AutoTokenizer.from_pretrained(nfkc)  # no bertkit involved
+    assert tok.tokenize(greek) == tok.tokenize(sign) and "[UNK]" not in tok.tokenize(sign)
+    assert tok.tokenize(celsius) == tok.tokenize("37 \u00b0C") == ["37", "\u00b0C"]
+    assert "\u03bc" in tok.get_vocab() and "\u00b5" not in tok.get_vocab()
+    raw = Tokenizer.from_file(str(nfkc / "tokenizer.json"))
+    assert raw.normalizer.normalize_str("\u00b5\u212b") == "\u03bc\u00c5"
+    stats = json.loads((nfkc / "stats.json").read_text())
+    assert stats["normalize"] == "nfkc" and stats["coverage"]["unk"] == 0
+    res, text = run_cli("vocab", "build", "--corpus", corpus, "--out", tmp_path / "x",
+                        "--normalize", "nfkx")
+    assert_refused(res, text, "unknown --normalize 'nfkx'", "nfkc")
+    assert not (tmp_path / "x").exists()
+
+
 # --------------------------------------------------------------------------- 5. named flags exist
 
 def test_pretrain_skips_and_counts_lines_that_are_not_utf8(tmp_path, tiny_encoder):

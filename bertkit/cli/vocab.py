@@ -38,19 +38,26 @@ def build_cli(
     min_frequency: Annotated[int, typer.Option("--min-frequency", help="Minimum count of a merge (wordpiece).", min=0)] = 2,
     limit_alphabet: Annotated[Optional[int], typer.Option("--limit-alphabet", help="Keep at most this many characters; the rarest others become [UNK] (wordpiece). \\[default: all]", min=1)] = None,
     special_tokens: Annotated[str, typer.Option("--special-tokens", help="Comma-separated special tokens, placed first; must include BERT's five.")] = "[PAD],[UNK],[CLS],[SEP],[MASK]",
+    normalize: Annotated[str, typer.Option("--normalize", help="Unicode normalisation before BERT's normaliser, in training and in the saved tokenizer.json (AutoTokenizer applies it): none, nfc, nfkc, nfd or nfkd. BERT's normaliser alone keeps look-alikes apart: MICRO SIGN µ (U+00B5) vs Greek mu μ (U+03BC), ℃ vs °C, ² vs 2, ﬁ vs fi, full-width Ａ vs A (and, cased, ANGSTROM SIGN Å vs Å); nfkc maps each pair to one form, nfc only the canonical ones (Å -> Å).", case_sensitive=False)] = "none",
     skip_bad_lines: SkipBad = False,
     overwrite: Overwrite = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bars on stderr.")] = True,
 ) -> None:
-    """Train a WordPiece vocabulary on a corpus and save it as a BERT tokenizer directory."""
+    """Train a WordPiece vocabulary on a corpus and save it as a BERT tokenizer directory.
+
+    Then re-encode the corpus with it and report the coverage: the [UNK] rate and the
+    characters left out of the alphabet with their counts (also in stats.json), with a warning
+    when any piece is [UNK].
+    """
     from bertkit.vocab.build import build_vocab
+    from bertkit.vocab.coverage import coverage_line
 
     paths = list(corpus or []) + list(more or [])
     tokens = [t for t in special_tokens.replace(",", " ").split() if t]
     info = build_vocab(paths, out, size=size, uncased=uncased, algorithm=algorithm,
                        min_frequency=min_frequency, limit_alphabet=limit_alphabet,
                        special_tokens=tokens, skip_bad_lines=skip_bad_lines,
-                       overwrite=overwrite, show_progress=progress)
+                       overwrite=overwrite, show_progress=progress, normalize=normalize.lower())
     c = info["corpus"]
     Console(stderr=True).print(
         f"[green]saved[/] {out}: {info['size']:,} tokens ({info['case']}, {info['algorithm']}) "
@@ -64,6 +71,15 @@ def build_cli(
             f"{info['requested_size']:,} tokens asked for (every word and piece seen "
             f"{max(info['min_frequency'], 1)}+ times is already in); a larger corpus gives more",
             highlight=False)
+    cov = info["coverage"]
+    if cov["unk"]:
+        fix = ("a larger --limit-alphabet (or none) keeps more characters; stats.json lists "
+               "those left out" if cov["left_out"]
+               else "these are words longer than 100 characters, which WordPiece leaves whole")
+        Console(stderr=True).print(f"[yellow]warning:[/] {coverage_line(cov)}; {fix}",
+                                   highlight=False)
+    else:
+        Console(stderr=True).print(f"coverage: {coverage_line(cov)}", highlight=False)
 
 
 @vocab_app.command("compare")

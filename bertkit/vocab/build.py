@@ -5,6 +5,13 @@ tokens first), ``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_m
 (loadable with ``AutoTokenizer.from_pretrained(DIR)`` and ``BertTokenizerFast``) and
 ``stats.json``. The directory is written atomically: on any error nothing is left behind.
 
+Every build re-encodes its corpus with the saved tokenizer and records the coverage in
+``stats.json`` (``coverage``: ``[UNK]`` rate, characters left out of the alphabet with their
+counts; :mod:`bertkit.vocab.coverage`). ``normalize`` (``nfkc``, ...) applies a Unicode
+normalisation before BERT's own normaliser, in training and in the saved ``tokenizer.json``; see
+:mod:`bertkit.vocab.coverage` for how look-alike characters (MICRO SIGN and Greek mu) are treated
+without and with it.
+
 Reference:
     Beltagy et al. (2019), SciBERT, sec. 2 (SciVocab: 30K tokens built on the scientific
     corpus); Devlin et al. (2019), BERT, sec. 3.
@@ -23,7 +30,10 @@ from bertkit.errors import BertkitError
 from bertkit.io import atomic_path
 from bertkit.vocab.corpus import (CorpusStats, corpus_size, iter_corpus_batches, progress_bar,
                                   resolve_corpus_files)
-from bertkit.vocab.wordpiece import BERT_SPECIAL_TOKENS, finalize_vocab, train_wordpiece
+from bertkit.vocab.coverage import (NORMALIZATIONS, normalize_batches, unicode_normalizer,
+                                    vocab_coverage)
+from bertkit.vocab.wordpiece import (BERT_SPECIAL_TOKENS, finalize_vocab, tokenizers_parallelism,
+                                     train_wordpiece)
 
 ALGORITHMS = ("wordpiece", "sentencepiece")
 VOCAB_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json",
@@ -68,20 +78,24 @@ def _check_special_tokens(special_tokens: Sequence[str]) -> list[str]:
     return tokens
 
 
-def bert_tokenizer(vocab: Sequence[str], *, uncased: bool, special_tokens: Sequence[str]):
+def bert_tokenizer(vocab: Sequence[str], *, uncased: bool, special_tokens: Sequence[str],
+                   normalize: str = "none"):
     """A ``tokenizers.Tokenizer`` equal to ``transformers``' ``BertTokenizerFast`` for ``vocab``.
 
     BERT's normaliser (lower case and accent stripping only when ``uncased``), pre-tokeniser,
     WordPiece model (``##`` prefix, 100-character words), ``[CLS] A [SEP] B [SEP]`` template
-    and WordPiece decoder; ``special_tokens`` are registered as special added tokens.
+    and WordPiece decoder; ``special_tokens`` are registered as special added tokens. With
+    ``normalize`` other than ``"none"`` the normaliser is ``Sequence([NFKC/NFC/..., BERT's])``.
     """
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
     from tokenizers import pre_tokenizers
 
     ids = {t: i for i, t in enumerate(vocab)}
     tok = Tokenizer(models.WordPiece(ids, unk_token="[UNK]", max_input_chars_per_word=100))
-    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                                strip_accents=None, lowercase=uncased)
+    bert = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                      strip_accents=None, lowercase=uncased)
+    unicode = unicode_normalizer(normalize)
+    tok.normalizer = bert if unicode is None else normalizers.Sequence([unicode, bert])
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
@@ -93,7 +107,8 @@ def bert_tokenizer(vocab: Sequence[str], *, uncased: bool, special_tokens: Seque
 
 
 def save_tokenizer_dir(directory: Path, vocab: Sequence[str], *, uncased: bool,
-                       special_tokens: Sequence[str], extra: dict | None = None) -> None:
+                       special_tokens: Sequence[str], extra: dict | None = None,
+                       normalize: str = "none") -> None:
     """Write a BERT WordPiece tokenizer for ``vocab`` into ``directory`` (created).
 
     The files are those ``BertTokenizerFast.save_pretrained`` writes plus ``vocab.txt`` and
@@ -106,14 +121,19 @@ def save_tokenizer_dir(directory: Path, vocab: Sequence[str], *, uncased: bool,
         uncased: BERT uncased normalisation (lower case, strip accents) or cased.
         special_tokens: all special tokens (the BERT five and any extra ones).
         extra: ``stats.json`` content, written when given.
+        normalize: Unicode normalisation in ``tokenizer.json`` (see :func:`bert_tokenizer`).
+            ``transformers`` 5 rebuilds a ``BertTokenizer`` from ``vocab.txt`` and its config,
+            dropping such a normaliser, so the config then names ``PreTrainedTokenizerFast``,
+            which loads ``tokenizer.json`` as written.
     """
     directory.mkdir(parents=True)
-    bert_tokenizer(vocab, uncased=uncased, special_tokens=special_tokens).save(
-        str(directory / "tokenizer.json"))
+    bert_tokenizer(vocab, uncased=uncased, special_tokens=special_tokens,
+                   normalize=normalize).save(str(directory / "tokenizer.json"))
     (directory / "vocab.txt").write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
     smap = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
             "cls_token": "[CLS]", "mask_token": "[MASK]"}
-    config = {"tokenizer_class": "BertTokenizer", "do_lower_case": uncased,
+    config = {"tokenizer_class": "BertTokenizer" if normalize == "none"
+              else "PreTrainedTokenizerFast", "do_lower_case": uncased,
               "strip_accents": None, "tokenize_chinese_chars": True, "model_max_length": 512,
               **smap}
     extras = [t for t in special_tokens if t not in BERT_SPECIAL_TOKENS]
@@ -132,7 +152,7 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
                 limit_alphabet: int | None = None,
                 special_tokens: Sequence[str] = BERT_SPECIAL_TOKENS,
                 skip_bad_lines: bool = False, overwrite: bool = False,
-                show_progress: bool = False) -> dict:
+                show_progress: bool = False, normalize: str = "none") -> dict:
     """Build a WordPiece vocabulary on ``corpus`` and save it as a tokenizer directory.
 
     Args:
@@ -148,10 +168,15 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
         skip_bad_lines: drop non-UTF-8 or binary lines instead of failing.
         overwrite: replace an existing output directory.
         show_progress: show progress bars (reading and training) on stderr.
+        normalize: Unicode normalisation applied before BERT's normaliser, in training and in
+            the saved tokenizer: ``none`` (default), ``nfc``, ``nfkc``, ``nfd`` or ``nfkd``
+            (see :mod:`bertkit.vocab.coverage` for look-alike characters).
 
     Returns:
-        The ``stats.json`` content: requested and actual size, case, algorithm, corpus files,
-        lines, words and bytes, skipped lines, alphabet size, seconds, peak memory (MiB).
+        The ``stats.json`` content: requested and actual size, case, algorithm, normalisation,
+        corpus files, lines, words and bytes, skipped lines, alphabet size, ``coverage`` of the
+        corpus (:func:`~bertkit.vocab.coverage.vocab_coverage`: ``unk_rate``, ``left_out``
+        characters with counts), seconds, peak memory (MiB).
 
     Raises:
         BertkitError: empty or missing corpus, a binary or non-UTF-8 file, a size below the
@@ -168,6 +193,8 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
         raise BertkitError(f"--size must be positive, got {size}")
     if min_frequency < 0 or (limit_alphabet is not None and limit_alphabet < 1):
         raise BertkitError("--min-frequency must be >= 0 and --limit-alphabet >= 1")
+    if normalize not in NORMALIZATIONS:
+        raise BertkitError(f"unknown --normalize {normalize!r}", expected=", ".join(NORMALIZATIONS))
     specials = _check_special_tokens(special_tokens)
     out = check_output_dir(out, overwrite)
     files = resolve_corpus_files(corpus)
@@ -177,8 +204,8 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
                            expected="text, one sentence or paragraph a line")
     stats = CorpusStats()
     with progress_bar("reading + training", total, show_progress) as advance:
-        batches = iter_corpus_batches(files, skip_bad_lines=skip_bad_lines, stats=stats,
-                                      progress=advance)
+        batches = normalize_batches(iter_corpus_batches(files, skip_bad_lines=skip_bad_lines,
+                                                        stats=stats, progress=advance), normalize)
         if algorithm == "wordpiece":
             learned = train_wordpiece(batches, size=size, uncased=uncased,
                                       special_tokens=specials, min_frequency=min_frequency,
@@ -197,16 +224,24 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
                            expected="text, one sentence or paragraph a line")
     vocab = finalize_vocab(learned, specials, size)
     alphabet = {t for t in vocab if len(t) == 1}
+    tokenizer = bert_tokenizer(vocab, uncased=uncased, special_tokens=specials,
+                               normalize=normalize)
+    with tokenizers_parallelism():  # a second pass over the corpus, with the saved tokenizer
+        coverage = vocab_coverage(tokenizer, iter_corpus_batches(
+            files, skip_bad_lines=skip_bad_lines, stats=CorpusStats()), vocab)
     info = {
         "size": len(vocab), "requested_size": size, "case": "uncased" if uncased else "cased",
-        "algorithm": algorithm, "min_frequency": min_frequency, "limit_alphabet": limit_alphabet,
+        "algorithm": algorithm, "normalize": normalize, "min_frequency": min_frequency,
+        "limit_alphabet": limit_alphabet,
         "special_tokens": specials, "alphabet": len(alphabet),
         "corpus": {"files": [str(f) for f in stats.files], "bytes": stats.bytes,
                    "lines": stats.lines, "words": stats.words,
                    "skipped_lines": stats.skipped_lines},
+        "coverage": coverage,
         "seconds": round(time.perf_counter() - start, 2),
         "peak_memory_mb": peak_memory_mb(),
     }
     with atomic_path(out) as tmp:
-        save_tokenizer_dir(tmp, vocab, uncased=uncased, special_tokens=specials, extra=info)
+        save_tokenizer_dir(tmp, vocab, uncased=uncased, special_tokens=specials, extra=info,
+                           normalize=normalize)
     return info

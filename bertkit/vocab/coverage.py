@@ -1,0 +1,122 @@
+"""How well a built vocabulary covers the corpus it was built on, and Unicode normalisation.
+
+A WordPiece vocabulary turns a whole word into ``[UNK]`` when the word holds a character outside
+its alphabet (or is longer than 100 characters): ``--limit-alphabet 30`` on a scientific corpus
+makes ``10 µM`` two ``[UNK]``. :func:`vocab_coverage` re-encodes the corpus with the saved
+tokenizer and counts what was lost, so ``vocab build`` can report it instead of failing silently.
+
+Look-alike characters. BERT's normaliser (every bertkit vocabulary uses it) removes control
+characters, turns every Unicode space (NO-BREAK SPACE included) into a space and, in uncased mode,
+lower-cases and strips accents (NFD, then combining marks dropped: ``Å`` and ANGSTROM SIGN ``Å``
+both become ``a``). It applies no compatibility mapping: MICRO SIGN ``µ`` (U+00B5) and GREEK SMALL
+LETTER MU ``μ`` (U+03BC) stay two characters with two vocabulary entries (a corpus with only one
+of them leaves the other ``[UNK]``-prone), as do ``℃`` (U+2103) and ``°C``, superscript ``²`` and
+``2``, the ligature ``ﬁ`` and ``fi``, full-width ``Ａ`` and ``A``; in cased mode ANGSTROM SIGN
+``Å`` (U+212B) and ``Å`` (U+00C5) also stay apart. An explicit Unicode normalisation
+(:data:`NORMALIZATIONS`) runs before BERT's normaliser, when training and again in the saved
+``tokenizer.json`` (a ``normalizers.Sequence``), so any ``AutoTokenizer`` applies it: ``nfkc``
+maps all the pairs above together (``µ`` -> ``μ``, ``℃`` -> ``°C``, ``²`` -> ``2``, ``ﬁ`` -> ``fi``,
+``Ａ`` -> ``A``, ``Å`` -> ``Å``); ``nfc`` only the canonical ones (``Å`` -> ``Å``); ``nfd``/``nfkd``
+decompose accented letters into letter + combining mark.
+
+Reference:
+    Unicode Standard Annex #15, Unicode Normalization Forms; Devlin et al. (2019), BERT's
+    ``BasicTokenizer`` (``_clean_text``, ``_run_strip_accents``).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from typing import Iterable
+
+NORMALIZATIONS = ("none", "nfc", "nfkc", "nfd", "nfkd")
+SHOWN_CHARACTERS = 50  # characters left out that stats.json lists (the most frequent first)
+
+
+def unicode_normalizer(form: str):
+    """The ``tokenizers`` normaliser for ``form`` (one of :data:`NORMALIZATIONS`), or None for
+    ``"none"``."""
+    from tokenizers import normalizers
+
+    return {"none": None, "nfc": normalizers.NFC, "nfkc": normalizers.NFKC,
+            "nfd": normalizers.NFD, "nfkd": normalizers.NFKD}[form]() if form != "none" else None
+
+
+def normalize_batches(batches: Iterable[list[str]], form: str) -> Iterable[list[str]]:
+    """``batches`` of lines with Unicode normalisation ``form`` applied (unchanged for ``none``)."""
+    if form == "none":
+        yield from batches
+        return
+    upper = form.upper()
+    for lines in batches:
+        yield [unicodedata.normalize(upper, line) for line in lines]
+
+
+def describe_char(ch: str) -> str:
+    """``'µ U+00B5 MICRO SIGN'``: the character, its code point and Unicode name.
+
+    >>> describe_char("µ")
+    'µ U+00B5 MICRO SIGN'
+    """
+    return f"{ch} U+{ord(ch):04X} {unicodedata.name(ch, 'UNNAMED')}"
+
+
+def vocab_coverage(tokenizer, batches: Iterable[list[str]], vocab: Iterable[str],
+                   prefix: str = "##") -> dict:
+    """Re-encode a corpus with a built tokenizer and count what becomes ``[UNK]``.
+
+    Args:
+        tokenizer: the ``tokenizers.Tokenizer`` saved as ``tokenizer.json`` (its normaliser,
+            pre-tokeniser and WordPiece model; ``[UNK]`` in its vocabulary).
+        batches: the corpus as batches of lines (as read for the build).
+        vocab: the vocabulary, whose one-character tokens (``c``, ``##c``) form the alphabet.
+        prefix: the continuation prefix of ``vocab``.
+
+    Returns:
+        ``{"pieces": P, "unk": U, "unk_rate": U / P (0 for no pieces), "characters": C,
+        "characters_left_out": K, "left_out": [{"char", "codepoint", "name", "count"}, ...]}``
+        where ``C`` counts the non-space characters after normalisation, ``K`` those outside the
+        alphabet, and ``left_out`` lists the :data:`SHOWN_CHARACTERS` most frequent of them.
+    """
+    unk_id = tokenizer.token_to_id("[UNK]")
+    alphabet = {t[len(prefix):] if t.startswith(prefix) else t for t in vocab
+                if len(t) == 1 or (t.startswith(prefix) and len(t) == len(prefix) + 1)}
+    normalizer = tokenizer.normalizer
+    chars: Counter[str] = Counter()
+    pieces = unk = 0
+    for lines in batches:
+        for enc in tokenizer.encode_batch(lines, add_special_tokens=False):
+            pieces += len(enc.ids)
+            unk += enc.ids.count(unk_id)
+        text = "\n".join(lines)
+        chars.update(normalizer.normalize_str(text) if normalizer is not None else text)
+    left = sorted(((n, c) for c, n in chars.items() if c not in alphabet and not c.isspace()),
+                  key=lambda x: (-x[0], x[1]))
+    total = sum(n for c, n in chars.items() if not c.isspace())
+    return {
+        "pieces": pieces, "unk": unk, "unk_rate": unk / pieces if pieces else 0.0,
+        "characters": total, "characters_left_out": sum(n for n, _ in left),
+        "distinct_left_out": len(left),
+        "left_out": [{"char": c, "codepoint": f"U+{ord(c):04X}",
+                      "name": unicodedata.name(c, "UNNAMED"), "count": n}
+                     for n, c in left[:SHOWN_CHARACTERS]],
+    }
+
+
+def coverage_line(coverage: dict, shown: int = 8) -> str:
+    """One line for the console: the ``[UNK]`` rate and the most frequent characters left out.
+
+    >>> coverage_line({"pieces": 95, "unk": 12, "unk_rate": 12 / 95, "left_out": [
+    ...     {"char": "µ", "codepoint": "U+00B5", "name": "MICRO SIGN", "count": 4}]})
+    '12 [UNK] in 95 pieces (12.63%) re-encoding the corpus; characters left out of the alphabet: µ U+00B5 MICRO SIGN x4'
+    """
+    text = (f"{coverage['unk']:,} [UNK] in {coverage['pieces']:,} pieces "
+            f"({100 * coverage['unk_rate']:.2f}%) re-encoding the corpus")
+    left = coverage["left_out"]
+    if left:
+        text += "; characters left out of the alphabet: " + ", ".join(
+            f"{d['char']} {d['codepoint']} {d['name']} x{d['count']:,}" for d in left[:shown])
+        if coverage.get("distinct_left_out", len(left)) > shown:
+            text += f", ... ({coverage['distinct_left_out']} characters in all)"
+    return text
