@@ -57,7 +57,7 @@ def test_no_task_imports_another():
     assert found == []
 
 
-@pytest.mark.parametrize("task", ["ner", "re", "dep"])
+@pytest.mark.parametrize("task", task_names())
 def test_max_length_beyond_positions_refused_before_any_output(tmp_path, ner_dir, tiny_encoder,
                                                                task):
     out = tmp_path / "run"
@@ -180,3 +180,16 @@ def test_split_from_dev_every_kth():
     assert held == [9, 19] and len(train) == 23
     train, held = split_from_dev(list(range(6)), 1 / 3)
     assert held == [2, 5]
+
+
+def test_pretrain_uses_the_same_length_check(tmp_path, tiny_encoder):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("Aspirin induced renal failure .\nCisplatin causes nephrotoxicity .\n" * 200)
+    out = tmp_path / "pre"
+    res = runner.invoke(app, ["pretrain", "--corpus", str(corpus), "--model", tiny_encoder,
+                              "--max-seq-length", "1024", "--max-steps", "1", "-o", str(out),
+                              "--device", "cpu", "--cache-dir", str(tmp_path / "cache")])
+    assert res.exit_code == 1, res.output
+    assert "--max-seq-length 1024 exceeds the model's 512 positions (expected at most 512)" \
+        in " ".join(res.output.split())
+    assert not (out / "config.yaml").exists()

@@ -113,10 +113,9 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     seed_everything(cfg.seed)
     model, info = build_pretrain_model(cfg.model, cfg.config, tokenizer, cfg.use_sbo, cfg.sbo_weight,
                                        nsp=cfg.nsp)
-    max_pos = getattr(model.mlm.config, "max_position_embeddings", None)
-    if max_pos is not None and cfg.max_seq_length > max_pos:
-        raise BertkitError(f"--max-seq-length {cfg.max_seq_length} exceeds the model's "
-                           f"{max_pos} positions", expected=f"at most {max_pos}")
+    from bertkit.lengths import check_length, position_limit
+
+    check_length(cfg.max_seq_length, position_limit(model.mlm.config), "--max-seq-length")
     if cfg.compile:
         model.encoder.compile()
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
