@@ -66,8 +66,27 @@ def accept_relation_batches(model):
     return model
 
 
+def legacy_cls_checkpoint(run_dir: str | Path | None) -> bool:
+    """Whether the newest checkpoint in ``run_dir/checkpoints`` holds a ``cls`` model of the old
+    custom form (a classifier and no pooler), which ``--resume`` must rebuild as it was."""
+    import torch
+
+    from bertkit.training.checkpoint import list_checkpoints
+
+    if run_dir is None:
+        return False
+    found = list_checkpoints(Path(run_dir) / "checkpoints")
+    if not found:
+        return False
+    try:
+        keys = torch.load(found[-1] / "model.pt", map_location="cpu", weights_only=True, mmap=True)
+    except (OSError, RuntimeError):
+        return False  # the loop reports an unreadable checkpoint itself
+    return "classifier.weight" in keys and not any(k.startswith("bert.pooler.") for k in keys)
+
+
 def build_relation_model(model_name: str, labels: Sequence[str], pooling: str,
-                         markers: MarkerSet):
+                         markers: MarkerSet, resume_dir: str | Path | None = None):
     """A new classifier from a pretrained encoder, with the markers added and embeddings resized.
 
     Args:
@@ -77,6 +96,9 @@ def build_relation_model(model_name: str, labels: Sequence[str], pooling: str,
         labels: the C relation labels, in id order.
         pooling: ``cls`` (a standard ``AutoModelForSequenceClassification``) or ``entity-start``.
         markers: the marker strings to add to the tokenizer.
+        resume_dir: the run directory a ``--resume`` continues: when its checkpoint holds the
+            pre-issue-18 ``cls`` model (custom class, no pooler), that model is built again so the
+            checkpoint loads (:func:`legacy_cls_checkpoint`).
 
     Returns:
         (model, tokenizer with the markers, ``{marker: id}``). The model takes bertkit's batches
@@ -104,7 +126,8 @@ def build_relation_model(model_name: str, labels: Sequence[str], pooling: str,
                                     "where the hub can be reached") from None
     config.num_labels = len(labels)
     config.id2label, config.label2id = id2label, {v: k for k, v in id2label.items()}
-    if portable(pooling):
+    legacy = portable(pooling) and legacy_cls_checkpoint(resume_dir)
+    if portable(pooling) and not legacy:
         config.problem_type = "single_label_classification"
         try:
             model = AutoModelForSequenceClassification.from_pretrained(

@@ -122,3 +122,46 @@ def test_entity_start_needs_bert_and_unknown_pooling(tmp_path, tokenizer):
     model, tok, _ = build_relation_model(str(path), LABELS, "cls", MarkerSet())
     assert type(model).__name__ == "DistilBertForSequenceClassification"
     assert model.get_input_embeddings().weight.shape[0] == len(tok)
+
+
+def test_resume_of_an_old_cls_run_rebuilds_the_old_model(tiny_encoder, tmp_path, monkeypatch):
+    """A cls run checkpointed before issue 18 (custom class, no pooler) resumes with that class."""
+    import shutil
+
+    import bertkit.tasks.re.task as re_task
+    from bertkit.tasks.re import REConfig, finetune_re
+    from bertkit.tasks.re.model import legacy_cls_checkpoint
+    from tests.tasks.re.conftest import write_re_dir
+
+    def old_builder(model_name, labels, pooling, markers, resume_dir=None):
+        from transformers import AutoConfig
+
+        tok = AutoTokenizer.from_pretrained(model_name)
+        from bertkit.tasks.re.encoding import add_markers
+
+        mid = add_markers(tok, markers)
+        config = AutoConfig.from_pretrained(model_name, num_labels=len(labels),
+                                            id2label=dict(enumerate(labels)),
+                                            label2id={v: k for k, v in enumerate(labels)})
+        config.relation_pooling = "cls"
+        model = BertForRelationClassification.from_pretrained(model_name, config=config)
+        model.resize_token_embeddings(len(tok))
+        return model, tok, mid
+
+    data = write_re_dir(tmp_path / "d")
+    run = tmp_path / "run"
+    cfg = dict(data=str(data), model=tiny_encoder, epochs=1, batch_size=4, device="cpu",
+               save_steps=1, output_dir=str(run))
+    with monkeypatch.context() as m:
+        m.setattr(re_task, "build_relation_model", old_builder)
+        first = finetune_re(REConfig(**cfg))
+    assert legacy_cls_checkpoint(run) and not legacy_cls_checkpoint(tmp_path)
+    (run / "results.json").unlink()  # as if stopped after the last checkpoint
+    shutil.rmtree(run / "model")
+    again = finetune_re(REConfig(**cfg, resume=True))
+    assert again["steps"] == first["steps"] and again["test"] == first["test"]
+    model, *_ = load_relation_model(run)
+    assert isinstance(model, BertForRelationClassification) and model.pooling == "cls"
+    # a new cls run builds the standard class
+    fresh, _, _ = build_relation_model(tiny_encoder, LABELS, "cls", MarkerSet(), resume_dir=tmp_path)
+    assert type(fresh).__name__ == "BertForSequenceClassification"
