@@ -28,9 +28,11 @@ minutes, TAPT 10 epochs of BC5CDR about 30 minutes, 2 tasks x 6 variants x 3 see
 
 Smoke test (a couple of minutes; numbers meaningless, labelled REDUCED):
 
+    head -2000 ../shared/data/corpus/train.txt > /tmp/corpus-slice.txt
     BERTKIT_DATA=../shared/data python benchmarks/adaptation.py --tasks ner --dapt-steps 2 \\
-        --tapt-epochs 1 --tapt-max-sentences 100 --pretrain-batch-size 8 --extend-vocab 50 \\
-        --seeds 1 --epochs 1 --max-train-samples 100 --max-eval-samples 100 --name adaptation_smoke
+        --tapt-epochs 1 --tapt-max-sentences 100 --corpus /tmp/corpus-slice.txt \\
+        --pretrain-batch-size 8 --extend-vocab 50 --seeds 1 --epochs 1 --max-train-samples 100 \\
+        --max-eval-samples 100 --out-dir /tmp/adaptation-smoke --name adaptation_smoke
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ class Bench:
     def __init__(self, args, root: Path, log):
         self.args, self.root, self.log = args, root, log
         self.base = args.model or default_model()
-        self.data = Path(os.environ["BERTKIT_DATA"])
+        self.corpus = args.corpus or str(Path(os.environ["BERTKIT_DATA"]) / "corpus" / "train.txt")
         self.records: dict = {}
 
     def cfg(self, task: str, masking: str) -> AdaptConfig:
@@ -109,13 +111,11 @@ class Bench:
             load0 = load()
             if stage == "vocab":
                 parts.append(f"vocab{cfg.extend_vocab}")
-                model, rec = extend_stage(cfg, model, [str(self.data / "corpus" / "train.txt")],
-                                          self.root / "-".join(parts))
+                model, rec = extend_stage(cfg, model, [self.corpus], self.root / "-".join(parts))
                 seconds += rec["seconds"]
             else:
                 parts.append(stage if stage == "dapt" else f"tapt-{task}")
-                corpus = str(self.data / "corpus" / "train.txt") if stage == "dapt" \
-                    else self.task_text(task)
+                corpus = self.corpus if stage == "dapt" else self.task_text(task)
                 model, rec = pretrain_stage(cfg, stage, model, corpus,
                                             self.root / "pretrain" / "-".join(parts + [masking]))
                 seconds += rec["train_seconds"]
@@ -168,6 +168,8 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="Encoder (default: the packaged MiniLM).")
     ap.add_argument("--masking", default="span", choices=("span", "token", "wwm"),
                     help="Masking of (b)-(e); (f) reruns the best with the other of span/token.")
+    ap.add_argument("--corpus", default=None, help="DAPT text (default: $BERTKIT_DATA/corpus/"
+                    "train.txt).")
     ap.add_argument("--dapt-steps", type=int, default=FULL["dapt_steps"])
     ap.add_argument("--tapt-epochs", type=int, default=FULL["tapt_epochs"])
     ap.add_argument("--tapt-max-sentences", type=int, default=None,
@@ -189,7 +191,8 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("BERTKIT_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     quiet_transformers()
-    reduced = any(getattr(args, k) != v for k, v in FULL.items()) or args.tasks != "ner,re"
+    reduced = any(getattr(args, k) != v for k, v in FULL.items()) or args.tasks != "ner,re" \
+        or args.corpus is not None
     name = args.name or ("adaptation_reduced" if reduced else "adaptation")
     RESULTS.mkdir(exist_ok=True)
     log_path, lines = RESULTS / f"{name}.log", []
