@@ -5,7 +5,7 @@ tokens first), ``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_m
 (loadable with ``AutoTokenizer.from_pretrained(DIR)`` and ``BertTokenizerFast``) and
 ``stats.json``. The directory is written atomically: on any error nothing is left behind.
 
-Every build re-encodes its corpus with the saved tokenizer and records the coverage in
+Every build encodes its corpus with the saved tokenizer and records the coverage in
 ``stats.json`` (``coverage``: ``[UNK]`` rate, characters left out of the alphabet with their
 counts; :mod:`bertkit.vocab.coverage`). ``normalize`` (``nfkc``, ...) applies a Unicode
 normalisation before BERT's own normaliser, in training and in the saved ``tokenizer.json``; see
@@ -23,6 +23,7 @@ import json
 import resource
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
@@ -30,8 +31,8 @@ from bertkit.errors import BertkitError
 from bertkit.io import atomic_path
 from bertkit.vocab.corpus import (CorpusStats, corpus_size, iter_corpus_batches, progress_bar,
                                   resolve_corpus_files)
-from bertkit.vocab.coverage import (NORMALIZATIONS, normalize_batches, unicode_normalizer,
-                                    vocab_coverage)
+from bertkit.vocab.coverage import (NORMALIZATIONS, counting_tokens, normalize_batches,
+                                    unicode_normalizer, vocab_coverage)
 from bertkit.vocab.wordpiece import (BERT_SPECIAL_TOKENS, finalize_vocab, tokenizers_parallelism,
                                      train_wordpiece)
 
@@ -203,9 +204,11 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
         raise BertkitError("the corpus is empty", file=files[0] if len(files) == 1 else None,
                            expected="text, one sentence or paragraph a line")
     stats = CorpusStats()
+    token_counts: Counter[str] = Counter()  # gathered while training reads the corpus
     with progress_bar("reading + training", total, show_progress) as advance:
-        batches = normalize_batches(iter_corpus_batches(files, skip_bad_lines=skip_bad_lines,
-                                                        stats=stats, progress=advance), normalize)
+        batches = counting_tokens(normalize_batches(
+            iter_corpus_batches(files, skip_bad_lines=skip_bad_lines, stats=stats,
+                                progress=advance), normalize), token_counts)
         if algorithm == "wordpiece":
             learned = train_wordpiece(batches, size=size, uncased=uncased,
                                       special_tokens=specials, min_frequency=min_frequency,
@@ -226,9 +229,8 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
     alphabet = {t for t in vocab if len(t) == 1}
     tokenizer = bert_tokenizer(vocab, uncased=uncased, special_tokens=specials,
                                normalize=normalize)
-    with tokenizers_parallelism():  # a second pass over the corpus, with the saved tokenizer
-        coverage = vocab_coverage(tokenizer, iter_corpus_batches(
-            files, skip_bad_lines=skip_bad_lines, stats=CorpusStats()), vocab)
+    with tokenizers_parallelism():
+        coverage = vocab_coverage(tokenizer, token_counts, vocab)
     info = {
         "size": len(vocab), "requested_size": size, "case": "uncased" if uncased else "cased",
         "algorithm": algorithm, "normalize": normalize, "min_frequency": min_frequency,
