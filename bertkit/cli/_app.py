@@ -9,6 +9,56 @@ import typer
 
 from bertkit import __version__
 
+
+def _readable_metavars() -> None:
+    """Make ``--help`` show value types as click does (``TEXT``, ``INT``, ``FLOAT``, ``PATH``, short
+    choice lists) and nothing for switches (``--crf/--no-crf``), where typer 0.2x shows
+    ``<str>``, ``<int range> [x>=1]``, ``<bool>``; with one space between the table's columns
+    the longest option names (``--gradient-accumulation``) fit at 80 columns, where they were
+    cut (issue 16). Ranges are still enforced; a value out of range names it. A no-op if
+    typer's classes change (the help is then typer's own); tests/cli/test_help.py checks it."""
+    try:
+        from typer.core import TyperArgument, TyperOption
+    except ImportError:  # pragma: no cover - another typer
+        return
+    for cls in (TyperOption, TyperArgument):
+        _patch_display_type(cls)
+    from typer import rich_utils
+
+    # one space between the option table's columns instead of two: the names fit at 80 columns
+    if getattr(rich_utils, "STYLE_OPTIONS_TABLE_PADDING", None) == (0, 1):
+        rich_utils.STYLE_OPTIONS_TABLE_PADDING = (0, 1, 0, 0)
+
+
+def _patch_display_type(cls) -> None:
+    original = getattr(cls, "display_type_rich", None)
+    if original is None or getattr(original, "_bertkit", False):
+        return
+    names = {"str": "TEXT", "text": "TEXT", "int": "INT", "int range": "INT", "float": "FLOAT",
+             "float range": "FLOAT", "path": "PATH", "file": "FILE", "directory": "DIR",
+             "bool": "BOOL"}
+
+    def display_type_rich(self, ctx):
+        if self.metavar is not None:
+            return self.metavar
+        if getattr(self, "is_flag", False):
+            return None
+        shown = original(self, ctx)
+        if not isinstance(shown, str) or not (shown.startswith("<") and ">" in shown):
+            return shown
+        label, rest = shown[1:].split(">", 1)
+        if "|" in label:  # a choice list: shown when short, else named by the help text
+            return (label if len(label) <= 12 else "CHOICE") + rest
+        return names.get(label, label.upper()) + rest
+
+    display_type_rich._bertkit = True
+    cls.display_type_rich = display_type_rich
+    if hasattr(cls, "_get_number_range_help_str"):  # no "[x>=1]": the type column stays
+        cls._get_number_range_help_str = lambda self: None  # narrow (an error states the range)
+
+
+_readable_metavars()
+
 app = typer.Typer(
     name="bertkit",
     help="Build domain-adapted BERT models: vocabularies, MLM pretraining, fine-tuning.",

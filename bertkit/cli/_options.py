@@ -8,78 +8,116 @@ command, so each command declares only its own.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import typing
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 
+from bertkit.training.config import REPORT_TO
+from bertkit.training.devices import PRECISIONS
+
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", help="Subword pieces per window incl. [CLS]/[SEP]; longer input is windowed, never truncated. \\[default: 512]", min=8)]
 Recipe = Annotated[Optional[Path], typer.Option("--recipe", help="A recipe: YAML file or name from `bertkit recipes` (keys as flags in snake_case); flags override it.")]
-PrecisionChoice = Literal["auto", "fp32", "bf16", "fp16"]
-InferencePrecision = Annotated[PrecisionChoice, typer.Option("--precision", help="auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.")]
+PrecisionChoice = Literal[PRECISIONS]  # the choices the runtime accepts (bertkit.training.devices)
+PRECISION_HELP = "auto (bf16 on CUDA, else fp32), " + ", ".join(PRECISIONS[1:-1]) + " or " \
+    + PRECISIONS[-1] + "."
+InferencePrecision = Annotated[PrecisionChoice, typer.Option("--precision", help=PRECISION_HELP)]
 InferenceDevice = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]
 Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Encoder directory or hub id. \\[default: the packaged MiniLM-L6-H384 encoder]")]
 
 
-# name: (type, flags, help, TrainConfig default, extra typer.Option arguments)
+def data_help(task: str, where: str) -> str:
+    """``--data`` help naming the data sets registered for ``task`` (:mod:`bertkit.data.sets`),
+    so the list shown is the list accepted: ``Registered set (bc5cdr, ...; WHERE)``."""
+    from bertkit.data.sets import registered
+
+    return f"Registered set ({', '.join(registered(task))}; {where})"
+
+
+# name: (type, flags, help, extra typer.Option arguments). The default shown in --help is the
+# TrainConfig field's (or the command's config's, see training_options), never written here.
 LOOP_OPTIONS = {
-    "epochs": (int, ("--epochs",), "Passes over the training data.", 3, {"min": 1}),
-    "lr": (float, ("--lr",), "Peak learning rate (AdamW).", 5e-5, {}),
+    "epochs": (int, ("--epochs",), "Passes over the training data.", {"min": 1}),
+    "lr": (float, ("--lr",), "Peak learning rate (AdamW).", {}),
     "batch_size": (int, ("--batch-size", "-b"), "Examples per forward pass (the global batch "
-                   "over all processes).", 32, {"min": 1}),
-    "seed": (int, ("--seed",), "Random seed (data order, initialisation, dropout).", 42, {}),
-    "output_dir": (Path, ("--output-dir", "-o"), "Run directory.", "runs/<task>-<data>-<time>", {}),
+                   "over all processes).", {"min": 1}),
+    "seed": (int, ("--seed",), "Random seed (data order, initialisation, dropout).", {}),
+    "output_dir": (Path, ("--output-dir", "-o"), "Run directory.", {}),
     "gradient_accumulation": (int, ("--gradient-accumulation",), "Forward passes per optimiser "
-                              "step.", 1, {"min": 1}),
+                              "step.", {"min": 1}),
     "warmup": (float, ("--warmup",), "Linear warm-up: a ratio of all steps if < 1, else a step "
-               "count.", 0.1, {"min": 0}),
+               "count.", {"min": 0}),
     "weight_decay": (float, ("--weight-decay",), "AdamW weight decay (not on biases/LayerNorm).",
-                     0.01, {"min": 0}),
-    "max_grad_norm": (float, ("--max-grad-norm",), "Clip the gradient norm (0: off).", 1.0,
+                     {"min": 0}),
+    "max_grad_norm": (float, ("--max-grad-norm",), "Clip the gradient norm (0: off).",
                       {"min": 0}),
-    "precision": (PrecisionChoice, ("--precision",),
-                  "auto (bf16 on CUDA, else fp32), fp32, bf16 or fp16.", "auto", {}),
-    "device": (str, ("--device",), "auto, cpu, cuda, cuda:N or mps.", "auto", {}),
+    "precision": (PrecisionChoice, ("--precision",), PRECISION_HELP, {}),
+    "device": (str, ("--device",), "auto, cpu, cuda, cuda:N or mps.", {}),
     "save_steps": (int, ("--save-steps",), "Checkpoint every N optimiser steps (0: at epoch "
-                   "ends only).", 0, {"min": 0}),
+                   "ends only).", {"min": 0}),
     "max_steps": (int, ("--max-steps",), "Train for exactly N optimiser steps, over as many "
-                  "epochs as that takes (0: by --epochs).", 0, {"min": 0}),
+                  "epochs as that takes (0: by --epochs).", {"min": 0}),
     "eval_steps": (int, ("--eval-steps",), "Evaluate every N optimiser steps and at the end (0: "
-                   "after each epoch).", 0, {"min": 0}),
+                   "after each epoch).", {"min": 0}),
     "save_total_limit": (int, ("--save-total-limit",), "Keep at most N step checkpoints (the "
-                         "newest).", 2, {"min": 1}),
-    "logging_steps": (int, ("--logging-steps",), "Log loss and throughput every N steps.", 50,
+                         "newest).", {"min": 1}),
+    "logging_steps": (int, ("--logging-steps",), "Log loss and throughput every N steps.",
                       {"min": 1}),
     "skip_nonfinite": (int, ("--skip-nonfinite",), "Skip up to N batches with a non-finite loss "
-                       "(each reported with its source lines) instead of stopping.", 0,
+                       "(each reported with its source lines) instead of stopping.",
                        {"min": 0}),
-    "report_to": (Literal["none", "tensorboard"], ("--report-to",), "none, or tensorboard "
-                  "(event files in the run directory's tensorboard/ folder).", "none", {}),
+    "report_to": (Literal[REPORT_TO], ("--report-to",), f"{REPORT_TO[0]}, or "
+                  f"{' or '.join(REPORT_TO[1:])} (event files in the run directory's "
+                  "tensorboard/ folder).", {}),
     "fsdp": (bool, ("--fsdp/--no-fsdp",), "Under torchrun/accelerate: shard parameters, "
              "gradients and optimiser state over the processes (FSDP2) instead of DDP replicas.",
-             "no-fsdp", {}),
+             {}),
     "resume": (bool, ("--resume",), "Continue the run in --output-dir from its newest "
-               "checkpoint.", None, {}),
-    "overwrite": (bool, ("--overwrite",), "Allow an --output-dir that holds another run.", None,
-                  {}),
+               "checkpoint.", {}),
+    "overwrite": (bool, ("--overwrite",), "Allow an --output-dir that holds another run.", {}),
 }
+
+_SHOWN = {"output_dir": "runs/<task>-<data>-<time>"}  # computed at run time: described
+_NOT_SHOWN = ("resume", "overwrite")  # plain switches, off unless given
+
+
+def shown_default(name: str, value: Any) -> str | None:
+    """How ``--help`` shows a default: a switch ``--x/--no-x`` by the name of its setting
+    (``no-fsdp``), a number as Python prints it; None: show none.
+
+    >>> shown_default("fsdp", False), shown_default("lr", 5e-05), shown_default("resume", False)
+    ('no-fsdp', '5e-05', None)
+    """
+    if name in _SHOWN:
+        return _SHOWN[name]
+    if name in _NOT_SHOWN or value is None:
+        return None
+    if isinstance(value, bool):
+        flag = name.replace("_", "-")
+        return flag if value else f"no-{flag}"
+    return str(value)
 
 
 def training_options(exclude: tuple[str, ...] = (), **defaults):
     """Decorate a command with the training-loop options of :data:`LOOP_OPTIONS`.
 
-    The command receives them as one dict, ``train_flags`` (None = not given). ``defaults``
-    overrides the default shown in ``--help`` where the command's config differs from
-    :class:`~bertkit.training.TrainConfig` (e.g. ``epochs=6``); ``exclude`` leaves options out.
+    The command receives them as one dict, ``train_flags`` (None = not given). ``--help`` shows
+    :class:`~bertkit.training.TrainConfig`'s defaults; ``defaults`` gives the command config's
+    own where it differs (e.g. ``epochs=6`` for dep; ``tests/cli/test_options.py`` checks they
+    are the config's real values); ``exclude`` leaves options out.
     """
+    from bertkit.training.config import TrainConfig
+
     names = [n for n in LOOP_OPTIONS if n not in exclude]
+    base = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
 
     def option(name: str):
-        kind, flags, text, default, extra = LOOP_OPTIONS[name]
-        default = defaults.get(name, default)
+        kind, flags, text, extra = LOOP_OPTIONS[name]
+        default = shown_default(name, defaults.get(name, base[name]))
         if name == "max_steps" and "epochs" in exclude:  # a steps-only command: no --epochs
             text, extra = "Train for exactly N optimiser steps.", {"min": 1}
         shown = f" \\[default: {default}]" if default is not None else ""

@@ -6,6 +6,11 @@ import math
 from dataclasses import dataclass
 
 from bertkit.errors import BertkitError
+from bertkit.training.devices import PRECISIONS
+
+
+REPORT_TO = ("none", "tensorboard")
+"""Where ``--report-to`` sends metrics besides ``metrics.jsonl``."""
 
 
 @dataclass
@@ -95,14 +100,15 @@ class TrainConfig:
             ("warmup", self.warmup >= 0, "a ratio in [0, 1) or a step count >= 1"),
             ("weight_decay", self.weight_decay >= 0, "a number >= 0"),
             ("max_grad_norm", self.max_grad_norm >= 0, "a number >= 0 (0: no clipping)"),
-            ("precision", self.precision in ("auto", "fp32", "bf16", "fp16"), "auto, fp32, bf16 or fp16"),
+            ("precision", self.precision in PRECISIONS, ", ".join(PRECISIONS[:-1]) + " or "
+             + PRECISIONS[-1]),
             ("save_steps", self.save_steps >= 0, "an integer >= 0"),
             ("save_total_limit", self.save_total_limit >= 1, "an integer >= 1"),
             ("logging_steps", self.logging_steps >= 1, "an integer >= 1"),
             ("max_steps", self.max_steps >= 0, "an integer >= 0 (0: use --epochs)"),
             ("eval_steps", self.eval_steps >= 0, "an integer >= 0 (0: after each epoch)"),
             ("skip_nonfinite", self.skip_nonfinite >= 0, "an integer >= 0"),
-            ("report_to", self.report_to in ("none", "tensorboard"), "none or tensorboard"),
+            ("report_to", self.report_to in REPORT_TO, " or ".join(REPORT_TO)),
             ("fsdp", not (self.fsdp and self.precision == "fp16"),
              "bf16 or fp32 with --fsdp (fp16 loss scaling is not sharded)"),
         ]
