@@ -1,0 +1,156 @@
+"""The import direction of the package, read from the source with ``ast`` (nothing is imported):
+the training core imports no task, no task package imports another, ``bertkit.config`` does not
+import ``bertkit.recipes``, and no two modules import each other, directly or round a circle.
+
+Every ``import`` statement counts, also those inside functions (a lazy import is still a
+dependency). ``from bertkit.a import b`` is an import of the module ``bertkit.a.b`` when that is a
+module, else of ``bertkit.a``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "bertkit"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(name: str) -> str | None:
+    """The bertkit module ``name`` denotes (its longest prefix that is a module), or None."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in MODULES:
+            return candidate
+        parts.pop()
+    return None
+
+
+def _imports(module: str) -> set[str]:
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from . import x / from ..a import b
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            names = [f"{stem}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] == "bertkit" and (target := _resolve(name)) \
+                    and target != module:
+                found.add(target)
+    return found
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def _task_package(module: str) -> str | None:
+    """``bertkit.tasks.<name>`` for a module inside a task package (a folder), else None."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[:2] == ["bertkit", "tasks"] and \
+            (PACKAGE / "tasks" / parts[2]).is_dir():
+        return ".".join(parts[:3])
+    return None
+
+
+def _edges(source_prefix: str, target_prefix: str) -> list[str]:
+    return sorted(f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
+                  if (m == source_prefix or m.startswith(source_prefix + "."))
+                  and (t == target_prefix or t.startswith(target_prefix + ".")))
+
+
+def test_the_graph_is_read():
+    assert "bertkit.training.loop" in GRAPH["bertkit.training"]
+    assert "bertkit.config" in GRAPH["bertkit.recipes"]
+    assert len(MODULES) > 50
+
+
+def test_training_core_imports_no_task():
+    assert _edges("bertkit.training", "bertkit.tasks") == []
+
+
+def test_config_does_not_import_recipes():
+    assert _edges("bertkit.config", "bertkit.recipes") == []
+
+
+def test_no_task_package_imports_another():
+    crossing = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
+                      if _task_package(m) and _task_package(t)
+                      and _task_package(m) != _task_package(t))
+    assert crossing == []
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(GRAPH[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles():
+    assert _cycles() == []
+
+
+def test_the_cycle_finder_finds_a_circle(monkeypatch):
+    monkeypatch.setitem(GRAPH, "bertkit.errors", {"bertkit.config"})  # config imports errors
+    assert ["bertkit.config", "bertkit.errors"] in _cycles()
+
+
+@pytest.mark.parametrize("text, module, expected", [
+    ("from . import viterbi\n", "bertkit.decoding", "bertkit.decoding.viterbi"),
+    ("from ..errors import BertkitError\n", "bertkit.training.loop", "bertkit.errors"),
+])
+def test_relative_imports_resolve(tmp_path, monkeypatch, text, module, expected):
+    path = tmp_path / ("__init__.py" if module == "bertkit.decoding" else "x.py")
+    path.write_text(text)
+    monkeypatch.setitem(MODULES, module, path)
+    assert expected in _imports(module)
