@@ -66,7 +66,7 @@ def batches(rows: np.ndarray | None, vocab: VocabInfo, masker, B: int, T: int, c
         ids = torch.cat([torch.full((B, 1), cls), body, torch.full((B, 1), sep)], 1)
         m = masker(ids, batch_generator(0, 0, k))
         out.append({"input_ids": m.input_ids, "attention_mask": torch.ones_like(ids),
-                    "labels": m.labels, "sbo_targets": m.sbo_targets})
+                    "labels": m.labels, "sbo_boundaries": m.sbo_boundaries})
     return out
 
 
@@ -100,7 +100,7 @@ def run(args, T: int, B: int, device, dtype, tok, stream) -> dict:
     start = time.perf_counter()
     for b in data[args.warmup:]:
         loss = step(b)
-        preds += int((b["labels"] != -100).sum()) + int(b["sbo_targets"].shape[0])
+        preds += int((b["labels"] != -100).sum()) + int((b["sbo_boundaries"][..., 0] >= 0).sum())
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start

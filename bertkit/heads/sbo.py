@@ -10,7 +10,13 @@ p_{i-s+1}::
     logits_i = E y_i + b        (E: the input word embeddings, tied; b: the head's own bias)
 
 The relative-position embedding has 200 dimensions in the reference implementation, and at most
-15 targets per span are predicted (``max_targets``).
+:data:`MAX_TARGETS` (15) targets per span are predicted: the first 15 tokens of a longer span
+(the reference's ``max_pair_targets``). This head is the one place that limit is applied.
+
+The targets arrive in one representation, per position: ``boundaries [B, T, 2]`` holding
+(s-1, e+1) at each masked token of a span s..e with real boundary tokens and -1 elsewhere
+(:attr:`bertkit.masking.MaskedBatch.sbo_boundaries`), indexed by row first like every batch
+tensor, so a process's slice of a batch keeps exactly its own targets.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+MAX_TARGETS = 15  # SBO targets per span (SpanBERT's max_pair_targets); set here only
 
 
 class SpanBoundaryHead(nn.Module):
@@ -27,12 +35,12 @@ class SpanBoundaryHead(nn.Module):
         hidden_size: H, the encoder width.
         vocab_size: V, the output vocabulary (the tied embedding matrix is ``[V, H]``).
         position_size: width of the relative-position embedding (200 in SpanBERT).
-        max_targets: positions per span that can be predicted (15).
+        max_targets: positions per span that can be predicted (:data:`MAX_TARGETS`).
         layer_norm_eps: epsilon of the two layer normalisations.
     """
 
     def __init__(self, hidden_size: int, vocab_size: int, position_size: int = 200,
-                 max_targets: int = 15, layer_norm_eps: float = 1e-12) -> None:
+                 max_targets: int = MAX_TARGETS, layer_norm_eps: float = 1e-12) -> None:
         super().__init__()
         self.position = nn.Embedding(max_targets, position_size)
         self.dense1 = nn.Linear(2 * hidden_size + position_size, hidden_size)
@@ -46,22 +54,31 @@ class SpanBoundaryHead(nn.Module):
             nn.init.zeros_(lin.bias)
         nn.init.normal_(self.position.weight, std=0.02)
 
-    def forward(self, hidden: torch.Tensor, targets: torch.Tensor,
-                output_weight: torch.Tensor) -> torch.Tensor:
+    def targets(self, boundaries: torch.Tensor) -> torch.Tensor:
+        """``[B, T]`` bool: the positions this head predicts: masked span tokens with real
+        boundaries (``boundaries[..., 0] >= 0``) among the first ``max_targets`` of their span."""
+        left = boundaries[..., 0]
+        pos = torch.arange(boundaries.shape[1], device=boundaries.device)
+        return (left >= 0) & (pos - left - 1 < self.max_targets)
+
+    def forward(self, hidden: torch.Tensor, boundaries: torch.Tensor,
+                output_weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits of the SBO targets.
 
         Args:
             hidden: ``[B, T, H]`` last-layer encoder outputs.
-            targets: ``[M, 5]`` long rows (batch row, position, left boundary s-1, right
-                boundary e+1, relative position from 0), as
-                :func:`bertkit.masking.span.sbo_targets` builds them.
+            boundaries: ``[B, T, 2]`` long, (s-1, e+1) at span tokens, -1 elsewhere (see the
+                module docstring).
             output_weight: ``[V, H]`` the (tied) input word embeddings.
 
         Returns:
-            ``[M, V]`` logits.
+            ``logits [M, V]`` for the M positions of :meth:`targets`, row-major, and that
+            ``[B, T]`` bool selection (the loss compares with ``labels[selection]``).
         """
-        row, left, right, rel = targets[:, 0], targets[:, 2], targets[:, 3], targets[:, 4]
-        h = torch.cat([hidden[row, left], hidden[row, right], self.position(rel)], dim=-1)
-        h = self.norm1(F.gelu(self.dense1(h)))
+        picked = self.targets(boundaries)
+        row, pos = torch.nonzero(picked, as_tuple=True)  # [M] each
+        left, right = boundaries[row, pos, 0], boundaries[row, pos, 1]
+        h = torch.cat([hidden[row, left], hidden[row, right], self.position(pos - left - 1)], dim=-1)
+        h = self.norm1(F.gelu(self.dense1(h)))  # [M, H]
         h = self.norm2(F.gelu(self.dense2(h)))
-        return F.linear(h, output_weight, self.bias)
+        return F.linear(h, output_weight, self.bias), picked

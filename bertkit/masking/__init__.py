@@ -7,12 +7,25 @@ interface of :class:`bertkit.masking.base.Masker`.
 from __future__ import annotations
 
 from bertkit.errors import BertkitError
-from bertkit.masking.base import IGNORE, MaskedBatch, Masker, VocabInfo, real_tokens, word_starts
+from bertkit.masking.base import (IGNORE, MaskedBatch, Masker, VocabInfo, real_tokens,
+                                  word_boundary_rule, word_starts)
 from bertkit.masking.span import SpanMasker, span_length_distribution
 from bertkit.masking.token import TokenMasker
 from bertkit.masking.wwm import WholeWordMasker
 
-STRATEGIES = {"token": TokenMasker, "wwm": WholeWordMasker, "span": SpanMasker}
+STRATEGIES = {cls.name: cls for cls in (TokenMasker, WholeWordMasker, SpanMasker)}
+CHOICES = ", ".join(STRATEGIES)
+
+
+def gives_spans(name: str) -> bool:
+    """Whether the strategy called ``name`` masks spans and gives SBO boundaries (``span``).
+
+    Raises:
+        BertkitError: an unknown name.
+    """
+    if name not in STRATEGIES:
+        raise BertkitError(f"unknown masking '{name}'", expected=CHOICES)
+    return STRATEGIES[name].spans
 
 
 def build_masker(name: str, vocab: VocabInfo, mask_prob: float = 0.15,
@@ -23,15 +36,13 @@ def build_masker(name: str, vocab: VocabInfo, mask_prob: float = 0.15,
     Raises:
         BertkitError: an unknown name or settings out of range.
     """
-    if name not in STRATEGIES:
-        raise BertkitError(f"unknown masking '{name}'", expected="token, wwm or span")
     kwargs = dict(mask_prob=mask_prob, mask_replace_prob=mask_replace_prob,
                   random_replace_prob=random_replace_prob)
-    if name == "span":
+    if gives_spans(name):
         kwargs.update(span_p=span_p, max_span_length=max_span_length)
     return STRATEGIES[name](vocab, **kwargs)
 
 
 __all__ = ["IGNORE", "MaskedBatch", "Masker", "VocabInfo", "TokenMasker", "WholeWordMasker",
            "SpanMasker", "build_masker", "real_tokens", "word_starts", "span_length_distribution",
-           "STRATEGIES"]
+           "STRATEGIES", "CHOICES", "gives_spans", "word_boundary_rule"]

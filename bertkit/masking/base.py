@@ -13,6 +13,9 @@ References:
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -24,6 +27,50 @@ from bertkit.errors import BertkitError
 IGNORE = -100
 
 
+def word_boundary_rule(tokenizer) -> tuple[str, str]:
+    """How ``tokenizer`` marks word boundaries in its pieces, read from the tokenizer itself.
+
+    Returns:
+        ``("continuation", prefix)``: pieces starting with ``prefix`` continue a word (WordPiece's
+        ``continuing_subword_prefix``, e.g. ``##``, or a BPE model's); ``("start", marker)``:
+        pieces starting with ``marker`` begin a word (SentencePiece ``▁``, byte-level BPE ``Ġ``);
+        ``("none", "")``: every piece is a word (a word-level model).
+
+    Raises:
+        BertkitError: a tokenizer without a ``tokenizers`` backend, or a model type whose word
+            boundaries cannot be read.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        raise BertkitError(f"cannot read the word boundaries of {type(tokenizer).__name__}",
+                           expected="a tokenizer with a `tokenizers` backend (fast tokenizer)")
+    spec = json.loads(backend.to_str())
+    model = spec.get("model") or {}
+    prefix = model.get("continuing_subword_prefix")
+    if prefix:
+        return "continuation", prefix
+    parts = list(_components(spec.get("pre_tokenizer"))) + list(_components(spec.get("decoder")))
+    metaspace = [c for c in parts if c.get("type") == "Metaspace"]
+    if metaspace or model.get("type") == "Unigram":
+        return "start", (metaspace[0].get("replacement") if metaspace else None) or "\u2581"
+    if any(c.get("type") == "ByteLevel" for c in parts):
+        return "start", "\u0120"
+    if model.get("type") == "WordLevel":
+        return "none", ""
+    raise BertkitError(f"cannot tell word boundaries of a {model.get('type')} tokenizer",
+                       expected="WordPiece, SentencePiece (Metaspace), byte-level BPE or "
+                                "word-level")
+
+
+def _components(node):
+    """The pre-tokenizer / decoder dicts of a ``tokenizer.json`` part, ``Sequence`` unfolded."""
+    if isinstance(node, dict):
+        yield node
+        for key in ("pretokenizers", "decoders"):
+            for child in node.get(key) or ():
+                yield from _components(child)
+
+
 @dataclass
 class VocabInfo:
     """What masking needs to know about a vocabulary.
@@ -33,7 +80,8 @@ class VocabInfo:
         mask_id / pad_id: ids of ``[MASK]`` and ``[PAD]``.
         special_ids: ``[S]`` long, every special token id (never masked, never a replacement).
         continues_word: ``[V]`` bool, True for pieces that continue the previous word
-            (WordPiece ``##`` pieces; SentencePiece pieces without a leading ``▁``).
+            (WordPiece: pieces with the tokenizer's continuation prefix, ``##`` by default;
+            SentencePiece / byte-level BPE: pieces without the word-start marker ``▁`` / ``Ġ``).
         unigram: ``[V]`` float probabilities of the corpus's token unigram distribution (0 on
             special tokens), used for SpanBERT's random replacements; None: uniform.
     """
@@ -47,20 +95,24 @@ class VocabInfo:
 
     @classmethod
     def from_tokenizer(cls, tokenizer, unigram: np.ndarray | torch.Tensor | None = None) -> "VocabInfo":
-        """Build from a Hugging Face tokenizer (``[MASK]`` required).
+        """Build from a Hugging Face tokenizer (``[MASK]`` required). Word boundaries come from the
+        tokenizer's own rule (:func:`word_boundary_rule`), never from an assumed ``##``.
 
         Raises:
-            BertkitError: the tokenizer has no mask token.
+            BertkitError: the tokenizer has no mask token, or its word-boundary rule is unknown.
         """
         if tokenizer.mask_token_id is None:
             raise BertkitError("the tokenizer has no mask token", expected="a BERT-style vocabulary "
                                                                          "with [MASK]")
         vocab = tokenizer.get_vocab()
         size = max(len(tokenizer), max(vocab.values()) + 1)
+        kind, marker = word_boundary_rule(tokenizer)
         cont = torch.zeros(size, dtype=torch.bool)
-        metaspace = any(t.startswith("\u2581") for t in list(vocab)[:2000])
         for piece, i in vocab.items():
-            cont[i] = (not piece.startswith("\u2581")) if metaspace else piece.startswith("##")
+            if kind == "continuation":
+                cont[i] = piece.startswith(marker)
+            elif kind == "start":
+                cont[i] = not piece.startswith(marker)
         special = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
         cont[special] = False
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else -1
@@ -71,6 +123,8 @@ class VocabInfo:
         is_special = torch.zeros(self.vocab_size, dtype=torch.bool)
         is_special[self.special_ids] = True
         self.is_special = is_special
+        self.is_real = ~is_special  # lookup tables for torch.take (several times faster than [])
+        self.continues_word = self.continues_word.bool().contiguous()
         self.normal_ids = torch.nonzero(~is_special).squeeze(1)
         self.cdf = None
         if self.unigram is not None:
@@ -91,43 +145,51 @@ class MaskedBatch:
     Attributes:
         input_ids: ``[B, T]`` long, the corrupted inputs.
         labels: ``[B, T]`` long, the original id where a token is predicted, else ``-100``.
-        sbo_targets: ``[M, 5]`` long rows (batch row, target position, left boundary s-1,
-            right boundary e+1, relative position in the span from 0), or None (no spans).
+        sbo_boundaries: ``[B, T, 2]`` long, span masking only (else None): at each masked
+            position of a span s..e whose boundaries s-1 and e+1 are real tokens, (s-1, e+1);
+            -1 elsewhere. The one representation of SpanBERT's SBO targets (Joshi et al., 2020,
+            sec. 3.2): indexed by row first, so a process's slice of the rows keeps its own;
+            :class:`bertkit.heads.sbo.SpanBoundaryHead` reads it (and caps targets per span).
         span_lengths: ``[K]`` long, drawn lengths in words of the spans applied (span masking
             only; for statistics and tests).
     """
 
     input_ids: torch.Tensor
     labels: torch.Tensor
-    sbo_targets: torch.Tensor | None = None
+    sbo_boundaries: torch.Tensor | None = None
     span_lengths: torch.Tensor | None = None
 
 
 def real_tokens(input_ids: torch.Tensor, vocab: VocabInfo) -> torch.Tensor:
     """``[B, T]`` bool: True on tokens that may be masked (not special, not padding)."""
-    return ~vocab.is_special[input_ids]
+    return torch.take(vocab.is_real, input_ids)
 
 
-def word_starts(input_ids: torch.Tensor, vocab: VocabInfo) -> torch.Tensor:
+def word_starts(input_ids: torch.Tensor, vocab: VocabInfo,
+                real: torch.Tensor | None = None) -> torch.Tensor:
     """``[B, T]`` bool: True where a real token begins a word.
 
-    A piece begins a word unless it continues one (``##``); a continuation right after a special
-    token (e.g. a packed sequence that starts mid-word) begins a word too.
+    A piece begins a word unless it continues one (:attr:`VocabInfo.continues_word`, from the
+    tokenizer's own rule); a continuation right after a special token (e.g. a packed sequence
+    that starts mid-word) begins a word too. ``real``: :func:`real_tokens`, if already known.
     """
-    real = real_tokens(input_ids, vocab)
+    if real is None:
+        real = real_tokens(input_ids, vocab)
     prev_real = torch.zeros_like(real)
     prev_real[:, 1:] = real[:, :-1]
-    return real & (~vocab.continues_word[input_ids] | ~prev_real)
+    return real & ~(torch.take(vocab.continues_word, input_ids) & prev_real)
 
 
-def budget(real: torch.Tensor, prob: float, rounding: str) -> torch.Tensor:
-    """``[B]`` long: tokens to mask per row: ``round`` (BERT: max(1, round(n p))) or ``ceil`` (SpanBERT)."""
-    n = real.sum(1)
+def budget(real: torch.Tensor, prob: float, rounding: str) -> list[int]:
+    """Tokens to mask in each of the B rows: ``round`` (BERT: max(1, round(n p))) or ``ceil``
+    (SpanBERT: ceil(n p)), at most the row's ``n`` real tokens (a row with none gets 0).
+
+    Computed on the B row counts in Python: cheaper than several small tensor ops.
+    """
+    counts = real.sum(1).tolist()
     if rounding == "ceil":
-        k = torch.ceil(n.double() * prob - 1e-9).long()
-    else:
-        k = torch.round(n.double() * prob).long().clamp(min=1)
-    return torch.minimum(k, n)
+        return [min(n, math.ceil(n * prob - 1e-9)) for n in counts]
+    return [min(n, max(1, round(n * prob))) for n in counts]
 
 
 def random_tokens(shape: tuple[int, ...], vocab: VocabInfo, generator: torch.Generator,
@@ -144,24 +206,40 @@ def random_tokens(shape: tuple[int, ...], vocab: VocabInfo, generator: torch.Gen
 def replace(input_ids: torch.Tensor, chosen: torch.Tensor, u: torch.Tensor, vocab: VocabInfo,
             mask_replace_prob: float, random_replace_prob: float, generator: torch.Generator,
             unigram: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """Apply the 80/10/10 rule: where ``chosen``, ``[MASK]`` if ``u < mask_replace_prob``, a random
-    non-special token (see :func:`random_tokens`) if ``u < mask_replace_prob +
+    """Apply the 80/10/10 rule to the chosen tokens: ``[MASK]`` if ``u < mask_replace_prob``, a
+    random non-special token (see :func:`random_tokens`) if ``u < mask_replace_prob +
     random_replace_prob``, else the token itself.
 
+    Works on the N chosen positions only (about 15% of the batch), not on ``[B, T]`` tensors.
+
     Args:
-        u: ``[B, T]`` uniform draws (per token, or one per span broadcast to its tokens).
+        input_ids: ``[B, T]`` long.
+        chosen: ``[N]`` long, distinct flat indices into ``input_ids.view(-1)`` (any order).
+        u: ``[N]`` uniform draws, one per chosen position (per token, or one per span repeated
+            over its tokens).
 
     Returns:
-        (inputs, labels), both ``[B, T]`` long.
+        (inputs, labels), both ``[B, T]`` long; labels are ``-100`` off the chosen positions.
     """
-    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE))
-    to_mask = chosen & (u < mask_replace_prob)
-    to_random = chosen & ~to_mask & (u < mask_replace_prob + random_replace_prob)
-    out = torch.where(to_mask, torch.full_like(input_ids, vocab.mask_id), input_ids)
-    n = int(to_random.sum())
-    if n:
-        out[to_random] = random_tokens((n,), vocab, generator, unigram)
-    return out, labels
+    original = torch.take(input_ids, chosen)
+    labels = torch.full_like(input_ids, IGNORE).put_(chosen, original)
+    new = torch.where(u < mask_replace_prob, vocab.mask_id, original)
+    if random_replace_prob > 0:
+        rand = random_tokens(original.shape, vocab, generator, unigram)
+        new = torch.where((u >= mask_replace_prob) & (u < mask_replace_prob + random_replace_prob),
+                          rand, new)
+    return input_ids.clone().put_(chosen, new), labels
+
+
+@functools.lru_cache(maxsize=64)
+def row_offsets(B: int, T: int) -> torch.Tensor:
+    """``[B, 1]`` long, ``b * T``: turns a column index of row b into a flat index (cached)."""
+    return torch.arange(B)[:, None] * T
+
+
+def flat_positions(mask: torch.Tensor) -> torch.Tensor:
+    """``[N]`` long: the flat indices (row-major) where the ``[B, T]`` bool ``mask`` is True."""
+    return mask.reshape(-1).nonzero().squeeze(1)
 
 
 class Masker(ABC):
@@ -177,6 +255,7 @@ class Masker(ABC):
     """
 
     name = "base"
+    spans = False  # True: masks spans and gives SBO boundaries (SpanBERT); the one place that says so
 
     def __init__(self, vocab: VocabInfo, mask_prob: float = 0.15, mask_replace_prob: float = 0.8,
                  random_replace_prob: float = 0.1) -> None:

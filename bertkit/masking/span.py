@@ -9,27 +9,26 @@ budget is met exactly and never exceeded). A span whose anchor word is already m
 as in the reference. Overlapping or adjacent spans merge; the 80/10/10 replacement is decided
 once per merged span, and random replacements are drawn from the corpus unigram distribution.
 
-Vectorised, no loop per token or per span: a round draws K candidate spans for every row at once
-(``[B, T, K]`` interval masks), finds for each position the first candidate covering it (a
-minimum over candidates), counts the masked tokens after each candidate from a histogram of
-those, picks per row the first candidate that reaches the budget and cuts it there. Rows still
-short (rare) get another round. Anchors are drawn uniformly over positions and a candidate whose
-anchor falls on a special token is dropped, which makes them uniform over real tokens. The skip
-test uses the earlier candidates before skipping (a superset of the reference's, so a few more
-candidates are skipped; drawn lengths are unaffected).
+Vectorised in word space, no loop per token or per span: a round draws K candidate spans for
+every row at once, resolves the reference's skip rule exactly (candidate k is skipped when its
+anchor word lies in an earlier candidate that was not skipped: a ``[B, K, K]`` fixed point),
+writes for each word the first candidate covering it (``minimum.at``), counts the new tokens of
+each candidate from the word lengths, picks per row the first candidate that reaches the budget
+and cuts it there, in token order. Rows still short (rare) get another round. Anchors are drawn
+uniformly over positions and a candidate whose anchor falls on a special token is dropped, which
+makes them uniform over real tokens. The small arrays are NumPy (its per-operation cost is a
+fraction of torch's); every random draw comes from the caller's ``torch.Generator``.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
-from bertkit.masking.base import (MaskedBatch, Masker, VocabInfo, budget, real_tokens, replace,
-                                  word_starts)
 from bertkit.errors import BertkitError
-
-MAX_SBO_TARGETS = 15
+from bertkit.masking.base import MaskedBatch, Masker, VocabInfo, budget, replace
 
 
 def span_length_distribution(p: float = 0.2, max_len: int = 10) -> torch.Tensor:
@@ -52,77 +51,96 @@ def sample_span_lengths(shape: tuple[int, ...], p: float, max_len: int,
     return lengths.clamp(1, max_len)
 
 
-def draw_span_masks(real: torch.Tensor, starts: torch.Tensor, k: torch.Tensor, p: float,
-                    max_len: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def word_structure(real: np.ndarray, continues: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Words of each row: a real piece starts a word unless it continues the real piece before it.
+
+    Args:
+        real / continues: ``[B, T]`` bool.
+
+    Returns:
+        ``word_id [B, T]`` int64 (-1 on non-real tokens) and ``word_len [B, W + 1]`` int64
+        (pieces per word; W = the most words of a row; the last column is 0, a sentinel).
+    """
+    B, T = real.shape
+    starts = real.copy()
+    starts[:, 1:] &= ~(continues[:, 1:] & real[:, :-1])
+    word_id = starts.cumsum(1) - 1
+    word_id[~real] = -1
+    W = int(word_id.max()) + 1 if word_id.size else 0
+    flat = (np.arange(B)[:, None] * (W + 1) + np.where(real, word_id, W)).ravel()
+    word_len = np.bincount(flat, weights=real.ravel(), minlength=B * (W + 1))
+    return word_id, word_len.astype(np.int64).reshape(B, W + 1)
+
+
+def draw_span_masks(real: np.ndarray, word_id: np.ndarray, word_len: np.ndarray, k: np.ndarray,
+                    p: float, max_len: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Choose the masked positions of span masking (see the module docstring).
 
     Args:
         real: ``[B, T]`` bool, maskable tokens.
-        starts: ``[B, T]`` bool, real tokens that begin a word.
-        k: ``[B]`` long, the budget of each row (``<= real.sum(1)``).
+        word_id / word_len: from :func:`word_structure`.
+        k: ``[B]`` int64, the budget of each row (``<= real.sum(1)``).
         p / max_len: span lengths in words ~ Geo(p) truncated to 1..max_len.
 
     Returns:
-        ``mask [B, T]`` bool (exactly ``k[b]`` real tokens per row) and ``lengths [S]`` long,
+        ``mask [B, T]`` bool (exactly ``k[b]`` real tokens per row) and ``lengths [S]`` int64,
         the drawn lengths of the spans applied.
     """
     B, T = real.shape
-    pos = torch.arange(T)
-    word_id = starts.long().cumsum(1) - 1
-    n_words = starts.sum(1)
-    first = torch.full((B, T + 1), T, dtype=torch.long)  # first position of word w; T past the end
-    first.scatter_(1, torch.where(starts, word_id, T), torch.where(starts, pos.expand(B, T), T))
-    first[:, T] = T
-    mask = torch.zeros_like(real)
+    W = word_len.shape[1] - 1
+    cdf = span_length_distribution(p, max_len).cumsum(0).numpy()  # inverse-CDF draws of lengths
+    n_words = (word_len[:, :W] > 0).sum(1)
+    mask = np.zeros((B, T), dtype=bool)
+    covered = np.zeros((B, W + 1), dtype=bool)  # words masked by earlier rounds
     drawn = []
-    short = (k > 0) & (n_words > 0)
+    short = np.flatnonzero((k > 0) & (n_words > 0))
     for _ in range(1000):  # one round nearly always suffices
-        if not short.any():
+        if short.size == 0:
             break
-        every = bool(short.all())
-        rows = None if every else torch.nonzero(short).squeeze(1)
-        pick = (lambda t: t) if every else (lambda t: t[rows])  # noqa: E731
-        base, kr = pick(mask), pick(k)
-        need = int((kr - base.sum(1)).max())
-        K = min(max(4, math.ceil(need / 2.5) + 3), 250)
-        R = base.shape[0]
-        lengths = sample_span_lengths((R, K), p, max_len, generator)
-        anchor = torch.randint(T, (R, K), generator=generator)
-        missed = ~pick(real).gather(1, anchor)  # an anchor on a special token: dropped, so
-        w = pick(word_id).gather(1, anchor).clamp(min=0)  # anchors are uniform over real tokens
-        row_first = pick(first)
-        s = row_first.gather(1, w)
-        e = row_first.gather(1, torch.minimum(w + lengths, pick(n_words)[:, None]))
-        e = torch.where(missed, s, e)  # a dropped candidate covers nothing
-        # [R, T, K] with the candidates last (a contiguous, small-int reduction is fast)
-        cand = (pos[:, None] >= s[:, None, :]) & (pos[:, None] < e[:, None, :])
-        kk = torch.arange(K, dtype=torch.uint8)
-        none = torch.tensor(K, dtype=torch.uint8)
-        # the first candidate covering each position (-1: masked before this round; K: none)
-        cover = torch.where(cand, kk, none).amin(2).long()
-        cover = torch.where(base, -1, cover)
-        skip = (cover.gather(1, s) < torch.arange(K)) | missed  # anchor word covered earlier
-        cover = torch.where(cand & ~skip[:, None, :], kk, none).amin(2).long()
-        cover = torch.where(base, -1, torch.where(pick(real), cover, K))
-        hist = torch.zeros(R, K + 2, dtype=torch.long).scatter_add_(1, cover + 1, torch.ones_like(cover))
-        count = hist.cumsum(1)[:, 1:K + 1]  # [R, K]: masked tokens after candidate k
-        reached = count >= kr[:, None]
+        R = short.size
+        kr, done = k[short], np.where(covered[short, :W], word_len[short, :W], 0).sum(1)
+        K = min(max(4, math.ceil(int((kr - done).max()) / 2.5) + 3), 250)
+        u = torch.rand((R, K), generator=generator, dtype=torch.float64).numpy()
+        lengths = np.minimum(np.searchsorted(cdf, u, side="right") + 1, max_len)
+        anchor = torch.randint(T, (R, K), generator=generator).numpy()
+        aw = word_id[short[:, None], anchor]  # anchor word; -1: a special token, dropped
+        missed = aw < 0
+        aw = np.maximum(aw, 0)
+        end = np.minimum(aw + lengths, n_words[short, None])  # one past the span's last word
+        free = ~missed & ~covered[short[:, None], aw]
+        # inside[r, j, k]: candidate k's anchor word lies in candidate j's span (j < k)
+        inside = (aw[:, None, :] >= aw[:, :, None]) & (aw[:, None, :] < end[:, :, None])
+        inside &= np.triu(np.ones((K, K), dtype=bool), 1)
+        active = free
+        while True:  # the reference's skip rule, exactly: depth of the chain of skips, ~2 passes
+            now = free & ~(inside & active[:, :, None]).any(1)
+            if np.array_equal(now, active):
+                break
+            active = now
+        # the first candidate covering each word (K: none, -1: masked by an earlier round)
+        w = np.arange(W + 1)
+        spans = (w >= aw[:, :, None]) & (w < end[:, :, None]) & active[:, :, None]  # [R, K, W+1]
+        cover = np.where(spans.any(1), spans.argmax(1), K)
+        cover[covered[short]] = -1
+        # tokens each candidate adds: word lengths summed by covering candidate
+        slot = np.where(cover >= 0, cover, K) + (K + 1) * np.arange(R)[:, None]
+        new_tokens = np.bincount(slot.ravel(), weights=word_len[short].ravel(),
+                                 minlength=R * (K + 1)).reshape(R, K + 1)
+        reached = done[:, None] + new_tokens[:, :K].cumsum(1) >= kr[:, None]
         hit = reached.any(1)
-        kstar = torch.where(hit, reached.long().argmax(1), K - 1)
-        prev = cover < kstar[:, None]
-        new = cover == kstar[:, None]
-        room = kr - prev.sum(1)
-        new &= new.long().cumsum(1) <= room[:, None]
-        out = prev | new
-        if every:
-            mask = out
-        else:
-            mask[rows] = out
-        drawn.append(lengths[(torch.arange(K) <= kstar[:, None]) & ~skip])
-        short = (mask.sum(1) < k) & (n_words > 0)
-    if drawn:
-        return mask, torch.cat(drawn)
-    return mask, torch.zeros(0, dtype=torch.long)
+        kstar = np.where(hit, reached.argmax(1), K)
+        token_cover = np.take_along_axis(cover, np.where(word_id[short] >= 0, word_id[short], W), 1)
+        before = token_cover < kstar[:, None]  # masked by an earlier round or candidate
+        cut = (token_cover == kstar[:, None]) & hit[:, None]
+        room = kr - before.sum(1)
+        cut &= cut.cumsum(1) <= room[:, None]
+        mask[short] = before | cut
+        drawn.append(lengths[active & (np.arange(K) <= kstar[:, None])])
+        covered[short] = cover < K
+        covered[short, W] = False
+        short = short[~hit]
+    out = np.concatenate(drawn) if drawn else np.zeros(0, dtype=np.int64)
+    return mask, out
 
 
 def span_runs(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -141,62 +159,71 @@ def span_runs(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
     return row, start, end
 
 
-def sbo_targets(real: torch.Tensor, row: torch.Tensor, start: torch.Tensor, end: torch.Tensor,
-                max_targets: int = MAX_SBO_TARGETS) -> torch.Tensor:
-    """SBO targets of merged spans (SpanBERT sec. 3.2): for span s..e, its first ``max_targets``
-    tokens, each predicted from the boundary tokens s-1 and e+1. A span whose boundary is not a
-    real token (it touches the sequence edge, ``[CLS]``/``[SEP]``) has no target.
+def boundaries_and_runs(mask: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The merged spans of ``mask`` and their SBO boundaries (Joshi et al., 2020, sec. 3.2).
 
     Returns:
-        ``[M, 5]`` long: (row, position, s-1, e+1, position - s).
+        ``chosen [N]`` int64 flat indices of the masked positions (row-major), ``run [N]`` int64
+        the merged span of each (0..S-1, row-major), and ``boundaries [B, T, 2]`` int64: (s-1,
+        e+1) at every masked position of a span s..e whose boundaries are both real tokens of
+        its row, -1 elsewhere.
     """
-    T = real.shape[1]
-    left, right = start - 1, end + 1
-    ok = (left >= 0) & (right < T)
-    ok &= real[row, left.clamp(min=0)] & real[row, right.clamp(max=T - 1)]
-    row, start, left, right = row[ok], start[ok], left[ok], right[ok]
-    n = torch.minimum(right - start, torch.full_like(start, max_targets))
-    total = int(n.sum())
-    idx = torch.repeat_interleave(torch.arange(len(n)), n)
-    rel = torch.arange(total) - torch.repeat_interleave(n.cumsum(0) - n, n)
-    return torch.stack([row[idx], start[idx] + rel, left[idx], right[idx], rel], 1)
+    B, T = mask.shape
+    flat = mask.ravel()
+    prev = np.zeros_like(flat)
+    prev[1:] = flat[:-1]
+    nxt = np.zeros_like(flat)
+    nxt[:-1] = flat[1:]
+    col = np.arange(B * T) % T
+    first = flat & (~prev | (col == 0))
+    last = flat & (~nxt | (col == T - 1))
+    chosen = np.flatnonzero(flat)
+    run = first.cumsum()[chosen] - 1
+    s, e = np.flatnonzero(first), np.flatnonzero(last)
+    flat_real = real.ravel()
+    ok = (s % T > 0) & (e % T < T - 1)
+    ok &= flat_real[np.maximum(s - 1, 0)] & flat_real[np.minimum(e + 1, B * T - 1)]
+    boundaries = np.full((B * T, 2), -1, dtype=np.int64)
+    hit = ok[run]
+    boundaries[chosen[hit], 0] = s[run[hit]] % T - 1
+    boundaries[chosen[hit], 1] = e[run[hit]] % T + 1
+    return chosen, run, boundaries.reshape(B, T, 2)
 
 
 class SpanMasker(Masker):
-    """SpanBERT span masking; see the module docstring.
+    """SpanBERT span masking; see the module docstring. Returns the SBO boundaries.
 
     Args:
         span_p: geometric parameter of the span length (0.2, the paper's value).
         max_span_length: longest span in words (10).
-        max_sbo_targets: SBO targets per span (15).
     """
 
     name = "span"
+    spans = True
 
     def __init__(self, vocab: VocabInfo, mask_prob: float = 0.15, mask_replace_prob: float = 0.8,
-                 random_replace_prob: float = 0.1, span_p: float = 0.2, max_span_length: int = 10,
-                 max_sbo_targets: int = MAX_SBO_TARGETS) -> None:
+                 random_replace_prob: float = 0.1, span_p: float = 0.2,
+                 max_span_length: int = 10) -> None:
         super().__init__(vocab, mask_prob, mask_replace_prob, random_replace_prob)
         if not 0 < span_p <= 1:
             raise BertkitError(f"--span-p is {span_p}", expected="a number in (0, 1]")
         if max_span_length < 1:
             raise BertkitError(f"--max-span-length is {max_span_length}", expected="an integer >= 1")
         self.span_p, self.max_span_length = span_p, max_span_length
-        self.max_sbo_targets = max_sbo_targets
+        self._real = vocab.is_real.numpy()
+        self._continues = vocab.continues_word.numpy()
 
     def __call__(self, input_ids: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
-        real = real_tokens(input_ids, self.vocab)
-        starts = word_starts(input_ids, self.vocab)
-        mask, lengths = draw_span_masks(real, starts, budget(real, self.mask_prob, "ceil"),
-                                        self.span_p, self.max_span_length, generator)
-        row, start, end = span_runs(mask)
-        u_span = torch.rand(len(row), generator=generator)
-        u = torch.ones(input_ids.shape)
-        run_id = (mask & ~torch.cat([torch.zeros_like(mask[:, :1]), mask[:, :-1]], 1)).flatten()
-        run_id = run_id.long().cumsum(0) - 1
-        flat = mask.flatten()
-        u.view(-1)[flat] = u_span[run_id[flat]]
-        inputs, labels = replace(input_ids, mask, u, self.vocab, self.mask_replace_prob,
-                                 self.random_replace_prob, generator, unigram=True)
-        return MaskedBatch(inputs, labels, sbo_targets(real, row, start, end, self.max_sbo_targets),
-                           lengths)
+        ids = input_ids.numpy()
+        real = self._real[ids]
+        word_id, word_len = word_structure(real, self._continues[ids])
+        k = np.asarray(budget(torch.from_numpy(real), self.mask_prob, "ceil"), dtype=np.int64)
+        mask, lengths = draw_span_masks(real, word_id, word_len, k, self.span_p,
+                                        self.max_span_length, generator)
+        chosen, run, boundaries = boundaries_and_runs(mask, real)
+        u_span = torch.rand(int(run[-1]) + 1 if run.size else 0, generator=generator)
+        u = u_span[torch.from_numpy(run)]
+        inputs, labels = replace(input_ids, torch.from_numpy(chosen), u, self.vocab,
+                                 self.mask_replace_prob, self.random_replace_prob, generator,
+                                 unigram=True)
+        return MaskedBatch(inputs, labels, torch.from_numpy(boundaries), torch.from_numpy(lengths))

@@ -78,8 +78,9 @@ def test_wwm_greedy_matches_berts_sequential_loop():
     lengths = torch.randint(1, 5, (200, 30), generator=g)
     lengths[:, 25:] = 0
     k = torch.randint(1, 20, (200,), generator=g)
-    got = choose_words(lengths, k, torch.Generator().manual_seed(9))
-    order = torch.rand((200, 30), generator=torch.Generator().manual_seed(9)).argsort(1)
+    keys = torch.rand((200, 30), generator=torch.Generator().manual_seed(9))
+    got = choose_words(lengths, k, keys)
+    order = keys.argsort(1)
     for b in range(200):
         taken, used = set(), 0
         for w in order[b].tolist():
@@ -150,21 +151,26 @@ def test_span_random_tokens_come_from_the_unigram_distribution(tokenizer, batch)
     assert (inputs[chosen] == only).all()
 
 
-def test_sbo_targets_point_inside_spans_with_real_boundaries(vocab, batch):
+def test_sbo_boundaries_point_around_spans_with_real_boundaries(vocab, batch):
     masker = build_masker("span", vocab)
     out = masker(batch[:500], torch.Generator().manual_seed(8))
-    t = out.sbo_targets
+    b = out.sbo_boundaries
+    assert b.shape == (*batch[:500].shape, 2) and ((b[..., 0] >= 0) == (b[..., 1] >= 0)).all()
     real = real_tokens(batch[:500], vocab)
-    row, pos, left, right, rel = t.unbind(1)
+    row, pos = torch.nonzero(b[..., 0] >= 0, as_tuple=True)
+    left, right = b[row, pos, 0], b[row, pos, 1]
     assert (out.labels[row, pos] != IGNORE).all()
     assert real[row, left].all() and real[row, right].all()
     assert (out.labels[row, left] == IGNORE).all() and (out.labels[row, right] == IGNORE).all()
-    assert torch.equal(pos - left - 1, rel) and (rel < 15).all() and (pos < right).all()
+    assert (left < pos).all() and (pos < right).all()
     r, s, e = span_runs(out.labels != IGNORE)
     edge = ~(real[r, (s - 1).clamp(min=0)] & real[r, (e + 1).clamp(max=batch.shape[1] - 1)])
     inner = ~edge
-    expected = torch.minimum(e - s + 1, torch.tensor(15))[inner].sum()
-    assert len(t) == expected and edge.any()
+    assert len(row) == (e - s + 1)[inner].sum() and edge.any()  # every inner span, every token
+    # each position names its own merged span: left + 1 is the span start, right - 1 its end
+    starts = dict(zip(zip(r[inner].tolist(), s[inner].tolist()), e[inner].tolist()))
+    for rr, ll, rt in zip(row[:500].tolist(), left[:500].tolist(), right[:500].tolist()):
+        assert starts[(rr, ll + 1)] == rt - 1
 
 
 @pytest.mark.parametrize("name", ["token", "wwm", "span"])

@@ -33,8 +33,8 @@ class PretrainBatches:
 
     Each batch is ``{"input_ids": [B, T], "attention_mask": [B, T] (all ones: no padding),
     "labels": [B, T]}`` plus, when ``sbo`` is set, ``"sbo_boundaries": [B, T, 2]`` (see
-    :func:`sbo_boundaries`): every tensor is indexed by row first, so a multi-process run can
-    give each process a slice of the rows.
+    :attr:`bertkit.masking.MaskedBatch.sbo_boundaries`): every tensor is indexed by row first,
+    so a multi-process run can give each process a slice of the rows.
 
     Args:
         sequences: the packed corpus.
@@ -59,24 +59,9 @@ class PretrainBatches:
             masked = self.masker(ids, batch_generator(self.seed, epoch, k))
             batch = {"input_ids": masked.input_ids, "attention_mask": torch.ones_like(ids),
                      "labels": masked.labels}
-            if self.sbo and masked.sbo_targets is not None:
-                batch["sbo_boundaries"] = sbo_boundaries(masked.sbo_targets, ids.shape)
+            if self.sbo and masked.sbo_boundaries is not None:
+                batch["sbo_boundaries"] = masked.sbo_boundaries
             yield batch
-
-
-def sbo_boundaries(targets: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
-    """SBO targets ``[M, 5]`` (row, position, s-1, e+1, relative position) laid out per row:
-    ``[B, T, 2]`` long holding (s-1, e+1) at each target position and -1 elsewhere."""
-    out = torch.full((*shape, 2), -1, dtype=torch.long)
-    out[targets[:, 0], targets[:, 1]] = targets[:, 2:4]
-    return out
-
-
-def sbo_targets_from_boundaries(boundaries: torch.Tensor) -> torch.Tensor:
-    """The inverse of :func:`sbo_boundaries`: ``[B, T, 2]`` -> ``[M, 5]`` (row-major order)."""
-    row, pos = torch.nonzero(boundaries[..., 0] >= 0, as_tuple=True)
-    left, right = boundaries[row, pos, 0], boundaries[row, pos, 1]
-    return torch.stack([row, pos, left, right, pos - left - 1], 1)
 
 
 def validation_batches(sequences: PackedSequences, batch_size: int,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bertkit.errors import BertkitError
+from bertkit.masking import CHOICES as MASKING_CHOICES
+from bertkit.masking import STRATEGIES as MASKING
 from bertkit.training import TrainConfig
 
 
@@ -66,7 +68,12 @@ class PretrainConfig(TrainConfig):
 
     @property
     def use_sbo(self) -> bool:
-        return self.masking == "span" if self.sbo is None else self.sbo
+        return self.spans if self.sbo is None else self.sbo
+
+    @property
+    def spans(self) -> bool:
+        """The masking gives spans (and SBO boundaries): decided by the strategy itself."""
+        return self.masking in MASKING and MASKING[self.masking].spans
 
     def validate(self) -> None:
         """Check every setting before anything is loaded or written.
@@ -89,12 +96,12 @@ class PretrainConfig(TrainConfig):
             raise BertkitError("--vocab is only for a model built from scratch (--config)",
                                expected="--config tiny|small|base|large, or `bertkit vocab "
                                         "extend` to add words to a model's vocabulary")
-        if self.masking not in ("token", "wwm", "span"):
-            raise BertkitError(f"unknown --masking '{self.masking}'", expected="token, wwm or span")
-        if self.sbo and self.masking != "span":
+        if self.masking not in MASKING:
+            raise BertkitError(f"unknown --masking '{self.masking}'", expected=MASKING_CHOICES)
+        if self.sbo and not self.spans:
             raise BertkitError(f"--sbo needs span masking (got --masking {self.masking})",
                                expected="--masking span, or --no-sbo")
-        if self.nsp and (self.masking == "span" or self.sbo):
+        if self.nsp and (self.spans or self.sbo):
             raise BertkitError(f"--nsp does not go with span masking / SBO (got --masking "
                                f"{self.masking}{', --sbo' if self.sbo else ''}): SpanBERT "
                                f"dropped NSP", expected="--masking token or wwm with --nsp, "

@@ -80,24 +80,20 @@ class PretrainModel(nn.Module):
         return getattr(self.mlm, self._head_name)(hidden)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, sbo_targets: torch.Tensor | None = None,
-                sbo_boundaries: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, sbo_boundaries: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None,
                 next_sentence_label: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Args: ``[B, T]`` ids, mask and MLM labels (-100: not predicted); the SBO targets as
-        ``[M, 5]`` rows (:func:`bertkit.masking.span.sbo_targets`) or per position as ``[B, T, 2]``
-        boundaries (:func:`bertkit.tasks.pretrain.batches.sbo_boundaries`); for NSP ``[B, T]``
-        segment ids and ``[B]`` labels (0: B follows A, 1: B is random).
+        ``[B, T, 2]`` span boundaries (:attr:`bertkit.masking.MaskedBatch.sbo_boundaries`, read
+        by :class:`bertkit.heads.sbo.SpanBoundaryHead`); for NSP ``[B, T]`` segment ids and
+        ``[B]`` labels (0: B follows A, 1: B is random).
 
         Returns:
             ``mlm_logits [N, V]`` at the N labelled positions (row-major), and with labels
-            ``loss``, ``mlm_loss``, (with SBO targets) ``sbo_loss``, (with NSP labels)
+            ``loss``, ``mlm_loss``, (with SBO boundaries) ``sbo_loss``, (with NSP labels)
             ``nsp_loss`` and ``nsp_logits [B, 2]``, scalars, and ``loss_count``, N (the
             training loop weights processes by it).
         """
-        if sbo_targets is None and sbo_boundaries is not None:
-            from bertkit.tasks.pretrain.batches import sbo_targets_from_boundaries
-
-            sbo_targets = sbo_targets_from_boundaries(sbo_boundaries)
         extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
         encoded = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra)
         hidden = encoded.last_hidden_state
@@ -109,12 +105,11 @@ class PretrainModel(nn.Module):
         mlm_loss = F.cross_entropy(logits.float(), target) if target.numel() else hidden.sum() * 0
         out = {"mlm_logits": logits, "mlm_loss": mlm_loss, "loss": mlm_loss,
                "loss_count": torch.tensor(target.numel(), device=logits.device)}
-        if self.sbo is not None and sbo_targets is not None:
-            if sbo_targets.shape[0]:
-                weight = self.mlm.get_input_embeddings().weight
-                sbo_logits = self.sbo(hidden, sbo_targets, weight)
-                sbo_loss = F.cross_entropy(sbo_logits.float(),
-                                           labels[sbo_targets[:, 0], sbo_targets[:, 1]])
+        if self.sbo is not None and sbo_boundaries is not None:
+            sbo_logits, sbo_picked = self.sbo(hidden, sbo_boundaries,
+                                              self.mlm.get_input_embeddings().weight)
+            if sbo_logits.shape[0]:
+                sbo_loss = F.cross_entropy(sbo_logits.float(), labels[sbo_picked])
             else:  # zero, but touching every SBO parameter so DDP sees them all used
                 sbo_loss = hidden.sum() * 0 + sum(p.sum() for p in self.sbo.parameters()) * 0
             out["sbo_loss"] = sbo_loss

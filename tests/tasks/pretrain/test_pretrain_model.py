@@ -12,7 +12,7 @@ def _batch(tokenizer, n=4, T=24, seed=0):
     ids[:, 0], ids[:, -1] = tokenizer.cls_token_id, tokenizer.sep_token_id
     out = build_masker("span", vocab)(ids, g)
     return {"input_ids": out.input_ids, "attention_mask": torch.ones_like(ids),
-            "labels": out.labels, "sbo_targets": out.sbo_targets}
+            "labels": out.labels, "sbo_boundaries": out.sbo_boundaries}
 
 
 def test_encoder_without_head_gets_a_tied_head_and_logits_only_at_masked_positions(tiny_encoder, tokenizer):
@@ -39,6 +39,28 @@ def test_sbo_loss_trains_the_head_and_the_encoder(tiny_encoder, tokenizer):
     out["sbo_loss"].backward()
     assert model.sbo.dense1.weight.grad.abs().sum() > 0 and model.sbo.bias.grad.abs().sum() > 0
     assert model.mlm.get_input_embeddings().weight.grad.abs().sum() > 0
+
+
+def test_sbo_head_predicts_at_most_15_targets_per_span_from_its_boundaries():
+    from bertkit.heads.sbo import MAX_TARGETS, SpanBoundaryHead
+
+    torch.manual_seed(0)
+    head = SpanBoundaryHead(hidden_size=8, vocab_size=11, position_size=4)
+    b = torch.full((2, 24, 2), -1)
+    b[0, 1:21] = torch.tensor([0, 21])  # one span of 20 tokens, positions 1..20
+    b[1, 5:7] = torch.tensor([4, 7])  # one of 2 tokens
+    picked = head.targets(b)
+    assert MAX_TARGETS == 15 and picked[0].sum() == 15 and picked[0, 1:16].all()
+    assert picked[1].nonzero().squeeze(1).tolist() == [5, 6]
+    hidden = torch.randn(2, 24, 8)
+    weight = torch.randn(11, 8)
+    logits, sel = head(hidden, b, weight)
+    assert logits.shape == (17, 11) and torch.equal(sel, picked)
+    # target 17 (row 1, position 6) is predicted from hidden[1, 4], hidden[1, 7], position 1
+    h = torch.cat([hidden[1, 4], hidden[1, 7], head.position.weight[1]])
+    h = head.norm2(torch.nn.functional.gelu(head.dense2(head.norm1(torch.nn.functional.gelu(
+        head.dense1(h))))))
+    assert torch.allclose(logits[16], weight @ h + head.bias, atol=1e-5)
 
 
 def test_no_sbo_targets_means_no_sbo_loss(tiny_encoder, tokenizer):
