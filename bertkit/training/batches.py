@@ -25,7 +25,9 @@ class BatchSource(Protocol):
 
         Every process of a multi-process run gets the same global batches; the loop keeps each
         rank's slice of the rows. A source may also define ``describe(epoch, index) -> str``
-        naming a batch's source lines, used when its loss is not finite."""
+        naming a batch's source lines, used when its loss is not finite, and ``stats() ->
+        dict[str, float]``, added to each ``train`` record (e.g. the data wait of
+        :class:`~bertkit.training.prefetch.Prefetcher`)."""
 
 
 @dataclass

@@ -80,6 +80,7 @@ def train(
     """
     cfg.check_ranges()
     parts = setup(model, data, cfg, runtime, RunWriter(output_dir), console)
+    parts.meter.source_stats = getattr(data, "stats", None)  # e.g. Prefetcher's data wait
     state = resume(parts) if cfg.resume else TrainState()
     if parts.out.main:  # after a resume's checkpoint is found: a failed resume records nothing
         _write_environment(parts.out.path("environment.json"), runtime, cfg)

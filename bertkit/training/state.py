@@ -88,6 +88,7 @@ class Meter:
         self.sums: dict[str, float] = {}
         self.batches = self.examples = self.tokens = 0
         self.train_start = self.window_start = time.perf_counter()
+        self.source_stats = None  # a BatchSource's ``stats()`` (e.g. data wait), in each record
 
     def add(self, out: "BatchOut") -> None:
         """Count one trained batch (its global mean losses, examples and real tokens)."""
@@ -120,7 +121,8 @@ class Meter:
         record = {"type": "train", "step": state.step, "epoch": epoch + 1,
                   **{k: v / self.batches for k, v in self.sums.items()},
                   "lr": parts.scheduler.get_last_lr()[0], "examples_per_s": self.examples / elapsed,
-                  "tokens_per_s": self.tokens / elapsed}
+                  "tokens_per_s": self.tokens / elapsed,
+                  **(self.source_stats() if self.source_stats is not None else {})}
         parts.log.log(record)
         state.last_train = record
         self.sums.clear()

@@ -60,6 +60,7 @@ class PretrainConfig(TrainConfig):
     max_eval_sequences: int | None = None
     cache_dir: str | None = None
     compile: bool = False
+    prefetch: int = 2
     skip_bad_lines: bool = False
     lr: float = 1e-4
     warmup: float = 0.06
@@ -117,4 +118,5 @@ class PretrainConfig(TrainConfig):
             ("short_seq_prob", 0 <= self.short_seq_prob <= 1, "a number in [0, 1]"),
             ("max_seq_length", 8 <= self.max_seq_length, "an integer >= 8"),
             ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
-            ("max_eval_sequences", (self.max_eval_sequences or 1) >= 1, "an integer >= 1")))
+            ("max_eval_sequences", (self.max_eval_sequences or 1) >= 1, "an integer >= 1"),
+            ("prefetch", self.prefetch >= 0, "an integer >= 0")))

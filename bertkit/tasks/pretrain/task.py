@@ -28,6 +28,7 @@ from bertkit.training import train
 from bertkit.training.devices import make_runtime, seed_everything
 from bertkit.training.devices import is_main_process, rank
 from bertkit.training.distributed import main_process_first
+from bertkit.training.prefetch import Prefetcher
 from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
 
 
@@ -146,6 +147,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         model.to(runtime.device).eval()
         initial = evaluate(model)
     batches = pairs or PretrainBatches(sequences, cfg.batch_size, masker, cfg.seed, sbo=cfg.use_sbo)
+    if cfg.prefetch:  # read and mask ahead of the step; same batches, same order
+        batches = Prefetcher(batches, cfg.prefetch)
     result = train(model, batches, cfg, runtime, run_dir, evaluate=evaluate if valid else None,
                    select_metric=None, console=console)
     if not main:
@@ -172,6 +175,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         "pseudo_documents": pseudo,
         "new_mlm_head": info["new_mlm_head"], "parameters": info["parameters"],
         "train_seconds": result.train_seconds,
+        "data_wait_share": (batches.total_wait / max(batches.total_step, 1e-12)
+                            if isinstance(batches, Prefetcher) and batches.total_step else None),
         "tokens_per_second": tokens / max(result.train_seconds, 1e-9),
         "device": str(runtime.device), "precision": runtime.precision,
         "torch_threads": torch.get_num_threads(),

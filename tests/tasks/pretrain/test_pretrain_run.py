@@ -36,6 +36,10 @@ def test_pretrain_span_sbo_writes_run_and_a_loadable_masked_lm(corpus, tiny_enco
     assert [r["step"] for r in _records(run, "eval")] == [2, 4]
     train = _records(run)
     assert [r["step"] for r in train] == [1, 2, 3, 4] and all("sbo_loss" in r for r in train)
+    # batches are masked ahead by a worker thread; the share of each step spent waiting is logged
+    assert all(0 <= r["data_wait_share"] <= r["data_wait_max_share"] + 1e-9 <= 1 + 1e-9
+               for r in train)
+    assert 0 <= res["data_wait_share"] <= 1
     for name in ("config.yaml", "results.json", "model/config.json", "model/sbo.safetensors",
                  "model/bertkit.json", "model/tokenizer.json"):
         assert (run / name).is_file(), name
