@@ -137,9 +137,8 @@ class RETask:
             console.print("[yellow]warning:[/] --typed-markers: the data gives no entity types; "
                           "untyped markers used", highlight=False)
         markers = MarkerSet(types)
-        model, tokenizer, marker_ids = build_relation_model(
-            model_name, labels, cfg.pooling, markers,
-            resume_dir=cfg.output_dir if cfg.resume else None)  # an old cls run resumes as it was
+        model, tokenizer, marker_ids = build_relation_model(model_name, labels, cfg.pooling,
+                                                            markers)
         label2id = {lab: i for i, lab in enumerate(labels)}
         enc = {s: encode(xs, tokenizer, marker_ids, markers, label2id, cfg.max_length)
                for s, xs in (("train", train_x), ("dev", dev_x), ("test", test_x))}

@@ -52,21 +52,31 @@ def test_save_reload_identical_predictions_and_hf_auto_classes(tiny_encoder, tmp
     assert abs(probs.max().item() - before[1][0]) < 1e-5
 
 
-def test_cls_pooling_is_a_standard_class_with_pooler_and_pipeline(tiny_encoder, tmp_path):
+def test_cls_pooling_saves_a_standard_class_with_the_same_logits_and_pipeline(tiny_encoder, tmp_path):
     from transformers import BertForSequenceClassification
+
+    from bertkit.tasks.re.model import to_sequence_classifier
 
     torch.manual_seed(0)
     model, tok, mid = build_relation_model(tiny_encoder, LABELS, "cls", MarkerSet())
-    assert type(model) is BertForSequenceClassification and model.bert.pooler is not None
-    # bertkit's batches carry entity_pos; the standard class takes them (and ignores it)
-    batch = collate(encode(examples(), tok, mid, MarkerSet(), {}, 48), tok.pad_token_id)
-    batch["labels"] = torch.tensor([1, 0])
+    with torch.no_grad():  # large hidden values: the near-identity pooler must still be exact
+        model.bert.encoder.layer[-1].output.LayerNorm.weight.mul_(20.0)
+        model.classifier.weight.normal_()
     model.eval()
-    out = model(**batch)
-    assert out.logits.shape == (2, 3) and out.loss > 0
+    batch = collate(encode(examples(), tok, mid, MarkerSet(), {}, 48), tok.pad_token_id)
+    batch.pop("labels")
+    with torch.no_grad():
+        ours = model(**batch).logits
+        std = to_sequence_classifier(model)
+        theirs = std(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        hidden = model.bert(input_ids=batch["input_ids"]).last_hidden_state[:, 0]
+    assert hidden.abs().max() > 10
+    assert type(std) is BertForSequenceClassification
+    assert torch.allclose(theirs, ours, rtol=1e-5, atol=1e-5)
     save_relation_model(model, tok, tmp_path, {})
     cfg = json.loads((tmp_path / "config.json").read_text())
     assert cfg["architectures"] == ["BertForSequenceClassification"] and "auto_map" not in cfg
+    assert "relation_pooling" not in cfg and not (tmp_path / "relation.py").exists()
     assert cfg["id2label"] == {"0": "ACTIVATOR", "1": "INHIBITOR", "2": "SUBSTRATE"}
     clf = pipeline("text-classification", model=str(tmp_path), device="cpu")
     (top,) = clf(TEXT)
@@ -119,49 +129,15 @@ def test_entity_start_needs_bert_and_unknown_pooling(tmp_path, tokenizer):
     with pytest.raises(BertkitError, match="unknown pooling"):
         build_relation_model(str(path), LABELS, "mean", MarkerSet())
     # cls pooling: the architecture's own sequence classifier
-    model, tok, _ = build_relation_model(str(path), LABELS, "cls", MarkerSet())
+    model, tok, mid = build_relation_model(str(path), LABELS, "cls", MarkerSet())
     assert type(model).__name__ == "DistilBertForSequenceClassification"
     assert model.get_input_embeddings().weight.shape[0] == len(tok)
+    # bertkit's batches carry entity_pos, which the standard class is spared (forward pre-hook)
+    batch = collate(encode(examples(), tok, mid, MarkerSet(), {}, 48), tok.pad_token_id)
+    batch["labels"] = torch.tensor([1, 0])
+    out = model(**batch)
+    assert out.logits.shape == (2, 3) and out.loss > 0
+    save_relation_model(model, tok, tmp_path / "saved", {})
+    again, *_ = load_relation_model(tmp_path / "saved")
+    assert type(again).__name__ == "DistilBertForSequenceClassification"
 
-
-def test_resume_of_an_old_cls_run_rebuilds_the_old_model(tiny_encoder, tmp_path, monkeypatch):
-    """A cls run checkpointed before issue 18 (custom class, no pooler) resumes with that class."""
-    import shutil
-
-    import bertkit.tasks.re.task as re_task
-    from bertkit.tasks.re import REConfig, finetune_re
-    from bertkit.tasks.re.model import legacy_cls_checkpoint
-    from tests.tasks.re.conftest import write_re_dir
-
-    def old_builder(model_name, labels, pooling, markers, resume_dir=None):
-        from transformers import AutoConfig
-
-        tok = AutoTokenizer.from_pretrained(model_name)
-        from bertkit.tasks.re.encoding import add_markers
-
-        mid = add_markers(tok, markers)
-        config = AutoConfig.from_pretrained(model_name, num_labels=len(labels),
-                                            id2label=dict(enumerate(labels)),
-                                            label2id={v: k for k, v in enumerate(labels)})
-        config.relation_pooling = "cls"
-        model = BertForRelationClassification.from_pretrained(model_name, config=config)
-        model.resize_token_embeddings(len(tok))
-        return model, tok, mid
-
-    data = write_re_dir(tmp_path / "d")
-    run = tmp_path / "run"
-    cfg = dict(data=str(data), model=tiny_encoder, epochs=1, batch_size=4, device="cpu",
-               save_steps=1, output_dir=str(run))
-    with monkeypatch.context() as m:
-        m.setattr(re_task, "build_relation_model", old_builder)
-        first = finetune_re(REConfig(**cfg))
-    assert legacy_cls_checkpoint(run) and not legacy_cls_checkpoint(tmp_path)
-    (run / "results.json").unlink()  # as if stopped after the last checkpoint
-    shutil.rmtree(run / "model")
-    again = finetune_re(REConfig(**cfg, resume=True))
-    assert again["steps"] == first["steps"] and again["test"] == first["test"]
-    model, *_ = load_relation_model(run)
-    assert isinstance(model, BertForRelationClassification) and model.pooling == "cls"
-    # a new cls run builds the standard class
-    fresh, _, _ = build_relation_model(tiny_encoder, LABELS, "cls", MarkerSet(), resume_dir=tmp_path)
-    assert type(fresh).__name__ == "BertForSequenceClassification"
