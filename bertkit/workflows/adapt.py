@@ -171,7 +171,8 @@ def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int):
     Raises:
         BertkitError: a bad recipe or option (named), or settings out of range.
     """
-    from bertkit.config import build_config, load_recipe
+    from bertkit.config import build_config
+    from bertkit.recipes import load_recipe
 
     cls = _load_attr(_TASKS[cfg.task][0])
     recipe = load_recipe(cfg.finetune_recipe, f"finetune {cfg.task}") if cfg.finetune_recipe else None
@@ -195,7 +196,8 @@ def pretrain_config(cfg: AdaptConfig, model: str, corpus: str, output_dir: Path,
     Raises:
         BertkitError: a bad recipe or option, or ``--head-warmup-steps`` on a bertkit without it.
     """
-    from bertkit.config import build_config, field_names, load_recipe
+    from bertkit.config import build_config, field_names
+    from bertkit.recipes import load_recipe
     from bertkit.tasks.pretrain import PretrainConfig
 
     if cfg.head_warmup_steps is not None and "head_warmup_steps" not in field_names(PretrainConfig):
