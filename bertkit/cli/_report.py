@@ -21,6 +21,8 @@ def entity_table(metrics: dict, title: str) -> Table:
     table.add_row("macro (strict)", "", "", f"{100 * metrics['macro_f1']:.2f}", "")
     table.add_row("micro (conlleval)", f"{100 * metrics['conlleval_precision']:.2f}",
                   f"{100 * metrics['conlleval_recall']:.2f}", f"{100 * metrics['conlleval_f1']:.2f}", "")
+    if "token_macro_f1" in metrics:  # token level, prefix dropped (PICO's figure)
+        table.add_row("token macro", "", "", f"{100 * metrics['token_macro_f1']:.2f}", "")
     return table
 
 

@@ -71,6 +71,7 @@ def ner_cli(
     pack: Annotated[Optional[bool], typer.Option("--pack/--no-pack", help="Train on packed rows: several sentences a row with block-diagonal attention, so random batches carry no padding. \\[default: pack]")] = None,
     pack_length: Annotated[Optional[int], typer.Option("--pack-length", help="Minimum tokens per packed row. \\[default: 64]", min=8)] = None,
     length_group: Annotated[Optional[int], typer.Option("--length-group", help="Batches sorted by length together (1: random batches). \\[default: 1 with --pack, 50 without]", min=1)] = None,
+    metric: Annotated[Optional[str], typer.Option("--metric", help="Dev metric that picks the best epoch: span (entity F1, seqeval strict IOB2) or token-macro (token-level macro-F1 over the entity types: SciBERT's PICO figure for EBM-NLP). Both are reported. \\[default: span]")] = None,
     split_from_dev: SplitFromDev = None,
     seeds: Seeds = None,
     recipe: opt.Recipe = None,
@@ -87,7 +88,7 @@ def ner_cli(
         train_flags, data=data, model=model, crf=crf, label_all_subwords=label_all_subwords,
         max_length=max_length, eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples, pack=pack, pack_length=pack_length,
-        length_group=length_group, split_from_dev=split_from_dev, seeds=seeds)
+        length_group=length_group, metric=metric, split_from_dev=split_from_dev, seeds=seeds)
     cfg, console, results = _run(NERConfig, "finetune ner", finetune_ner, flags, recipe)
     _finish("ner", cfg, console, results)
 

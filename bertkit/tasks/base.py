@@ -74,6 +74,8 @@ class Prepared:
         save: ``save(model, directory)``: the Hugging Face layout plus ``bertkit.json``.
         results: task-specific keys for ``results.json`` (labels, pooling, truncation counts).
         summary: one line printed before training (data sizes, labels, model, device).
+        select_metric: the dev metric that picks the best epoch in this run, when a setting
+            chooses it (``finetune ner --metric token-macro``); None: the task's own.
     """
 
     model: torch.nn.Module
@@ -83,6 +85,7 @@ class Prepared:
     save: Callable[[torch.nn.Module, Path], None]
     results: dict[str, Any] = field(default_factory=dict)
     summary: str | None = None
+    select_metric: str | None = None  # this run's selection metric when a setting chooses it
 
 
 @runtime_checkable

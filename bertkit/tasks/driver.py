@@ -193,7 +193,8 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
         if prepared.summary:
             console.print(prepared.summary, highlight=False)
     result = train(prepared.model, prepared.batches, cfg, runtime, run_dir,
-                   evaluate=prepared.evaluate, select_metric=task.select_metric,
+                   evaluate=prepared.evaluate,
+                   select_metric=prepared.select_metric or task.select_metric,
                    console=console if main else None)
     if not main:
         return {"task": task.name, "rank": rank(), "steps": result.steps}

@@ -97,3 +97,17 @@ def test_unlabelled_conll_and_text(tmp_path):
 def test_format_conll_has_gold_and_prediction(tmp_path):
     f = read_conll(write(tmp_path, "a\tB-X\nb\tO\n"))
     assert format_conll(f.sentences, [["O", "O"]]) == "a\tB-X\tO\nb\tO\tO\n"
+
+
+def test_io_tags_read_as_iob1_runs_and_round_trip(tmp_path):
+    """EBM-NLP's form: 4 space-separated columns, IO tags (no B-), -DOCSTART- lines."""
+    from bertkit.data.conll import read_conll
+
+    p = tmp_path / "pico.txt"
+    p.write_text("-DOCSTART- (123)\n\nLeft NN O I-INT\ngrafts NN O I-INT\nin NN O O\n"
+                 "elderly NN O I-PAR\npatients NN O I-PAR\nand NN O O\nmortality NN O I-OUT\n",
+                 encoding="utf-8")
+    f = read_conll(p)
+    assert f.scheme == "IOB1" and len(f.sentences) == 1
+    assert f.sentences[0].tags == ["B-INT", "I-INT", "O", "B-PAR", "I-PAR", "O", "B-OUT"]
+    assert f.sentences[0].line == 3

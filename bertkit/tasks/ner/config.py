@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from bertkit.tasks.finetune_config import FinetuneConfig
 
+METRICS = {"span": "f1", "token-macro": "token_macro_f1"}
+"""``--metric`` choices and the dev metric each selects the best epoch by."""
+
 
 @dataclass
 class NERConfig(FinetuneConfig):
@@ -27,6 +30,10 @@ class NERConfig(FinetuneConfig):
             with packing, 50 without (length-sorted batches are nearly free of padding but
             homogeneous, which cost about 1 F1 point on BC5CDR; see README Results).
         max_train_samples / max_eval_samples: use only the first N sentences (quick runs).
+        metric: the dev metric that selects the best epoch: ``span`` (entity F1, seqeval strict
+            IOB2) or ``token-macro`` (token-level macro-F1 over the entity types, prefix
+            dropped: the PICO figure of EBM-NLP, Nye et al. 2018, reported by SciBERT). Both
+            are always reported.
     """
 
     model: str | None = None
@@ -40,8 +47,10 @@ class NERConfig(FinetuneConfig):
     length_group: int | None = None
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
+    metric: str = "span"
 
     def task_checks(self) -> tuple:
-        return (("pack_length", self.pack_length >= 8, "an integer >= 8"),
+        return (("metric", self.metric in METRICS, " or ".join(METRICS)),
+                ("pack_length", self.pack_length >= 8, "an integer >= 8"),
                 ("length_group", (self.length_group or 1) >= 1,
                  "an integer >= 1 (1: random batches)"))

@@ -21,7 +21,7 @@ from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
 from bertkit.packing import Packer
-from bertkit.tasks.ner.config import NERConfig
+from bertkit.tasks.ner.config import METRICS, NERConfig
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
@@ -152,8 +152,10 @@ class NERTask:
                                               "base_model": model_name, "data": cfg.data})
 
         return Prepared(tagger, batches, evaluate_dev, test, save, summary=summary, results={
+            "metric": cfg.metric, "select_metric": METRICS[cfg.metric],
             "scoring": "seqeval: precision/recall/f1/macro_f1 strict IOB2 mode; conlleval_* "
-                       "default mode"})
+                       "default mode; token_macro_f1: mean over types of token-level F1, "
+                       "prefix dropped (scikit-learn)"}, select_metric=METRICS[cfg.metric])
 
     def report(self, results: dict, title: str):
         """Entity precision/recall/F1 per type (:func:`bertkit.cli._report.entity_table`)."""
