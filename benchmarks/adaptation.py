@@ -21,8 +21,11 @@ The machine's load average is recorded before and after every run.
 Every stage is resumable: rerun the same command with the same --out-dir and finished stages are
 read back instead of run again (a stage run with other settings is an error).
 
-Full measurement (several hours on 2 CPU cores; DAPT 300 steps of 32 x 128 tokens is about 30
-minutes, TAPT 10 epochs of BC5CDR about 30 minutes, 2 tasks x 6 variants x 3 seeds fine-tuning):
+Full measurement: pretraining DAPT 300 steps of 32 x 128 tokens (x2 with vocabulary extension
+and x2 for the other masking), TAPT 10 epochs (BC5CDR's text packs into 1,204 sequences of 128
+MiniLM tokens, 38 steps an epoch), and 2 tasks x 6 variants x 3 seeds of fine-tuning (one BC5CDR
+NER run of 3 epochs is about 16 minutes on 2 CPU cores, from ner_vs_stock's 642 s for 2 epochs):
+about ten hours on this machine, so run it where it can go unattended (it resumes):
 
     BERTKIT_DATA=../shared/data python benchmarks/adaptation.py --out-dir runs/adaptation
 
@@ -109,19 +112,24 @@ class Bench:
         cfg, model, seconds, parts, records = self.cfg(task, masking), self.base, 0.0, [], []
         for stage in stages:
             load0 = load()
+            parts.append({"vocab": f"vocab{cfg.extend_vocab}", "dapt": "dapt"}.get(stage,
+                                                                                 f"tapt-{task}"))
+            folder = self.root / "-".join(parts) if stage == "vocab" else \
+                self.root / "pretrain" / "-".join(parts + [masking])
+            reused = (folder / "stage.json").is_file()
             if stage == "vocab":
-                parts.append(f"vocab{cfg.extend_vocab}")
-                model, rec = extend_stage(cfg, model, [self.corpus], self.root / "-".join(parts))
+                model, rec = extend_stage(cfg, model, [self.corpus], folder)
                 seconds += rec["seconds"]
             else:
-                parts.append(stage if stage == "dapt" else f"tapt-{task}")
                 corpus = self.corpus if stage == "dapt" else self.task_text(task)
-                model, rec = pretrain_stage(cfg, stage, model, corpus,
-                                            self.root / "pretrain" / "-".join(parts + [masking]))
+                model, rec = pretrain_stage(cfg, stage, model, corpus, folder)
                 seconds += rec["train_seconds"]
-                self.log(f"  {'-'.join(parts)} ({masking}): {rec['steps']} steps, "
-                         f"{rec['train_seconds'] / 60:.1f} min, final MLM loss "
-                         f"{rec['train'].get('mlm_loss', float('nan')):.3f}; load {load0} -> {load()}")
+            self.log(f"  {'-'.join(parts)} ({masking}{', reused' if reused else ''}): "
+                     + (f"{rec['added']} words added" if stage == "vocab" else
+                        f"{rec['steps']} steps, final MLM loss "
+                        f"{rec['train'].get('mlm_loss', float('nan')):.3f}")
+                     + f", {(rec.get('seconds') or rec.get('train_seconds')) / 60:.1f} min; "
+                       f"load {load0} -> {load()}")
             records.append({"stage": stage, "load_before": load0, "load_after": load(), **rec})
         return model, seconds, records
 
@@ -233,4 +241,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from bertkit.errors import BertkitError
+
+    try:
+        main()
+    except BertkitError as exc:
+        sys.exit(f"error: {exc}")

@@ -247,7 +247,8 @@ def _plain(data: Any) -> Any:
 
 def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
               overwrite: bool, console=None) -> dict:
-    """Run one stage into ``folder`` unless its ``stage.json`` records the same settings.
+    """Run one stage into ``folder`` unless its ``stage.json`` records the same settings (those
+    of its settings that both runs have: an option added to bertkit since does not count).
 
     Returns:
         the stage's results (as recorded in ``stage.json``).
@@ -261,12 +262,14 @@ def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
     marker = folder / "stage.json"
     if marker.is_file() and not overwrite:
         done = json.loads(marker.read_text(encoding="utf-8"))
-        if done.get("settings") == settings:
+        old = done.get("settings") or {}
+        # options that bertkit gained or lost since the stage ran do not count
+        changed = [k for k in sorted(set(old) & set(settings)) if old[k] != settings[k]]
+        if not changed:
             if console:
                 console.print(f"stage {name}: finished earlier, skipped ({folder})", highlight=False)
             return done["results"]
-        old = done.get("settings") or {}
-        key = next(k for k in sorted(set(old) | set(settings)) if old.get(k) != settings.get(k))
+        key = changed[0]
         raise BertkitError(f"stage {name} was run here with other settings ({key}: "
                            f"{old.get(key)!r}, now {settings.get(key)!r})", file=marker,
                            expected="the same settings, --overwrite, or another --output-dir")
