@@ -193,3 +193,21 @@ def test_adapt_reduced_budget_on_bc5cdr(tmp_path):
     assert tapt["model"] == str(out / "pretrain" / "dapt" / "model")  # DAPT, then TAPT
     for side in ("adapted", "baseline"):
         assert 5.0 < summary[side]["f1"]["mean"] <= 100.0  # untrained: ~0
+
+
+def test_run_stage_skips_done_stages_and_refuses_changed_ones(tmp_path):
+    from bertkit.workflows.adapt import run_stage
+
+    calls = []
+
+    def run():
+        calls.append(1)
+        return {"score": len(calls)}
+
+    assert run_stage("s", tmp_path, {"lr": 1e-4}, run, overwrite=False) == {"score": 1}
+    # an option bertkit gained since (absent from the record) does not make it stale
+    assert run_stage("s", tmp_path, {"lr": 1e-4, "prefetch": 2}, run, False) == {"score": 1}
+    with pytest.raises(BertkitError, match=r"other settings \(lr: 0.0001, now 0.001\)"):
+        run_stage("s", tmp_path, {"lr": 1e-3}, run, False)
+    assert run_stage("s", tmp_path, {"lr": 1e-3}, run, overwrite=True) == {"score": 2}
+    assert json.loads((tmp_path / "stage.json").read_text())["settings"] == {"lr": 1e-3}
