@@ -8,7 +8,8 @@
   own head and tail. Every shortened input is counted (:attr:`Encoded.shortened`).
 * ``windows``: a text over the budget becomes several inputs over windows that overlap by half
   a window (a pair part, if any, is kept whole up to half the budget, then head+tail), all
-  pointing at the same example; :func:`pool_logits` averages their logits.
+  pointing at the same example; in training each window is an input with the example's label,
+  in evaluation and prediction :func:`pool_logits` averages the windows' logits.
 """
 
 from __future__ import annotations
