@@ -177,7 +177,7 @@ def test_every_task_model_loads_without_bertkit_and_has_a_card(tmp_path, tiny_en
 
 @pytest.mark.integration
 def test_crf_ner_pipeline_first_agrees_with_bertkit_on_bc5cdr(tmp_path):
-    """A CRF tagger trained briefly on a BC5CDR slice (400 sentences, 1 epoch, packaged MiniLM):
+    """A CRF tagger trained briefly on a BC5CDR slice (400 sentences, 2 epochs, packaged MiniLM):
     ``pipeline("token-classification", aggregation_strategy="first")`` on the saved model finds
     the spans ``bertkit predict ner`` finds (entity-level agreement F1 >= 0.95 on 150 test
     sentences) and predicts B- tags."""
@@ -193,7 +193,7 @@ def test_crf_ner_pipeline_first_agrees_with_bertkit_on_bc5cdr(tmp_path):
         pytest.skip("needs BERTKIT_DATA with ner/bc5cdr")
     src = root / "ner" / "bc5cdr"
     sents = read_conll(src / "test.tsv").sentences[:150]
-    finetune_ner(NERConfig(data="bc5cdr", crf=True, epochs=1, batch_size=16, lr=2e-4,
+    finetune_ner(NERConfig(data="bc5cdr", crf=True, epochs=2, batch_size=16, lr=2e-4,
                            max_train_samples=400, max_eval_samples=100, device="cpu",
                            output_dir=str(tmp_path / "run")))
     inp = tmp_path / "test.txt"

@@ -25,7 +25,9 @@ def test_crf_loss_is_crf_nll_plus_token_cross_entropy(tiny_encoder, tokenizer):
     batch = _batch(tokenizer)
     out = tagger(**batch)
     logits = out["logits"]
-    ce = F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
+    # summed per window (3 windows) as the CRF's NLL is
+    ce = F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100,
+                         reduction="sum") / 3
     emissions = tagger.word_scores(logits, batch["word_pos"])
     nll = tagger.crf(emissions, batch["word_labels"], batch["word_mask"]) / 3
     assert torch.allclose(out["token_loss"], ce) and torch.allclose(out["crf_loss"], nll)

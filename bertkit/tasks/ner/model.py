@@ -77,8 +77,9 @@ class TokenTagger(nn.Module):
             them). With a CRF: ``crf_loss``, the CRF negative log-likelihood (Lafferty et al.,
             2001, sec. 3; the neural CRF tagger of Lample et al., 2016, sec. 2.2) averaged over
             windows, plus ``token_loss``, the per-piece softmax cross-entropy of BERT's
-            token-classification head (Devlin et al., 2019, sec. 5.3) over the same labelled
-            pieces, with weight 1: the joint objective trains the emissions to be a tagger on
+            token-classification head (Devlin et al., 2019, sec. 5.3) over the labelled pieces,
+            likewise summed per window and averaged over windows, with weight 1: the joint
+            objective trains the emissions to be a tagger on
             their own (so the saved model decodes well without the CRF, e.g. in
             ``pipeline("token-classification", aggregation_strategy="first")``), while the CRF
             adds the label transitions for bertkit's Viterbi decoding.
@@ -101,8 +102,12 @@ class TokenTagger(nn.Module):
             out["loss_count"] = (labels != -100).sum()
             return out
         emissions = self.word_scores(logits, word_pos)
-        crf_loss = self.crf(emissions, word_labels, word_mask) / max(input_ids.shape[0], 1)
-        token_loss = self._token_loss(logits, labels, loss_scale)
+        rows = max(input_ids.shape[0], 1)
+        crf_loss = self.crf(emissions, word_labels, word_mask) / rows
+        # summed over a window's labelled pieces like the CRF's NLL over its words, so neither
+        # term dominates the emissions' gradient (a mean would weigh ~1/words of the CRF term)
+        token_loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
+                                     ignore_index=-100, reduction="sum") / rows
         out["crf_loss"], out["token_loss"] = crf_loss, token_loss
         out["loss"] = crf_loss + TOKEN_LOSS_WEIGHT * token_loss
         return out
