@@ -19,7 +19,7 @@ and the adaptation minutes of each variant (its own pretraining stages, each cou
 The machine's load average is recorded before and after every run.
 
 Every stage is resumable: rerun the same command with the same --out-dir and finished stages are
-read back instead of run again (a stage run with other settings is an error).
+read back instead of run again (a stage whose settings changed runs again, with those after it).
 
 Full measurement: pretraining DAPT 300 steps of 32 x 128 tokens (x2 with vocabulary extension
 and x2 for the other masking), TAPT 10 epochs (BC5CDR's text packs into 1,204 sequences of 128

@@ -139,10 +139,14 @@ def test_adapt_end_to_end_resumes_and_compares(tiny_encoder, ner_dir, tmp_path):
     assert res.exit_code == 0, res.output
     assert res.output.count("finished earlier, skipped") == 3
     assert (out / "finetune" / "results.json").stat().st_mtime == mtime
+    # a changed pretraining setting reruns TAPT and the fine-tuning after it, not the baseline
     res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--compare", "--pretrain-lr", "1e-3"))
-    assert res.exit_code == 1
-    assert "other settings (lr: 0.0001, now 0.001)" in res.output
-    assert "stage.json" in res.output
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())  # rich wraps lines
+    assert "settings changed since the last run, lr: 0.0001, now 0.001" in text
+    assert "settings changed since the last run, its input was produced again" in text
+    assert text.count("finished earlier, skipped") == 1  # the baseline
+    assert (out / "finetune" / "results.json").stat().st_mtime > mtime
 
 
 def test_cli_bad_input_is_one_line_and_exit_1(tmp_path):
@@ -195,7 +199,7 @@ def test_adapt_reduced_budget_on_bc5cdr(tmp_path):
         assert 5.0 < summary[side]["f1"]["mean"] <= 100.0  # untrained: ~0
 
 
-def test_run_stage_skips_done_stages_and_refuses_changed_ones(tmp_path):
+def test_run_stage_skips_done_stages_and_reruns_changed_ones(tmp_path):
     from bertkit.workflows.adapt import run_stage
 
     calls = []
@@ -207,7 +211,17 @@ def test_run_stage_skips_done_stages_and_refuses_changed_ones(tmp_path):
     assert run_stage("s", tmp_path, {"lr": 1e-4}, run, overwrite=False) == {"score": 1}
     # an option bertkit gained since (absent from the record) does not make it stale
     assert run_stage("s", tmp_path, {"lr": 1e-4, "prefetch": 2}, run, False) == {"score": 1}
-    with pytest.raises(BertkitError, match=r"other settings \(lr: 0.0001, now 0.001\)"):
-        run_stage("s", tmp_path, {"lr": 1e-3}, run, False)
-    assert run_stage("s", tmp_path, {"lr": 1e-3}, run, overwrite=True) == {"score": 2}
+    assert run_stage("s", tmp_path, {"lr": 1e-3}, run, False) == {"score": 2}  # changed: rerun
     assert json.loads((tmp_path / "stage.json").read_text())["settings"] == {"lr": 1e-3}
+    assert run_stage("s", tmp_path, {"lr": 1e-3}, run, overwrite=True) == {"score": 3}
+
+
+def test_input_fingerprint_follows_the_producing_stage(tmp_path):
+    from bertkit.workflows.adapt import input_fingerprint, run_stage
+
+    assert input_fingerprint(tmp_path / "elsewhere" / "model") is None
+    run_stage("s", tmp_path, {"lr": 1}, lambda: {"loss": 1.0}, False)
+    first = input_fingerprint(tmp_path / "model")
+    assert first and first == input_fingerprint(tmp_path / "model")
+    run_stage("s", tmp_path, {"lr": 2}, lambda: {"loss": 2.0}, False)
+    assert input_fingerprint(tmp_path / "model") not in (None, first)

@@ -1,8 +1,8 @@
 """``bertkit adapt``: vocabulary extension, DAPT and/or TAPT, then fine-tuning, as one workflow.
 
 Stages, each in its own sub-folder of the output directory and each skipped when that folder
-holds a finished stage with the same settings (``stage.json``), so a killed run continues where
-it stopped:
+holds a finished stage with the same settings and input (``stage.json``), so a killed run
+continues where it stopped and a changed setting reruns only its stage and the later ones:
 
 1. ``vocab/`` (``--extend-vocab N``): ``bertkit vocab extend``, up to N whole words of a
    vocabulary (SciVocab by default) that the model splits, ranked by the adaptation text.
@@ -245,36 +245,48 @@ def _plain(data: Any) -> Any:
     return json.loads(json.dumps(data, default=str))
 
 
+def input_fingerprint(model: str | Path) -> str | None:
+    """A short hash of the ``stage.json`` of the stage that produced ``model`` (``.../model``),
+    or None for a model from elsewhere: a stage's settings include it, so a stage whose input
+    was produced again runs again too."""
+    import hashlib
+
+    marker = Path(model).parent / "stage.json"
+    return hashlib.sha1(marker.read_bytes()).hexdigest()[:16] if marker.is_file() else None
+
+
 def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
               overwrite: bool, console=None) -> dict:
     """Run one stage into ``folder`` unless its ``stage.json`` records the same settings (those
     of its settings that both runs have: an option added to bertkit since does not count).
 
+    A stage recorded with other settings runs again (its outputs replaced), and so does every
+    later stage, whose settings hold its input's :func:`input_fingerprint`.
+
     Returns:
         the stage's results (as recorded in ``stage.json``).
-
-    Raises:
-        BertkitError: a finished stage there ran with other settings (without ``overwrite``).
     """
     from bertkit.io import write_json
 
     settings = _plain(settings)
     marker = folder / "stage.json"
+    note = ""
     if marker.is_file() and not overwrite:
         done = json.loads(marker.read_text(encoding="utf-8"))
         old = done.get("settings") or {}
-        # options that bertkit gained or lost since the stage ran do not count
         changed = [k for k in sorted(set(old) & set(settings)) if old[k] != settings[k]]
         if not changed:
             if console:
                 console.print(f"stage {name}: finished earlier, skipped ({folder})", highlight=False)
             return done["results"]
         key = changed[0]
-        raise BertkitError(f"stage {name} was run here with other settings ({key}: "
-                           f"{old.get(key)!r}, now {settings.get(key)!r})", file=marker,
-                           expected="the same settings, --overwrite, or another --output-dir")
+        what = "its input was produced again" if key == "input" else \
+            f"{key}: {old[key]!r}, now {settings[key]!r}"
+        note = f" (settings changed since the last run, {what}: running it again)"
     if console:
         console.rule(f"adapt: {name}")
+        if note:
+            console.print(f"[yellow]note:[/] stage {name}{note}", highlight=False)
     results = _plain(run())
     write_json(marker, {"stage": name, "settings": settings, "results": results})
     return results
@@ -308,6 +320,7 @@ def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, consol
             return {k: res.get(k) for k in ("test", "dev", "best_epoch", "train_seconds", "model")}
 
         settings = {k: v for k, v in dataclasses.asdict(ft).items() if k != "overwrite"}
+        settings["input"] = input_fingerprint(model)
         runs.append(run_stage(f"{label} (seed {seed})", out, settings, run, cfg.overwrite, console))
     return runs
 
@@ -334,8 +347,8 @@ def extend_stage(cfg: AdaptConfig, model: str, ranking: list[str], folder: Path,
                 "words": [w["word"] for w in info["words"][:20]]}
 
     res = run_stage("vocabulary extension", folder, {
-        "model": model, "add": cfg.extend_vocab, "vocab": cfg.extend_vocab_from,
-        "corpus": ranking}, extend, cfg.overwrite, console)
+        "model": model, "input": input_fingerprint(model), "add": cfg.extend_vocab,
+        "vocab": cfg.extend_vocab_from, "corpus": ranking}, extend, cfg.overwrite, console)
     return str(out), {"model": str(out), **res}
 
 
@@ -365,6 +378,7 @@ def pretrain_stage(cfg: AdaptConfig, name: str, model: str, corpus: str, folder:
                                         "train_seconds", "tokens_per_second", "masking")}
 
     settings = {k: v for k, v in dataclasses.asdict(pt).items() if k != "overwrite"}
+    settings["input"] = input_fingerprint(model)
     res = run_stage(f"{name.upper()} pretraining", folder, settings, run, cfg.overwrite, console)
     return str(folder / "model"), {"model": str(folder / "model"), **extra, **res}
 
@@ -383,8 +397,8 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
         points, per metric).
 
     Raises:
-        BertkitError: bad settings or recipe, a missing data set or corpus, a finished stage
-            with other settings in the output directory, or any stage's own error.
+        BertkitError: bad settings or recipe, a missing data set or corpus, or any stage's own
+            error.
 
     Reference:
         Gururangan et al. (2020), sec. 3-5 (DAPT, TAPT, DAPT + TAPT).
