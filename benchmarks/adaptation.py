@@ -34,8 +34,9 @@ Smoke test (a couple of minutes; numbers meaningless, labelled REDUCED):
     head -2000 ../shared/data/corpus/train.txt > /tmp/corpus-slice.txt
     BERTKIT_DATA=../shared/data python benchmarks/adaptation.py --tasks ner --dapt-steps 2 \\
         --tapt-epochs 1 --tapt-max-sentences 100 --corpus /tmp/corpus-slice.txt \\
-        --pretrain-batch-size 8 --extend-vocab 50 --seeds 1 --epochs 1 --max-train-samples 100 \\
-        --max-eval-samples 100 --out-dir /tmp/adaptation-smoke --name adaptation_smoke
+        --pretrain-batch-size 8 --extend-vocab 50 --seeds 1 --epochs 1 --batch-size 8 \\
+        --max-train-samples 100 --max-eval-samples 100 --out-dir /tmp/adaptation-smoke \\
+        --name adaptation_smoke
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from bertkit.workflows.scores import score_summary  # noqa: E402
 from bertkit.workflows.task_text import task_text_lines  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-FULL = {"dapt_steps": 300, "tapt_epochs": 10, "seeds": "1,2,3", "epochs": None,
+FULL = {"dapt_steps": 300, "tapt_epochs": 10, "seeds": "1,2,3", "epochs": None, "batch_size": None,
         "max_train_samples": None, "max_eval_samples": None, "tapt_max_sentences": None,
         "pretrain_batch_size": 32}
 TASKS = {  # task -> (data set, fine-tuning recipe, fine-tuning options, table title)
@@ -95,6 +96,7 @@ class Bench:
             pretrain_batch_size=a.pretrain_batch_size, max_seq_length=128,
             head_warmup_steps=a.head_warmup_steps, finetune_recipe=recipe,
             epochs=a.epochs or opts.get("epochs"), lr=opts.get("lr"), seeds=a.seeds,
+            batch_size=a.batch_size,
             max_train_samples=a.max_train_samples, max_eval_samples=a.max_eval_samples,
             seed=42, device=a.device, cache_dir=a.cache_dir)
 
@@ -189,6 +191,8 @@ def main() -> None:
     ap.add_argument("--extend-vocab", type=int, default=2000, help="Words added in (e).")
     ap.add_argument("--seeds", default=FULL["seeds"], help="Fine-tuning seeds.")
     ap.add_argument("--epochs", type=int, default=None, help="Fine-tuning epochs (default: 3).")
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="Fine-tuning batch size (default: the task's, 32).")
     ap.add_argument("--max-train-samples", type=int, default=None)
     ap.add_argument("--max-eval-samples", type=int, default=None)
     ap.add_argument("--device", default=None)
