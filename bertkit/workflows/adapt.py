@@ -34,17 +34,14 @@ from bertkit.errors import BertkitError
 from bertkit.workflows.scores import comparison_table, score_summary
 from bertkit.workflows.task_text import TASKS, task_text_lines
 
-# task -> (config class, fine-tuning function, test metrics shown: (key, label); first = main)
-_TASKS = {
-    "ner": ("bertkit.tasks.ner:NERConfig", "bertkit.tasks.ner:finetune_ner",
-            (("f1", "test entity F1"), ("precision", "test precision"), ("recall", "test recall"))),
-    "re": ("bertkit.tasks.re:REConfig", "bertkit.tasks.re:finetune_re",
-           (("micro_f1", "test micro-F1"), ("macro_f1", "test macro-F1"))),
-    "dep": ("bertkit.tasks.dep:DepConfig", "bertkit.tasks.dep:finetune_dep",
-            (("las", "test LAS"), ("uas", "test UAS"))),
+# task -> test metrics shown, (key in results["test"], label); the first is the main score. The
+# task's settings class and fine-tuning function come from the task registry.
+TASK_METRICS = {
+    "ner": (("f1", "test entity F1"), ("precision", "test precision"), ("recall", "test recall")),
+    "re": (("micro_f1", "test micro-F1"), ("macro_f1", "test macro-F1")),
+    "dep": (("las", "test LAS"), ("uas", "test UAS")),
 }
-TASK_METRICS = {task: spec[2] for task, spec in _TASKS.items()}
-DAPT_STEPS = 300  # adapt's default DAPT budget (~30 min of 32 x 128 tokens on 2 CPU cores)
+DAPT_STEPS = 300  # adapt's default DAPT steps (of 32 x 128 tokens), as recipes/pretrain/dapt-cpu.yaml
 
 
 @dataclass
@@ -153,11 +150,11 @@ class AdaptConfig:
                                                             "and/or --extend-vocab N")
 
 
-def _load_attr(spec: str) -> Any:
-    import importlib
+def _entry(task: str):
+    from bertkit.tasks.registry import TASKS as REGISTRY, load_attr
 
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)
+    entry = REGISTRY[task]
+    return load_attr(entry.config), load_attr(entry.finetune)
 
 
 def _given(**values) -> dict:
@@ -174,7 +171,7 @@ def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int):
     from bertkit.config import build_config
     from bertkit.recipes import load_recipe
 
-    cls = _load_attr(_TASKS[cfg.task][0])
+    cls = _entry(cfg.task)[0]
     recipe = load_recipe(cfg.finetune_recipe, f"finetune {cfg.task}") if cfg.finetune_recipe else None
     own = _given(data=cfg.data, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size,
                  max_train_samples=cfg.max_train_samples, max_eval_samples=cfg.max_eval_samples,
@@ -308,7 +305,7 @@ def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, consol
     Returns:
         the results of each run (``test``, ``dev``, ``best_epoch``, ``train_seconds``).
     """
-    fn = _load_attr(_TASKS[cfg.task][1])
+    fn = _entry(cfg.task)[1]
     seeds = cfg.seed_list()
     runs = []
     for seed in seeds:
@@ -449,11 +446,11 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
             save()
     summary["model"] = model
     runs = finetune_runs(cfg, model, root / "finetune", "fine-tuning", console)
-    summary["adapted"] = score_summary(_TASKS[cfg.task][2], runs)
+    summary["adapted"] = score_summary(TASK_METRICS[cfg.task], runs)
     save()
     if cfg.compare:
         runs = finetune_runs(cfg, base, root / "baseline", "baseline fine-tuning", console)
-        summary["baseline"] = score_summary(_TASKS[cfg.task][2], runs)
+        summary["baseline"] = score_summary(TASK_METRICS[cfg.task], runs)
         summary["difference"] = {k: summary["adapted"][k]["mean"] - summary["baseline"][k]["mean"]
                                  for k in summary["adapted"]}
         save()
