@@ -113,7 +113,8 @@ def bertkit_run(d: Path, args, seed: int, out: str) -> dict:
     cfg = CLSConfig(data=str(d), epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
                     seed=seed, output_dir=out, max_length=args.max_length, warmup=0.0,
                     weight_decay=0.0, max_grad_norm=1.0, logging_steps=10**9,
-                    eval_batch_size=args.eval_batch_size, class_weights=args.class_weights)
+                    eval_batch_size=args.eval_batch_size, class_weights=args.class_weights,
+                    length_group=args.length_group)
     r = finetune_cls(cfg, console=None)
     # training time from the per-epoch train records of metrics.jsonl (evaluation excluded)
     records = [json.loads(x) for x in (Path(out) / "metrics.jsonl").read_text().splitlines()
@@ -153,6 +154,8 @@ def main() -> None:
     ap.add_argument("--max-dev", type=int, default=None)
     ap.add_argument("--max-test", type=int, default=None)
     ap.add_argument("--class-weights", default="none", help="bertkit's --class-weights")
+    ap.add_argument("--length-group", type=int, default=CLSConfig.length_group,
+                    help="bertkit's --length-group (1: random batches)")
     ap.add_argument("--stock-padding", choices=("max_length", "dynamic"), default="max_length",
                     help="max_length: run_glue.py's default (pad_to_max_length); dynamic: "
                          "DataCollatorWithPadding")
@@ -171,8 +174,9 @@ def main() -> None:
           f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr {args.lr}, "
           f"batch {args.batch_size}, eval batch {args.eval_batch_size}, max length "
           f"{args.max_length}, seeds {seeds}; stock padding {args.stock_padding}; bertkit class "
-          f"weights {args.class_weights}; train/dev/test first {args.max_train}/{args.max_dev}/"
-          f"{args.max_test} (None = all); load {load1()}", flush=True)
+          f"weights {args.class_weights}, length group {args.length_group}; train/dev/test first "
+          f"{args.max_train}/{args.max_dev}/{args.max_test} (None = all); load {load1()}",
+          flush=True)
     results: dict[str, dict[int, dict]] = {"stock": {}, "bertkit": {}}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

@@ -186,6 +186,7 @@ def cls_cli(
     skip_bad_lines: Annotated[Optional[bool], typer.Option("--skip-bad-lines", help="Skip and count unreadable lines instead of stopping before training.")] = None,
     max_length: Annotated[Optional[int], typer.Option("--max-length", help="Pieces per input incl. [CLS]/[SEP]; longer texts follow --long-text, never cut silently. \\[default: 512]", min=8)] = None,
     eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Texts per batch when evaluating. \\[default: 64]", min=1)] = None,
+    length_group: Annotated[Optional[int], typer.Option("--length-group", help="Training batches sorted by length together (1: random batches). \\[default: 50]", min=1)] = None,
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training texts.", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test texts.", min=1)] = None,
     split_from_dev: SplitFromDev = None,
@@ -206,7 +207,7 @@ def cls_cli(
         train_flags, data=data, model=model, text_column=text_column,
         text_pair_column=text_pair_column, label_column=label_column, multi_label=multi_label,
         long_text=long_text, class_weights=class_weights, skip_bad_lines=skip_bad_lines,
-        max_length=max_length, eval_batch_size=eval_batch_size,
+        max_length=max_length, eval_batch_size=eval_batch_size, length_group=length_group,
         max_train_samples=max_train_samples, max_eval_samples=max_eval_samples,
         split_from_dev=split_from_dev, seeds=seeds)
     cfg, console, results = _run(CLSConfig, "finetune cls", finetune_cls, flags, recipe)

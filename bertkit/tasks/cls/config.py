@@ -30,6 +30,9 @@ class CLSConfig(FinetuneConfig):
         class_weights: ``balanced`` weighs each label's loss by ``N / (C * count)`` (scikit-learn's
             ``balanced``), for imbalanced sets such as ACL-ARC; ``none``: plain cross-entropy.
         max_length: pieces per input, ``[CLS]``/``[SEP]`` included.
+        length_group: training batches sorted by length together (Hugging Face's
+            ``group_by_length`` mega-batches, :func:`bertkit.batching.length_grouped_batches`);
+            1 gives random batches padded to their own longest text.
         skip_bad_lines: skip (and count) unreadable lines instead of stopping before training.
         eval_batch_size: inputs per forward pass when evaluating and predicting.
         max_train_samples / max_eval_samples: use only the first N examples (quick runs).
@@ -46,11 +49,13 @@ class CLSConfig(FinetuneConfig):
     max_length: int = 512
     skip_bad_lines: bool = False
     eval_batch_size: int = 64
+    length_group: int = 50
     max_train_samples: int | None = None
     max_eval_samples: int | None = None
 
     def task_checks(self) -> tuple:
         return (("long_text", self.long_text in LONG_TEXT, " or ".join(LONG_TEXT)),
                 ("class_weights", self.class_weights in CLASS_WEIGHTS, " or ".join(CLASS_WEIGHTS)),
+                ("length_group", self.length_group >= 1, "an integer >= 1 (1: random batches)"),
                 ("text_column", bool(self.text_column.strip()), "a field name"),
                 ("label_column", bool(self.label_column.strip()), "a field name"))

@@ -178,7 +178,7 @@ class CLSTask:
         pad = tokenizer.pad_token_id
         col = functools.partial(collate, pad_id=pad, token_types=token_types)
         batches = GroupedBatches(items["train"], [len(x.input_ids) for x in items["train"]],
-                                 cfg.batch_size, cfg.seed, col)
+                                 cfg.batch_size, cfg.seed, col, group=cfg.length_group)
         state: dict = {"thresholds": None}
         how = ("kept head+tail" if cfg.long_text == "head-tail" else "windowed, logits averaged")
         summary = (f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} texts (train/dev/test); "
