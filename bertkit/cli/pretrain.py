@@ -38,6 +38,7 @@ def pretrain_cli(
     max_eval_sequences: Annotated[Optional[int], typer.Option("--max-eval-sequences", help="Validate on at most N sequences.", min=1)] = None,
     cache_dir: Annotated[Optional[Path], typer.Option("--cache-dir", help="Tokenised-corpus cache. \\[default: $BERTKIT_CACHE or ~/.cache/bertkit]")] = None,
     compile: Annotated[Optional[bool], typer.Option("--compile/--no-compile", help="torch.compile the encoder (CUDA). \\[default: no-compile]")] = None,
+    head_warmup_steps: Annotated[Optional[int], typer.Option("--head-warmup-steps", help="Train only the new heads (MLM, SBO, NSP) for N steps with the encoder frozen; the encoder then joins with its own warm-up. \\[default: 0]", min=0)] = None,
     prefetch: Annotated[Optional[int], typer.Option("--prefetch", help="Batches read and masked ahead of the step by a background thread (0: none); the wait is logged as data_wait_share. \\[default: 2]", min=0)] = None,
     skip_bad_lines: Annotated[Optional[bool], typer.Option("--skip-bad-lines", help="Drop corpus (and --valid) lines that are not UTF-8 or binary, counted in results.json, instead of stopping.")] = None,
     recipe: opt.Recipe = None,
@@ -59,7 +60,8 @@ def pretrain_cli(
         span_p=span_p, max_span_length=max_span_length, sbo=sbo, sbo_weight=sbo_weight,
         nsp=nsp, short_seq_prob=short_seq_prob, max_seq_length=max_seq_length,
         eval_batch_size=eval_batch_size, max_eval_sequences=max_eval_sequences,
-        cache_dir=cache_dir, compile=compile, skip_bad_lines=skip_bad_lines, prefetch=prefetch)
+        cache_dir=cache_dir, compile=compile, skip_bad_lines=skip_bad_lines, prefetch=prefetch,
+        head_warmup_steps=head_warmup_steps)
     cfg = run_settings(PretrainConfig, "pretrain", flags, recipe)
     console = Console()
     results = pretrain(cfg, console)

@@ -22,6 +22,7 @@ fraction of torch's); every random draw comes from the caller's ``torch.Generato
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -51,6 +52,22 @@ def sample_span_lengths(shape: tuple[int, ...], p: float, max_len: int,
     return lengths.clamp(1, max_len)
 
 
+@functools.lru_cache(maxsize=16)
+def _length_cdf(p: float, max_len: int) -> np.ndarray:
+    return span_length_distribution(p, max_len).cumsum(0).numpy()
+
+
+@functools.lru_cache(maxsize=64)
+def _earlier(K: int) -> np.ndarray:
+    """``[K, K]`` bool, ``[k, j]`` True for j < k."""
+    return np.tril(np.ones((K, K), dtype=bool), -1)
+
+
+@functools.lru_cache(maxsize=64)
+def _steps(K: int) -> np.ndarray:
+    return np.arange(K, dtype=np.uint8)
+
+
 def word_structure(real: np.ndarray, continues: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Words of each row: a real piece starts a word unless it continues the real piece before it.
 
@@ -58,13 +75,13 @@ def word_structure(real: np.ndarray, continues: np.ndarray) -> tuple[np.ndarray,
         real / continues: ``[B, T]`` bool.
 
     Returns:
-        ``word_id [B, T]`` int64 (-1 on non-real tokens) and ``word_len [B, W + 1]`` int64
+        ``word_id [B, T]`` int16 (-1 on non-real tokens) and ``word_len [B, W + 1]`` int64
         (pieces per word; W = the most words of a row; the last column is 0, a sentinel).
     """
     B, T = real.shape
     starts = real.copy()
     starts[:, 1:] &= ~(continues[:, 1:] & real[:, :-1])
-    word_id = starts.cumsum(1) - 1
+    word_id = starts.cumsum(1, dtype=np.int16) - 1  # int16: T < 32768; small ints are faster
     word_id[~real] = -1
     W = int(word_id.max()) + 1 if word_id.size else 0
     flat = (np.arange(B)[:, None] * (W + 1) + np.where(real, word_id, W)).ravel()
@@ -88,7 +105,7 @@ def draw_span_masks(real: np.ndarray, word_id: np.ndarray, word_len: np.ndarray,
     """
     B, T = real.shape
     W = word_len.shape[1] - 1
-    cdf = span_length_distribution(p, max_len).cumsum(0).numpy()  # inverse-CDF draws of lengths
+    cdf = _length_cdf(p, max_len)  # inverse-CDF draws of lengths
     n_words = (word_len[:, :W] > 0).sum(1)
     mask = np.zeros((B, T), dtype=bool)
     covered = np.zeros((B, W + 1), dtype=bool)  # words masked by earlier rounds
@@ -99,28 +116,30 @@ def draw_span_masks(real: np.ndarray, word_id: np.ndarray, word_len: np.ndarray,
             break
         R = short.size
         kr, done = k[short], np.where(covered[short, :W], word_len[short, :W], 0).sum(1)
-        K = min(max(4, math.ceil(int((kr - done).max()) / 2.5) + 3), 250)
+        K = min(max(4, math.ceil(int((kr - done).max()) / 2.5) + 3), 250)  # < 255: uint8
         u = torch.rand((R, K), generator=generator, dtype=torch.float64).numpy()
         lengths = np.minimum(np.searchsorted(cdf, u, side="right") + 1, max_len)
         anchor = torch.randint(T, (R, K), generator=generator).numpy()
+        lengths = lengths.astype(np.int16)
         aw = word_id[short[:, None], anchor]  # anchor word; -1: a special token, dropped
         missed = aw < 0
         aw = np.maximum(aw, 0)
-        end = np.minimum(aw + lengths, n_words[short, None])  # one past the span's last word
+        end = np.minimum(aw + lengths, n_words[short, None].astype(np.int16))  # one past the span's last word
         free = ~missed & ~covered[short[:, None], aw]
-        # inside[r, j, k]: candidate k's anchor word lies in candidate j's span (j < k)
-        inside = (aw[:, None, :] >= aw[:, :, None]) & (aw[:, None, :] < end[:, :, None])
-        inside &= np.triu(np.ones((K, K), dtype=bool), 1)
+        # inside[r, k, j]: candidate k's anchor word lies in an earlier candidate j's span
+        inside = (aw[:, :, None] >= aw[:, None, :]) & (aw[:, :, None] < end[:, None, :])
+        inside &= _earlier(K)
         active = free
         while True:  # the reference's skip rule, exactly: depth of the chain of skips, ~2 passes
-            now = free & ~(inside & active[:, :, None]).any(1)
+            now = free & ~(inside & active[:, None, :]).any(2)
             if np.array_equal(now, active):
                 break
             active = now
-        # the first candidate covering each word (K: none, -1: masked by an earlier round)
-        w = np.arange(W + 1)
-        spans = (w >= aw[:, :, None]) & (w < end[:, :, None]) & active[:, :, None]  # [R, K, W+1]
-        cover = np.where(spans.any(1), spans.argmax(1), K)
+        # the first candidate covering each word (K: none, -1: masked by an earlier round);
+        # [R, W+1, K] with the candidates last: a contiguous minimum over small ints
+        w = np.arange(W + 1, dtype=np.int16)[:, None]
+        spans = (w >= aw[:, None, :]) & (w < end[:, None, :]) & active[:, None, :]
+        cover = np.where(spans, _steps(K), np.uint8(K)).min(2).astype(np.int16)
         cover[covered[short]] = -1
         # tokens each candidate adds: word lengths summed by covering candidate
         slot = np.where(cover >= 0, cover, K) + (K + 1) * np.arange(R)[:, None]
@@ -139,7 +158,7 @@ def draw_span_masks(real: np.ndarray, word_id: np.ndarray, word_len: np.ndarray,
         covered[short] = cover < K
         covered[short, W] = False
         short = short[~hit]
-    out = np.concatenate(drawn) if drawn else np.zeros(0, dtype=np.int64)
+    out = np.concatenate(drawn).astype(np.int64) if drawn else np.zeros(0, dtype=np.int64)
     return mask, out
 
 

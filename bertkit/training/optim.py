@@ -17,25 +17,33 @@ from transformers import get_linear_schedule_with_warmup
 def parameter_groups(model: nn.Module, weight_decay: float,
                      lr: float | None = None) -> list[dict]:
     """Split trainable parameters into decayed and no-decay groups (biases, norms), and by
-    learning rate where the model asks for one.
+    learning rate and start step where the model asks for them.
 
     A model may define ``lr_for(name) -> float | None``: the peak learning rate of parameter
     ``name`` (None: ``lr``), e.g. a higher rate for a freshly initialised parser head than for
-    the pretrained encoder (as SuPar does). Groups without an ``"lr"`` key use the optimiser's.
+    the pretrained encoder (as SuPar does); and ``frozen_steps_for(name) -> int``: optimiser
+    steps during which the parameter's rate is 0 (e.g. the encoder while a new MLM head warms
+    up), recorded as the group's ``"frozen_steps"`` (see :func:`build_scheduler`). Groups without
+    an ``"lr"`` key use the optimiser's.
     """
     lr_for = getattr(model, "lr_for", None)
-    groups: dict[tuple[bool, float | None], list] = {}
+    frozen_for = getattr(model, "frozen_steps_for", None)
+    groups: dict[tuple[bool, float | None, int], list] = {}
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
         no_decay = param.ndim < 2 or "norm" in name.lower() or name.endswith(".bias")
         rate = lr_for(name) if callable(lr_for) else None
-        groups.setdefault((no_decay, None if rate in (None, lr) else rate), []).append(param)
+        frozen = int(frozen_for(name)) if callable(frozen_for) else 0
+        groups.setdefault((no_decay, None if rate in (None, lr) else rate, frozen), []).append(param)
     out = []
-    for (no_decay, rate), params in sorted(groups.items(), key=lambda kv: (kv[0][1] or 0, kv[0][0])):
+    for (no_decay, rate, frozen), params in sorted(
+            groups.items(), key=lambda kv: (kv[0][2], kv[0][1] or 0, kv[0][0])):
         group = {"params": params, "weight_decay": 0.0 if no_decay else weight_decay}
         if rate is not None:
             group["lr"] = rate
+        if frozen:
+            group["frozen_steps"] = frozen
         out.append(group)
     return out
 
@@ -58,6 +66,28 @@ def warmup_steps(warmup: float, total_steps: int) -> int:
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, warmup: float, total_steps: int):
-    """Linear warm-up over :func:`warmup_steps` steps, then linear decay to 0 at ``total_steps``."""
-    return get_linear_schedule_with_warmup(optimizer, warmup_steps(warmup, total_steps),
-                                           max(total_steps, 1))
+    """Linear warm-up over :func:`warmup_steps` steps, then linear decay to 0 at ``total_steps``.
+
+    A parameter group with ``"frozen_steps": F`` (:func:`parameter_groups`) has rate 0 for its
+    first F steps, then its own linear warm-up (over :func:`warmup_steps` of the F..total steps
+    left) and the same decay to 0 at ``total_steps`` (Howard & Ruder 2018, gradual unfreezing;
+    a new head trained first on a frozen encoder). Without such groups this is
+    ``get_linear_schedule_with_warmup``.
+    """
+    total = max(total_steps, 1)
+
+    def schedule(frozen: int):
+        warm = warmup_steps(warmup, max(total - frozen, 1))
+
+        def rate(step: int) -> float:
+            if step < frozen:
+                return 0.0
+            if step - frozen < warm:
+                return float(step - frozen) / float(max(1, warm))
+            return max(0.0, float(total - step) / float(max(1, total - frozen - warm)))
+        return rate
+
+    frozen = [int(g.get("frozen_steps", 0)) for g in optimizer.param_groups]
+    if not any(frozen):
+        return get_linear_schedule_with_warmup(optimizer, warmup_steps(warmup, total_steps), total)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, [schedule(f) for f in frozen])

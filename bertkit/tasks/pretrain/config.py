@@ -61,6 +61,7 @@ class PretrainConfig(TrainConfig):
     cache_dir: str | None = None
     compile: bool = False
     prefetch: int = 2
+    head_warmup_steps: int = 0
     skip_bad_lines: bool = False
     lr: float = 1e-4
     warmup: float = 0.06
@@ -119,4 +120,6 @@ class PretrainConfig(TrainConfig):
             ("max_seq_length", 8 <= self.max_seq_length, "an integer >= 8"),
             ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
             ("max_eval_sequences", (self.max_eval_sequences or 1) >= 1, "an integer >= 1"),
-            ("prefetch", self.prefetch >= 0, "an integer >= 0")))
+            ("prefetch", self.prefetch >= 0, "an integer >= 0"),
+            ("head_warmup_steps", 0 <= self.head_warmup_steps < self.max_steps,
+             "an integer >= 0, below --max-steps")))

@@ -68,6 +68,15 @@ class PretrainModel(nn.Module):
                                expected="a BERT or RoBERTa-style model")
         self._head_name = name
         self.nsp = name == "cls" and hasattr(mlm.cls, "seq_relationship")
+        self.head_warmup_steps = 0  # steps the heads train alone, the encoder frozen (see below)
+
+    def frozen_steps_for(self, name: str) -> int:
+        """Optimiser steps with learning rate 0 for parameter ``name``: ``head_warmup_steps``
+        for the encoder (embeddings included, so the tied MLM decoder too), 0 for the new heads
+        (the MLM transform and bias, SBO, NSP), which train first on the frozen encoder; the
+        encoder then joins with its own warm-up (:func:`bertkit.training.optim.build_scheduler`)."""
+        head = name.startswith(("sbo.", f"mlm.{self._head_name}."))
+        return 0 if head else self.head_warmup_steps
 
     @property
     def encoder(self) -> nn.Module:

@@ -117,6 +117,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     from bertkit.lengths import check_length, position_limit
 
     check_length(cfg.max_seq_length, position_limit(model.mlm.config), "--max-seq-length")
+    model.head_warmup_steps = cfg.head_warmup_steps  # encoder frozen meanwhile (optimiser)
     if cfg.compile:
         model.encoder.compile()
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)

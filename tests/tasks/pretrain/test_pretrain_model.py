@@ -82,3 +82,43 @@ def test_scratch_sizes_and_continuing_a_masked_lm_keeps_its_head(tmp_path, token
     assert torch.equal(again.sbo.dense2.weight, model.sbo.dense2.weight)
     reloaded = AutoModelForMaskedLM.from_pretrained(tmp_path / "m")
     assert torch.equal(reloaded.cls.predictions.bias, model.mlm.cls.predictions.bias)
+
+
+def test_head_warmup_keeps_the_encoder_unchanged_then_lets_it_join(tiny_encoder, tokenizer):
+    from bertkit.training.optim import build_optimizer, build_scheduler
+
+    torch.manual_seed(0)
+    model, _ = build_pretrain_model(tiny_encoder, None, tokenizer, sbo=True, sbo_weight=1.0)
+    model.head_warmup_steps = 3
+    opt = build_optimizer(model, 1e-3, 0.01, torch.device("cpu"))
+    assert {g.get("frozen_steps", 0) for g in opt.param_groups} == {0, 3}
+    sched = build_scheduler(opt, warmup=2, total_steps=10)
+    encoder = {n: p.detach().clone() for n, p in model.named_parameters() if model.frozen_steps_for(n)}
+    head = {n: p.detach().clone() for n, p in model.named_parameters() if not model.frozen_steps_for(n)}
+    assert any("word_embeddings" in n for n in encoder)  # the tied decoder stays with the encoder
+    assert any(n.startswith("mlm.cls.predictions.transform") for n in head) and any(
+        n.startswith("sbo.") for n in head)
+
+    def step(seed):
+        out = model(**_batch(tokenizer, seed=seed))
+        out["loss"].backward()
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+
+    rates = []
+    for k in range(3):
+        rates.append([g["lr"] for g in opt.param_groups])
+        step(k)
+    params = dict(model.named_parameters())
+    assert all(torch.equal(params[n], v) for n, v in encoder.items())  # frozen: exactly unchanged
+    assert any(not torch.equal(params[n], v) for n, v in head.items())
+    for k in range(3, 6):
+        rates.append([g["lr"] for g in opt.param_groups])
+        step(k)
+    assert any(not torch.equal(params[n], v) for n, v in encoder.items())  # then it trains
+    frozen = [i for i, g in enumerate(opt.param_groups) if g.get("frozen_steps")]
+    free = [i for i, g in enumerate(opt.param_groups) if not g.get("frozen_steps")]
+    # heads: warm-up over 2 steps then decay; encoder: 0 for 3 steps, then its own warm-up
+    assert [round(rates[k][free[0]] / 1e-3, 4) for k in range(6)] == [0, 0.5, 1, 0.875, 0.75, 0.625]
+    assert [round(rates[k][frozen[0]] / 1e-3, 4) for k in range(6)] == [0, 0, 0, 0, 0.5, 1]

@@ -109,7 +109,9 @@ def test_settings_errors_are_clear(corpus, tmp_path):
                         (dict(config="tiny"), "needs --vocab"),
                         (dict(model="x", config="tiny", vocab="minilm"), "exclude each other"),
                         (dict(masking="bert"), "unknown --masking"),
-                        (dict(mask_prob=1.5), "--mask-prob")):
+                        (dict(mask_prob=1.5), "--mask-prob"),
+                        (dict(head_warmup_steps=1000, max_steps=1000), "--head-warmup-steps"),
+                        (dict(prefetch=-1), "--prefetch")):
         with pytest.raises(BertkitError, match=message):
             PretrainConfig(corpus=str(corpus), **kw).validate()
     with pytest.raises(BertkitError, match="fewer than one sequence"):
