@@ -1,13 +1,23 @@
-"""Masking speed: bertkit's token / whole-word / span strategies vs the stock collators.
+"""Masking speed, measured fairly: bertkit's strategies vs ``DataCollatorForLanguageModeling``.
 
-Every strategy masks the same packed 128-token batches of 32 sequences cut from the shared corpus
-(``$BERTKIT_DATA/corpus/train.txt``, or ``--corpus``); the figure is sequences per second over
-``--batches`` batches after a short warm-up, single-threaded by default (``--threads``), as a data
-pipeline runs. The stock ``DataCollatorForLanguageModeling`` gets the same sequences as the
-examples a ``Trainer`` would hand it (dicts of id lists); its whole-word mode needs offset
-mappings in transformers 5 (derived here from the ``##`` pieces) and disables random replacement.
+Two figures, each labelled:
 
-    python benchmarks/masking.py [--batches 200] [--json benchmarks/results/masking.json]
+1. Masking only, on equal input: every side gets the *same* ``[B, T]`` LongTensors of token ids
+   (packed 128-token rows of the shared corpus, ``$BERTKIT_DATA/corpus/train.txt``). The stock
+   side is ``torch_mask_tokens(ids.clone(), special_tokens_mask)`` with the special-tokens mask
+   given as a tensor, as ``run_mlm.py`` provides it (``return_special_tokens_mask=True``); the row
+   without it (the collator then asks the tokenizer row by row) is shown too.
+2. The full collate path, from Python lists of ids to masked, padded tensors: the stock collator
+   called on the examples a ``Trainer`` hands it (dicts of id lists and special-tokens masks)
+   vs bertkit's ``torch.tensor(lists)`` plus its masker.
+
+The sides are interleaved: each repetition times one pass of every side over the same batches
+(in a rotating order), one thread (``--threads``). Figures are sequences per second, median
+over the repetitions with min-max, and each bertkit side's ratio to the stock side is the median
+of the per-repetition ratios. Rates use CPU time of the timing thread (wall time too in the
+JSON), since the machine may be shared: the load average is recorded before and after.
+
+    python benchmarks/masking.py [--batches 50 --repeats 15] [--json benchmarks/results/masking.json]
 """
 
 from __future__ import annotations
@@ -15,9 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -26,97 +36,108 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bertkit.encoders import default_model, load_tokenizer  # noqa: E402
-from bertkit.masking import VocabInfo, build_masker, word_starts  # noqa: E402
+from bertkit.masking import VocabInfo, build_masker  # noqa: E402
 from bertkit.tasks.pretrain.data import PackedSequences, tokenize_corpus  # noqa: E402
 
 
-def timed(fn, batches, warmup=3) -> float:
-    for b in batches[:warmup]:
-        fn(b)
-    start = time.perf_counter()
-    n = 0
-    for b in batches:
-        fn(b)
-        n += len(b)
-    return n / (time.perf_counter() - start)
+def load() -> dict:
+    one, five, fifteen = os.getloadavg()
+    return {"load_1m": one, "load_5m": five, "load_15m": fifteen, "cpus": os.cpu_count()}
 
 
-def offsets_from_pieces(ids: torch.Tensor, vocab: VocabInfo) -> list[list[tuple[int, int]]]:
-    """Character offsets consistent with the word structure: a ``##`` piece starts where the
-    previous piece ended, a new word one character later; special tokens get (0, 0)."""
-    starts = word_starts(ids, vocab)
-    special = vocab.is_special[ids]
-    begin = torch.cumsum(starts.long(), 1) + torch.arange(ids.shape[1])  # one char a piece, a space before words
-    end = begin + 1
-    out = []
-    for b, e, s in zip(begin.tolist(), end.tolist(), special.tolist()):
-        out.append([(0, 0) if sp else (x, y) for x, y, sp in zip(b, e, s)])
+def interleaved(sides: dict, batches: list, repeats: int, reference: str) -> dict:
+    """Time one pass of every side over ``batches`` per repetition, in a rotating order."""
+    names = list(sides)
+    cpu = {n: [] for n in names}
+    wall = {n: [] for n in names}
+    rows = sum(len(b) if not isinstance(b, torch.Tensor) else b.shape[0] for b in batches)
+    for side in names:  # warm-up
+        for b in batches[:3]:
+            sides[side](b)
+    for r in range(repeats):
+        for side in names[r % len(names):] + names[:r % len(names)]:
+            fn = sides[side]
+            t, w = time.thread_time(), time.perf_counter()
+            for b in batches:
+                fn(b)
+            cpu[side].append(rows / (time.thread_time() - t))
+            wall[side].append(rows / (time.perf_counter() - w))
+    out = {}
+    for side in names:
+        ratios = [a / b for a, b in zip(cpu[side], cpu[reference])]
+        out[side] = {"median": statistics.median(cpu[side]), "min": min(cpu[side]),
+                     "max": max(cpu[side]), "wall_median": statistics.median(wall[side]),
+                     "ratio_to_stock": statistics.median(ratios),
+                     "ratio_min": min(ratios), "ratio_max": max(ratios)}
     return out
+
+
+def show(title: str, results: dict) -> None:
+    width = max(map(len, results))
+    print(title)
+    print(f"  {'':<{width}}  {'seq/s (CPU)':>12}  {'min-max':>17}  {'wall':>8}  {'x stock (min-max)':>20}")
+    for name, r in results.items():
+        print(f"  {name:<{width}}  {r['median']:>12,.0f}  {r['min']:>8,.0f}-{r['max']:<8,.0f}  "
+              f"{r['wall_median']:>8,.0f}  {r['ratio_to_stock']:>6.2f} ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     data = Path(os.environ.get("BERTKIT_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
     ap.add_argument("--corpus", default=str(data / "corpus" / "train.txt"))
-    ap.add_argument("--batches", type=int, default=200)
+    ap.add_argument("--batches", type=int, default=50)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--length", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    before = load()
     tok = load_tokenizer(default_model())
     stream = tokenize_corpus([args.corpus], tok, args.cache_dir)
     packed = PackedSequences(stream, args.length, tok.cls_token_id, tok.sep_token_id)
     n = min(args.batches * args.batch_size, len(packed))
     order = np.random.default_rng(0).permutation(len(packed))[:n]
-    index_batches = [order[i:i + args.batch_size] for i in range(0, n, args.batch_size)]
+    tensors = [torch.from_numpy(packed.get(np.sort(order[i:i + args.batch_size])))
+               for i in range(0, n, args.batch_size)]
     vocab = VocabInfo.from_tokenizer(tok, stream.unigram)
-    results = {}
-    g = torch.Generator().manual_seed(0)
-    for name in ("token", "wwm", "span"):
-        masker = build_masker(name, vocab)
-        results[f"bertkit {name}"] = timed(
-            lambda idx: masker(torch.from_numpy(packed.get(idx)), g), index_batches)
+    special = [vocab.is_special[b] for b in tensors]
 
     from transformers import DataCollatorForLanguageModeling
 
-    examples = [[{"input_ids": row} for row in packed.get(idx).tolist()] for idx in index_batches]
     stock = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, seed=0)
-    pos = {"i": 0}
+    index = {id(b): i for i, b in enumerate(tensors)}
+    g = torch.Generator().manual_seed(0)
+    maskers = {name: build_masker(name, vocab) for name in ("token", "wwm", "span")}
+    sides = {"stock torch_mask_tokens": lambda b: stock.torch_mask_tokens(b.clone(), special[index[id(b)]]),
+             "stock torch_mask_tokens, no special mask": lambda b: stock.torch_mask_tokens(b.clone())}
+    for name, m in maskers.items():
+        sides[f"bertkit {name}"] = (lambda m: lambda b: m(b, g))(m)
+    masking = interleaved(sides, tensors, args.repeats, "stock torch_mask_tokens")
 
-    def run_stock(collator, batches):
-        def call(_):
-            collator(batches[pos["i"] % len(batches)])
-            pos["i"] += 1
-        return call
+    examples = [[{"input_ids": row, "special_tokens_mask": [int(x) for x in sp]}
+                 for row, sp in zip(b.tolist(), s.tolist())] for b, s in zip(tensors, special)]
+    collate_sides = {"stock collator (lists -> padded, masked)": lambda ex: stock(ex)}
+    for name, m in maskers.items():
+        collate_sides[f"bertkit {name} (lists -> tensor, masked)"] = (
+            lambda m: lambda ex: m(torch.tensor([e["input_ids"] for e in ex]), g))(m)
+    collate = interleaved(collate_sides, examples, args.repeats, "stock collator (lists -> padded, masked)")
+    after = load()
 
-    results["stock token"] = timed(run_stock(stock, examples), examples)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            wwm = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, whole_word_mask=True, seed=0)
-        with_offsets = []
-        for idx, exs in zip(index_batches, examples):
-            offs = offsets_from_pieces(torch.from_numpy(packed.get(idx)), vocab)
-            with_offsets.append([{**e, "offset_mapping": o} for e, o in zip(exs, offs)])
-        pos["i"] = 0
-        results["stock whole-word (no random replacement)"] = timed(run_stock(wwm, with_offsets), with_offsets)
-    except TypeError as exc:  # older transformers without whole_word_mask
-        print(f"stock whole-word collator unavailable: {exc}")
-    width = max(map(len, results))
-    print(f"sequences/s, batches of {args.batch_size} x {args.length} packed tokens, "
-          f"{n} sequences, {args.threads} thread(s)")
-    for name, rate in results.items():
-        print(f"  {name:<{width}}  {rate:>10,.0f}")
-    ratio = results["bertkit span"] / results["stock token"]
-    print(f"span / stock token: {ratio:.2f}x (target >= 1)")
+    print(f"batches of {args.batch_size} x {args.length} packed tokens, {len(tensors)} batches "
+          f"({n} sequences) per pass, {args.repeats} interleaved passes, {args.threads} thread(s); "
+          f"load average before {before['load_1m']:.2f}, after {after['load_1m']:.2f} "
+          f"({before['cpus']} CPUs)")
+    show("1. masking only, same [B, T] tensors (sequences/s, CPU time of the thread):", masking)
+    show("2. full collate path, Python lists -> masked tensors (sequences/s):", collate)
     if args.json:
-        Path(args.json).write_text(json.dumps({"sequences_per_s": results, "span_over_stock_token": ratio,
-                                               "threads": args.threads, "sequences": n,
-                                               "batch_size": args.batch_size, "length": args.length},
-                                              indent=2) + "\n")
+        Path(args.json).write_text(json.dumps({
+            "masking_same_tensor": masking, "collate_from_lists": collate,
+            "load_before": before, "load_after": after, "threads": args.threads,
+            "sequences_per_pass": n, "batch_size": args.batch_size, "length": args.length,
+            "repeats": args.repeats, "torch": torch.__version__}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,18 +1,25 @@
-"""Pretraining throughput: bertkit (packed, logits at masked positions) vs the stock recipe.
+"""Pretraining throughput, measured fairly: bertkit vs the stock ``run_mlm.py`` recipe.
 
-The stock recipe is ``run_mlm.py --line_by_line`` in effect: one sentence a line, tokenised and
-truncated to 128, batches padded to their longest line by ``DataCollatorForLanguageModeling``
-(token masking, 15%), ``BertForMaskedLM`` computing the vocabulary projection at every position,
-trained by ``Trainer``. bertkit packs the corpus into full 128-token sequences (no padding) and
-projects only the masked positions. Same model (the packaged MiniLM encoder with a new MLM
-head), batch size, learning rate, precision (fp32), threads and number of steps.
+Rows (same text, model, batch size, optimiser, precision and threads):
 
-The figure is real (non-padding) tokens per second of training: the tokens in the batches
-trained on, over the training time (both include every step; data preparation and the one-off
-tokenisation are excluded). bertkit is run with token masking (like for like) and with span
-masking + SBO.
+- ``stock run_mlm default``: what ``run_mlm.py`` does without ``--line_by_line``: every line
+  tokenised with its special tokens, the texts concatenated and cut into full blocks of 128
+  (``group_texts``), masked by ``DataCollatorForLanguageModeling`` (15%, special tokens mask
+  from the tokenizer), ``BertForMaskedLM`` projecting every position onto the vocabulary.
+- ``stock run_mlm --line_by_line``: one line a sequence, truncated to 128, batches padded to
+  their longest line by the collator.
+- ``bertkit token`` / ``bertkit span+SBO``: packed 128-token sequences, the vocabulary
+  projection only at masked positions, batches masked ahead by the prefetch thread
+  (``bertkit pretrain``'s batch source and model).
 
-    python benchmarks/pretrain_vs_stock.py --steps 20 --json benchmarks/results/pretrain_vs_stock.json
+Every side runs the same plain step: take the next batch (for stock the collator runs here, as
+a ``Trainer`` with ``dataloader_num_workers=0`` does), forward, backward, clip at 1.0, AdamW.
+The sides are interleaved step by step (a rotating order) after ``--warmup`` steps each; the
+figures are medians over ``--steps`` steps with min-max: seconds per step, real (non-padding)
+tokens per second, and the milliseconds spent getting the batch. The load average is recorded
+before and after, as the machine may be shared.
+
+    python benchmarks/pretrain_vs_stock.py --steps 20 --batch-size 8 --json benchmarks/results/pretrain_vs_stock.json
 """
 
 from __future__ import annotations
@@ -20,11 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,102 +42,152 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bertkit.encoders import default_model, load_tokenizer, quiet_transformers  # noqa: E402
 
 
-def stock(args, lines: list[str]) -> dict:
-    from datasets import Dataset
-    from transformers import (AutoModelForMaskedLM, DataCollatorForLanguageModeling, Trainer,
-                              TrainingArguments)
+def load() -> dict:
+    one, five, fifteen = os.getloadavg()
+    return {"load_1m": one, "load_5m": five, "load_15m": fifteen, "cpus": os.cpu_count()}
 
-    tok = load_tokenizer(default_model())
-    ds = Dataset.from_dict({"text": lines}).map(
-        lambda b: tok(b["text"], truncation=True, max_length=args.length,
-                      return_special_tokens_mask=True),
-        batched=True, remove_columns=["text"])
-    base = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, seed=args.seed)
-    seen = {"tokens": 0, "batches": 0, "padded": 0}
 
-    def collate(examples):
-        batch = base(examples)
-        if seen["batches"] < args.steps:
-            seen["tokens"] += int(batch["attention_mask"].sum())
-            seen["padded"] += int(batch["attention_mask"].numel())
-        seen["batches"] += 1
-        return batch
+def stock_examples(tok, lines: list[str], length: int, grouped: bool) -> list[dict]:
+    """run_mlm.py's datasets: ``group_texts`` blocks (default) or one truncated line each."""
+    if not grouped:
+        enc = tok(lines, truncation=True, max_length=length, return_special_tokens_mask=True)
+        return [{k: enc[k][i] for k in enc} for i in range(len(lines))]
+    enc = tok(lines, return_special_tokens_mask=True)
+    concat = {k: [x for row in enc[k] for x in row] for k in enc}
+    total = len(concat["input_ids"]) // length * length
+    return [{k: v[i:i + length] for k, v in concat.items()} for i in range(0, total, length)]
 
+
+def stock_side(args, tok, lines, grouped: bool):
+    from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
+
+    examples = stock_examples(tok, lines, args.length, grouped)
+    random.Random(args.seed).shuffle(examples)
+    collator = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, seed=args.seed)
     torch.manual_seed(args.seed)
-    model = AutoModelForMaskedLM.from_pretrained(default_model())
-    with tempfile.TemporaryDirectory() as out:
-        targs = TrainingArguments(output_dir=out, per_device_train_batch_size=args.batch_size,
-                                  max_steps=args.steps, learning_rate=args.lr, warmup_steps=0,
-                                  logging_steps=max(args.steps // 4, 1), save_strategy="no",
-                                  report_to="none", use_cpu=True, seed=args.seed,
-                                  dataloader_num_workers=0, disable_tqdm=True)
-        trainer = Trainer(model=model, args=targs, train_dataset=ds, data_collator=collate)
-        start = time.perf_counter()
-        out_metrics = trainer.train().metrics
-        wall = time.perf_counter() - start
-    seconds = out_metrics.get("train_runtime", wall)
-    return {"steps": args.steps, "real_tokens": seen["tokens"], "padded_tokens": seen["padded"],
-            "train_seconds": seconds, "real_tokens_per_s": seen["tokens"] / seconds,
-            "final_loss": out_metrics.get("train_loss")}
+    model = AutoModelForMaskedLM.from_pretrained(default_model()).train()
+
+    def batches():
+        while True:
+            for i in range(0, len(examples) - args.batch_size + 1, args.batch_size):
+                yield collator(examples[i:i + args.batch_size])
+
+    def step(batch):
+        return model(**batch).loss
+
+    return model, batches(), step, lambda b: int(b["attention_mask"].sum())
 
 
-def bertkit_run(args, masking: str, workdir: Path) -> dict:
-    from bertkit.tasks.pretrain import PretrainConfig, pretrain
+def bertkit_side(args, tok, corpus: Path, cache: Path, masking: str):
+    from bertkit.masking import VocabInfo, build_masker
+    from bertkit.tasks.pretrain.batches import PretrainBatches
+    from bertkit.tasks.pretrain.data import PackedSequences, tokenize_corpus
+    from bertkit.tasks.pretrain.model import build_pretrain_model
+    from bertkit.training.prefetch import Prefetcher
 
-    cfg = PretrainConfig(corpus=args.corpus, model=default_model(), masking=masking,
-                         max_steps=args.steps, batch_size=args.batch_size,
-                         max_seq_length=args.length, lr=args.lr, warmup=0.0, precision="fp32",
-                         device="cpu", seed=args.seed, logging_steps=max(args.steps // 4, 1),
-                         output_dir=str(workdir / masking), overwrite=True,
-                         cache_dir=args.cache_dir)
-    res = pretrain(cfg)
-    tokens = args.steps * args.batch_size * args.length
-    return {"steps": res["steps"], "real_tokens": tokens, "padded_tokens": tokens,
-            "train_seconds": res["train_seconds"], "real_tokens_per_s": tokens / res["train_seconds"],
-            "final_loss": res["train"]}
+    stream = tokenize_corpus([corpus], tok, cache)
+    seqs = PackedSequences(stream, args.length, tok.cls_token_id, tok.sep_token_id)
+    masker = build_masker(masking, VocabInfo.from_tokenizer(tok, stream.unigram))
+    source = Prefetcher(PretrainBatches(seqs, args.batch_size, masker, args.seed, sbo=masking == "span"))
+    torch.manual_seed(args.seed)
+    model, _ = build_pretrain_model(default_model(), None, tok, sbo=masking == "span", sbo_weight=1.0)
+    model.train()
+
+    def batches():
+        epoch = 0
+        while True:
+            yield from source.iter_batches(epoch)
+            epoch += 1
+
+    def step(batch):
+        return model(**batch)["loss"]
+
+    return model, batches(), step, lambda b: int(b["attention_mask"].sum())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     data = Path(os.environ.get("BERTKIT_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
     ap.add_argument("--corpus", default=str(data / "corpus" / "train.txt"))
+    ap.add_argument("--lines", type=int, default=4000, help="Corpus lines every side trains on.")
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--length", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--cache-dir", default=None)
-    ap.add_argument("--skip-span", action="store_true", help="Only bertkit token vs stock.")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     quiet_transformers()
+    before = load()
     lines = []
     with open(args.corpus, encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
-                lines.append(line.rstrip("\n"))
-            if len(lines) >= args.steps * args.batch_size * 2:
+                lines.append(line.strip())
+            if len(lines) >= args.lines:
                 break
-    print(f"{torch.get_num_threads()} torch threads; batch {args.batch_size} x {args.length}, "
-          f"{args.steps} steps, MiniLM-L6-H384, fp32 CPU", flush=True)
+    tok = load_tokenizer(default_model())
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        results["bertkit token"] = bertkit_run(args, "token", Path(tmp))
-        print("bertkit token:", json.dumps(results["bertkit token"]), flush=True)
-        results["stock run_mlm line-by-line"] = stock(args, lines)
-        print("stock:", json.dumps(results["stock run_mlm line-by-line"]), flush=True)
-        if not args.skip_span:
-            results["bertkit span+SBO"] = bertkit_run(args, "span", Path(tmp))
-            print("bertkit span+SBO:", json.dumps(results["bertkit span+SBO"]), flush=True)
-    ref = results["stock run_mlm line-by-line"]["real_tokens_per_s"]
-    print("\nreal tokens/s (ratio to stock):")
+        corpus = Path(tmp) / "corpus.txt"
+        corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        sides = {"stock run_mlm default (group_texts, 128)": stock_side(args, tok, lines, True),
+                 "stock run_mlm --line_by_line": stock_side(args, tok, lines, False),
+                 "bertkit token": bertkit_side(args, tok, corpus, Path(tmp) / "cache", "token"),
+                 "bertkit span+SBO": bertkit_side(args, tok, corpus, Path(tmp) / "cache", "span")}
+        optims = {n: torch.optim.AdamW(s[0].parameters(), lr=args.lr) for n, s in sides.items()}
+        record = {n: {"step_s": [], "fetch_ms": [], "tokens": [], "loss": []} for n in sides}
+        names = list(sides)
+        for k in range(args.warmup + args.steps):
+            for name in names[k % len(names):] + names[:k % len(names)]:
+                model, it, step, count = sides[name]
+                t0 = time.perf_counter()
+                batch = next(it)
+                t1 = time.perf_counter()
+                loss = step(batch)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optims[name].step()
+                optims[name].zero_grad(set_to_none=True)
+                t2 = time.perf_counter()
+                if k >= args.warmup:
+                    r = record[name]
+                    r["step_s"].append(t2 - t0)
+                    r["fetch_ms"].append(1000 * (t1 - t0))
+                    r["tokens"].append(count(batch))
+                    r["loss"].append(float(loss.detach()))
+            print(f"step {k + 1}/{args.warmup + args.steps} done", flush=True)
+        del sides
+    after = load()
+    for name, r in record.items():
+        rates = [t / s for t, s in zip(r["tokens"], r["step_s"])]
+        results[name] = {
+            "step_s_median": statistics.median(r["step_s"]), "step_s_min": min(r["step_s"]),
+            "step_s_max": max(r["step_s"]), "real_tokens_per_s_median": statistics.median(rates),
+            "real_tokens_per_s_min": min(rates), "real_tokens_per_s_max": max(rates),
+            "real_tokens_per_step_median": statistics.median(r["tokens"]),
+            "fetch_ms_median": statistics.median(r["fetch_ms"]),
+            "fetch_share_median": statistics.median(f / 1000 / s for f, s in zip(r["fetch_ms"], r["step_s"])),
+            "last_loss": r["loss"][-1], "steps": len(r["step_s"])}
+    ref = results["stock run_mlm default (group_texts, 128)"]["real_tokens_per_s_median"]
+    print(f"\n{torch.get_num_threads()} torch threads; batch {args.batch_size} x {args.length}, "
+          f"{args.steps} interleaved steps per side after {args.warmup} warm-up; MiniLM-L6-H384 "
+          f"(new MLM head), fp32 CPU, AdamW lr {args.lr}; load average before "
+          f"{before['load_1m']:.2f}, after {after['load_1m']:.2f} ({before['cpus']} CPUs)")
+    width = max(map(len, results))
+    print(f"  {'':<{width}}  {'real tok/s':>10}  {'min-max':>13}  {'s/step':>7}  {'batch ms':>8}  "
+          f"{'tok/step':>8}  {'x stock default':>15}")
     for name, r in results.items():
-        print(f"  {name:<28} {r['real_tokens_per_s']:>9.1f}  ({r['real_tokens_per_s'] / ref:.2f}x)")
-    stock_r = results["stock run_mlm line-by-line"]
-    print(f"stock batches were {100 * stock_r['real_tokens'] / stock_r['padded_tokens']:.1f}% real tokens")
+        print(f"  {name:<{width}}  {r['real_tokens_per_s_median']:>10.1f}  "
+              f"{r['real_tokens_per_s_min']:>6.1f}-{r['real_tokens_per_s_max']:<6.1f}  "
+              f"{r['step_s_median']:>7.2f}  {r['fetch_ms_median']:>8.1f}  "
+              f"{r['real_tokens_per_step_median']:>8.0f}  {r['real_tokens_per_s_median'] / ref:>15.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"results": results, "threads": torch.get_num_threads(),
-                                               "args": vars(args)}, indent=2) + "\n")
+                                               "load_before": before, "load_after": after,
+                                               "args": vars(args), "torch": torch.__version__},
+                                              indent=2) + "\n")
 
 
 if __name__ == "__main__":

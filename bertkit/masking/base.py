@@ -180,7 +180,28 @@ def word_starts(input_ids: torch.Tensor, vocab: VocabInfo,
     return real & ~(torch.take(vocab.continues_word, input_ids) & prev_real)
 
 
-def budget(real: torch.Tensor, prob: float, rounding: str) -> list[int]:
+def word_structure(real: np.ndarray, continues: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Words of each row: a real piece starts a word unless it continues the real piece before it.
+
+    Args:
+        real / continues: ``[B, T]`` bool.
+
+    Returns:
+        ``word_id [B, T]`` int16 (-1 on non-real tokens) and ``word_len [B, W + 1]`` int64
+        (pieces per word; W = the most words of a row; the last column is 0, a sentinel).
+    """
+    B, T = real.shape
+    starts = real.copy()
+    starts[:, 1:] &= ~(continues[:, 1:] & real[:, :-1])
+    word_id = starts.cumsum(1, dtype=np.int16) - 1  # int16: T < 32768; small ints are faster
+    word_id[~real] = -1
+    W = int(word_id.max()) + 1 if word_id.size else 0
+    flat = (np.arange(B)[:, None] * (W + 1) + np.where(real, word_id, W)).ravel()
+    word_len = np.bincount(flat, weights=real.ravel(), minlength=B * (W + 1))
+    return word_id, word_len.astype(np.int64).reshape(B, W + 1)
+
+
+def budget(real: torch.Tensor | np.ndarray, prob: float, rounding: str) -> list[int]:
     """Tokens to mask in each of the B rows: ``round`` (BERT: max(1, round(n p))) or ``ceil``
     (SpanBERT: ceil(n p)), at most the row's ``n`` real tokens (a row with none gets 0).
 

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from bertkit.errors import BertkitError
-from bertkit.masking.base import MaskedBatch, Masker, VocabInfo, budget, replace
+from bertkit.masking.base import MaskedBatch, Masker, VocabInfo, budget, replace, word_structure
 
 
 def span_length_distribution(p: float = 0.2, max_len: int = 10) -> torch.Tensor:
@@ -66,27 +66,6 @@ def _earlier(K: int) -> np.ndarray:
 @functools.lru_cache(maxsize=64)
 def _steps(K: int) -> np.ndarray:
     return np.arange(K, dtype=np.uint8)
-
-
-def word_structure(real: np.ndarray, continues: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Words of each row: a real piece starts a word unless it continues the real piece before it.
-
-    Args:
-        real / continues: ``[B, T]`` bool.
-
-    Returns:
-        ``word_id [B, T]`` int16 (-1 on non-real tokens) and ``word_len [B, W + 1]`` int64
-        (pieces per word; W = the most words of a row; the last column is 0, a sentinel).
-    """
-    B, T = real.shape
-    starts = real.copy()
-    starts[:, 1:] &= ~(continues[:, 1:] & real[:, :-1])
-    word_id = starts.cumsum(1, dtype=np.int16) - 1  # int16: T < 32768; small ints are faster
-    word_id[~real] = -1
-    W = int(word_id.max()) + 1 if word_id.size else 0
-    flat = (np.arange(B)[:, None] * (W + 1) + np.where(real, word_id, W)).ravel()
-    word_len = np.bincount(flat, weights=real.ravel(), minlength=B * (W + 1))
-    return word_id, word_len.astype(np.int64).reshape(B, W + 1)
 
 
 def draw_span_masks(real: np.ndarray, word_id: np.ndarray, word_len: np.ndarray, k: np.ndarray,

@@ -21,25 +21,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bertkit.masking.base import (MaskedBatch, Masker, budget, flat_positions, real_tokens, replace,
-                                  word_starts)
+from bertkit.masking.base import MaskedBatch, Masker, budget, replace, word_structure
 
 EXTRA_WORDS = 8  # words sorted beyond the budget; rows needing more are redone in full
-
-
-def word_table(real: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Word index of each real token and word lengths.
-
-    Returns:
-        ``word_id [B, T]`` long (-1 on non-real tokens) and ``lengths [B, W]`` long (pieces of
-        word w of row b at ``[b, w]``; 0 beyond the row's last word; W = the most words of a row).
-    """
-    word_id = starts.long().cumsum(1) - 1
-    word_id = word_id.masked_fill_(~real | (word_id < 0), -1)
-    W = max(int(word_id.max()) + 1, 1) if word_id.numel() else 1
-    lengths = torch.zeros(real.shape[0], W + 1, dtype=torch.long)
-    lengths.scatter_add_(1, word_id.masked_fill(word_id < 0, W), real.long())
-    return word_id, lengths[:, :-1]
 
 
 def greedy(ordered: np.ndarray, remaining: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -68,32 +52,36 @@ def greedy(ordered: np.ndarray, remaining: np.ndarray) -> tuple[np.ndarray, np.n
         avail[fits] = 0
 
 
-def choose_words(lengths: torch.Tensor, k: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+def choose_words(lengths: np.ndarray, k: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """``[B, W]`` bool: words taken by BERT's greedy whole-word pass with budget ``k`` tokens,
     visiting words by increasing ``keys``.
 
     Args:
-        lengths: ``[B, W]`` pieces per word (0 = no word).
-        k: ``[B]`` long budgets in tokens.
-        keys: ``[B, W]`` float, distinct within a row: the random visiting order.
+        lengths: ``[B, W]`` int64 pieces per word (0 = no word).
+        k: ``[B]`` int64 budgets in tokens.
+        keys: ``[B, W]`` float, the random visiting order.
     """
     B, W = lengths.shape
     P = min(W, int(k.max()) + EXTRA_WORDS) if B else 0
-    out = torch.zeros(B, W, dtype=torch.bool)
+    out = np.zeros((B, W), dtype=bool)
     if P == 0:
         return out
-    keys = keys.masked_fill(lengths == 0, float("inf"))
-    order = keys.topk(P, dim=1, largest=False, sorted=True).indices  # [B, P]
-    taken, left = greedy(lengths.gather(1, order).numpy(), k.numpy())
-    out.scatter_(1, order, torch.from_numpy(taken))
+    keys = np.where(lengths > 0, keys, np.inf)
+    if P < W:  # the P smallest keys, then sorted: a partial sort
+        first = np.argpartition(keys, P - 1, axis=1)[:, :P]
+        order = np.take_along_axis(first, np.take_along_axis(keys, first, 1).argsort(1), 1)
+    else:
+        order = keys.argsort(1)
+    taken, left = greedy(np.take_along_axis(lengths, order, 1), k)
+    np.put_along_axis(out, order, taken, 1)
     if P < W:  # rows whose pass may go beyond the first P words: redo them on the full order
-        redo = (left > 0) & ((lengths > 0).sum(1).numpy() > P)
-        if redo.any():
-            rows = torch.from_numpy(redo.nonzero()[0])
-            order = keys[rows].argsort(dim=1)
-            taken, _ = greedy(lengths[rows].gather(1, order).numpy(), k[rows].numpy())
-            out[rows] = torch.zeros(order.shape, dtype=torch.bool).scatter_(
-                1, order, torch.from_numpy(taken))
+        redo = np.flatnonzero((left > 0) & ((lengths > 0).sum(1) > P))
+        if redo.size:
+            order = keys[redo].argsort(1)
+            taken, _ = greedy(np.take_along_axis(lengths[redo], order, 1), k[redo])
+            rows = np.zeros((redo.size, W), dtype=bool)
+            np.put_along_axis(rows, order, taken, 1)
+            out[redo] = rows
     return out
 
 
@@ -102,12 +90,22 @@ class WholeWordMasker(Masker):
 
     name = "wwm"
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._real = self.vocab.is_real.numpy()
+        self._continues = self.vocab.continues_word.numpy()
+
     def __call__(self, input_ids: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
-        real = real_tokens(input_ids, self.vocab)
-        word_id, lengths = word_table(real, word_starts(input_ids, self.vocab, real))
-        keys = torch.rand(lengths.shape, generator=generator)
-        words = choose_words(lengths, torch.tensor(budget(real, self.mask_prob, "round")), keys)
-        chosen = flat_positions(words.gather(1, word_id.clamp(min=0)) & real)
+        ids = input_ids.numpy()
+        real = self._real[ids]
+        word_id, word_len = word_structure(real, self._continues[ids])
+        W = word_len.shape[1] - 1
+        keys = torch.rand((ids.shape[0], W), generator=generator).numpy()
+        k = np.asarray(budget(real, self.mask_prob, "round"), dtype=np.int64)
+        words = np.zeros(word_len.shape, dtype=bool)  # column W: non-real tokens, never taken
+        words[:, :W] = choose_words(word_len[:, :W], k, keys)
+        chosen = np.flatnonzero(np.take_along_axis(words, np.where(real, word_id, W), 1))
+        chosen = torch.from_numpy(chosen)
         u = torch.rand(chosen.shape, generator=generator)
         inputs, labels = replace(input_ids, chosen, u, self.vocab, self.mask_replace_prob,
                                  self.random_replace_prob, generator)
