@@ -65,7 +65,7 @@ def _earlier(K: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=64)
 def _steps(K: int) -> np.ndarray:
-    return np.arange(K, dtype=np.uint8)
+    return np.arange(K, dtype=np.int16)
 
 
 def draw_span_masks(real: np.ndarray, word_id: np.ndarray, word_len: np.ndarray, k: np.ndarray,
@@ -89,22 +89,26 @@ def draw_span_masks(real: np.ndarray, word_id: np.ndarray, word_len: np.ndarray,
     mask = np.zeros((B, T), dtype=bool)
     covered = np.zeros((B, W + 1), dtype=bool)  # words masked by earlier rounds
     drawn = []
+    token_word = np.where(real, word_id, W)  # the word of each token; W (a sentinel) if not real
     short = np.flatnonzero((k > 0) & (n_words > 0))
+    first = True
     for _ in range(1000):  # one round nearly always suffices
         if short.size == 0:
             break
         R = short.size
-        kr, done = k[short], np.where(covered[short, :W], word_len[short, :W], 0).sum(1)
-        K = min(max(4, math.ceil(int((kr - done).max()) / 2.5) + 3), 250)  # < 255: uint8
+        rows = slice(None) if R == B else short  # a view, not a copy, when every row is short
+        kr = k[rows]
+        done = (np.zeros(R, dtype=np.int64) if first
+                else np.where(covered[rows, :W], word_len[rows, :W], 0).sum(1))
+        K = min(max(4, math.ceil(int((kr - done).max()) / 2.5) + 3), 250)
         u = torch.rand((R, K), generator=generator, dtype=torch.float64).numpy()
-        lengths = np.minimum(np.searchsorted(cdf, u, side="right") + 1, max_len)
+        lengths = np.minimum(np.searchsorted(cdf, u, side="right") + 1, max_len).astype(np.int16)
         anchor = torch.randint(T, (R, K), generator=generator).numpy()
-        lengths = lengths.astype(np.int16)
-        aw = word_id[short[:, None], anchor]  # anchor word; -1: a special token, dropped
+        aw = np.take_along_axis(word_id[rows], anchor, 1)  # anchor word; -1: a special token
         missed = aw < 0
         aw = np.maximum(aw, 0)
-        end = np.minimum(aw + lengths, n_words[short, None].astype(np.int16))  # one past the span's last word
-        free = ~missed & ~covered[short[:, None], aw]
+        end = np.minimum(aw + lengths, n_words[rows, None].astype(np.int16))  # past the last word
+        free = ~missed if first else ~missed & ~np.take_along_axis(covered[rows], aw, 1)
         # inside[r, k, j]: candidate k's anchor word lies in an earlier candidate j's span
         inside = (aw[:, :, None] >= aw[:, None, :]) & (aw[:, :, None] < end[:, None, :])
         inside &= _earlier(K)
@@ -114,29 +118,32 @@ def draw_span_masks(real: np.ndarray, word_id: np.ndarray, word_len: np.ndarray,
             if np.array_equal(now, active):
                 break
             active = now
-        # the first candidate covering each word (K: none, -1: masked by an earlier round);
-        # [R, W+1, K] with the candidates last: a contiguous minimum over small ints
-        w = np.arange(W + 1, dtype=np.int16)[:, None]
-        spans = (w >= aw[:, None, :]) & (w < end[:, None, :]) & active[:, None, :]
-        cover = np.where(spans, _steps(K), np.uint8(K)).min(2).astype(np.int16)
-        cover[covered[short]] = -1
+        # the first candidate covering each word (K: none, -1: masked by an earlier round):
+        # a minimum over the (candidate, word) pairs, the slots of inactive candidates and of
+        # words past a span's end sent to the sentinel column W (reset after)
+        words = aw[:, :, None] + np.arange(max_len, dtype=np.int16)  # [R, K, max_len]
+        words = np.where((words < end[:, :, None]) & active[:, :, None], words, W)
+        cover = np.where(covered[rows], -1, K).astype(np.int16)
+        np.minimum.at(cover.reshape(-1), (words + (W + 1) * np.arange(R)[:, None, None]).ravel(),
+                      np.broadcast_to(_steps(K)[:, None], words.shape).ravel())
+        cover[:, W] = K
         # tokens each candidate adds: word lengths summed by covering candidate
         slot = np.where(cover >= 0, cover, K) + (K + 1) * np.arange(R)[:, None]
-        new_tokens = np.bincount(slot.ravel(), weights=word_len[short].ravel(),
+        new_tokens = np.bincount(slot.ravel(), weights=word_len[rows].ravel(),
                                  minlength=R * (K + 1)).reshape(R, K + 1)
         reached = done[:, None] + new_tokens[:, :K].cumsum(1) >= kr[:, None]
         hit = reached.any(1)
         kstar = np.where(hit, reached.argmax(1), K)
-        token_cover = np.take_along_axis(cover, np.where(word_id[short] >= 0, word_id[short], W), 1)
+        token_cover = np.take_along_axis(cover, token_word[rows], 1)
         before = token_cover < kstar[:, None]  # masked by an earlier round or candidate
         cut = (token_cover == kstar[:, None]) & hit[:, None]
         room = kr - before.sum(1)
         cut &= cut.cumsum(1) <= room[:, None]
-        mask[short] = before | cut
+        mask[rows] = before | cut
         drawn.append(lengths[active & (np.arange(K) <= kstar[:, None])])
-        covered[short] = cover < K
-        covered[short, W] = False
-        short = short[~hit]
+        covered[rows] = cover < K
+        covered[rows, W] = False
+        short, first = short[~hit], False
     out = np.concatenate(drawn).astype(np.int64) if drawn else np.zeros(0, dtype=np.int64)
     return mask, out
 
@@ -219,9 +226,8 @@ class SpanMasker(Masker):
         mask, lengths = draw_span_masks(real, word_id, word_len, k, self.span_p,
                                         self.max_span_length, generator)
         chosen, run, boundaries = boundaries_and_runs(mask, real)
-        u_span = torch.rand(int(run[-1]) + 1 if run.size else 0, generator=generator)
-        u = u_span[torch.from_numpy(run)]
-        inputs, labels = replace(input_ids, torch.from_numpy(chosen), u, self.vocab,
+        u_span = torch.rand(int(run[-1]) + 1 if run.size else 0, generator=generator).numpy()
+        inputs, labels = replace(input_ids, chosen, u_span[run], self.vocab,
                                  self.mask_replace_prob, self.random_replace_prob, generator,
                                  unigram=True)
         return MaskedBatch(inputs, labels, torch.from_numpy(boundaries), torch.from_numpy(lengths))

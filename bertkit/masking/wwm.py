@@ -105,8 +105,7 @@ class WholeWordMasker(Masker):
         words = np.zeros(word_len.shape, dtype=bool)  # column W: non-real tokens, never taken
         words[:, :W] = choose_words(word_len[:, :W], k, keys)
         chosen = np.flatnonzero(np.take_along_axis(words, np.where(real, word_id, W), 1))
-        chosen = torch.from_numpy(chosen)
-        u = torch.rand(chosen.shape, generator=generator)
+        u = torch.rand(chosen.shape, generator=generator).numpy()
         inputs, labels = replace(input_ids, chosen, u, self.vocab, self.mask_replace_prob,
                                  self.random_replace_prob, generator)
         return MaskedBatch(inputs, labels)
