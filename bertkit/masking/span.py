@@ -222,7 +222,7 @@ class SpanMasker(Masker):
         ids = input_ids.numpy()
         real = self._real[ids]
         word_id, word_len = word_structure(real, self._continues[ids])
-        k = np.asarray(budget(torch.from_numpy(real), self.mask_prob, "ceil"), dtype=np.int64)
+        k = np.asarray(budget(real, self.mask_prob, "ceil"), dtype=np.int64)
         mask, lengths = draw_span_masks(real, word_id, word_len, k, self.span_p,
                                         self.max_span_length, generator)
         chosen, run, boundaries = boundaries_and_runs(mask, real)
