@@ -216,12 +216,14 @@ def budget(real: torch.Tensor | np.ndarray, prob: float, rounding: str) -> list[
 def random_tokens(shape: tuple[int, ...], vocab: VocabInfo, generator: torch.Generator,
                   unigram: bool = False) -> torch.Tensor:
     """Random non-special token ids: uniform over the vocabulary, or from the corpus unigram
-    distribution (``unigram=True`` and ``vocab.unigram`` set)."""
+    distribution (``unigram=True`` and ``vocab.unigram`` set). The draws come from
+    ``generator``; the lookups are NumPy (cheaper than torch indexing on small arrays)."""
     if unigram and vocab.cdf is not None:
-        u = torch.rand(shape, generator=generator)
-        return torch.searchsorted(vocab.cdf, u.flatten()).clamp(max=vocab.vocab_size - 1).view(shape)
-    pick = torch.randint(len(vocab.normal_ids), shape, generator=generator)
-    return vocab.normal_ids[pick]
+        u = torch.rand(shape, generator=generator).numpy()
+        ids = np.minimum(np.searchsorted(vocab.cdf.numpy(), u), vocab.vocab_size - 1)
+        return torch.from_numpy(ids.astype(np.int64))
+    pick = torch.randint(len(vocab.normal_ids), shape, generator=generator).numpy()
+    return torch.from_numpy(vocab.normal_ids.numpy()[pick])
 
 
 def replace(input_ids: torch.Tensor, chosen: torch.Tensor | np.ndarray,

@@ -67,11 +67,8 @@ def choose_words(lengths: np.ndarray, k: np.ndarray, keys: np.ndarray) -> np.nda
     if P == 0:
         return out
     keys = np.where(lengths > 0, keys, np.inf)
-    if P < W:  # the P smallest keys, then sorted: a partial sort
-        first = np.argpartition(keys, P - 1, axis=1)[:, :P]
-        order = np.take_along_axis(first, np.take_along_axis(keys, first, 1).argsort(1), 1)
-    else:
-        order = keys.argsort(1)
+    # the P smallest keys in order: a partial sort (torch's topk is the quickest here)
+    order = torch.from_numpy(keys).topk(P, dim=1, largest=False, sorted=True).indices.numpy()
     taken, left = greedy(np.take_along_axis(lengths, order, 1), k)
     np.put_along_axis(out, order, taken, 1)
     if P < W:  # rows whose pass may go beyond the first P words: redo them on the full order
