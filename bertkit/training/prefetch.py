@@ -8,8 +8,8 @@ same deterministic code with the same per-batch seeds), so resuming at batch ``k
 A worker's exception is raised in the training thread at the batch where it happened.
 
 The wrapper measures what is left of the wait: for every batch, the seconds the step blocked on
-the queue and the seconds since the previous batch was handed over (the step time, wait
-included). :meth:`Prefetcher.stats` gives the window since its last call (``data_wait_share``:
+the queue, and its step time: that wait plus the time from handing the batch over to the next
+request (or to the next :meth:`Prefetcher.stats` call). :meth:`Prefetcher.stats` gives the window since its last call (``data_wait_share``:
 waiting / step time, 0 = the step never waited; ``data_wait_max_share``: the worst single step;
 ``data_wait_ms``: mean milliseconds waited per batch), which the loop adds to each ``train``
 record of ``metrics.jsonl``. Masking releases the GIL in its torch/NumPy operations, so a thread
@@ -48,6 +48,7 @@ class Prefetcher:
         self._wait = self._busy = self._worst = 0.0
         self._batches = 0
         self.total_wait = self.total_step = 0.0  # seconds, over the whole run
+        self._pending: tuple[float, float] | None = None  # (wait, time handed over)
 
     def __getattr__(self, name: str) -> Any:  # describe() etc. of the wrapped source
         if name == "source":
@@ -83,23 +84,28 @@ class Prefetcher:
         worker = threading.Thread(target=work, name=f"bertkit-prefetch-{epoch}", daemon=True)
         worker.start()
         try:
-            last = None
             while True:
                 asked = time.perf_counter()
+                self._close_pending(asked)  # the previous batch's step ends when it asks again
                 item = ready.get()
                 now = time.perf_counter()
                 if item is _END:
                     return
                 if isinstance(item, _Failed):
                     raise item.error
-                self._count(now - asked, now - (last if last is not None else asked))
-                last = now
+                self._pending = (now - asked, now)
                 yield item
         finally:
             stop.set()
             worker.join()
 
-    def _count(self, wait: float, step: float) -> None:
+    def _close_pending(self, now: float) -> None:
+        """Count the batch being trained on: its wait, and its step = wait + time since handed."""
+        if self._pending is None:
+            return
+        wait, handed = self._pending
+        self._pending = None
+        step = wait + (now - handed)
         self._wait += wait
         self._busy += step
         self.total_wait += wait
@@ -110,7 +116,12 @@ class Prefetcher:
     def stats(self) -> dict[str, float]:
         """The wait for batches since the last call: ``data_wait_share`` (seconds waited over
         seconds per batch, in [0, 1]), ``data_wait_max_share`` (the worst batch) and
-        ``data_wait_ms`` (mean milliseconds waited per batch); empty if no batch was taken."""
+        ``data_wait_ms`` (mean milliseconds waited per batch); empty if no batch was taken.
+
+        The batch in training when it is called (the loop calls it right after a step) counts
+        as ended now, so evaluation or checkpointing after the step does not count as step time.
+        """
+        self._close_pending(time.perf_counter())
         if not self._batches:
             return {}
         out = {"data_wait_share": self._wait / max(self._busy, 1e-12),
