@@ -32,7 +32,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bertkit.config import build_config, load_recipe  # noqa: E402
+from bertkit.config import build_config  # noqa: E402
+from bertkit.recipes import load_recipe  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.ner import entity_scores  # noqa: E402
 from bertkit.tasks.ner import NERConfig, finetune_ner  # noqa: E402
