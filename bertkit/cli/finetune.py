@@ -10,8 +10,7 @@ from rich.console import Console
 
 from bertkit.cli import _options as opt
 from bertkit.cli._app import finetune_app, user_errors
-from bertkit.config import build_config, field_names, load_recipe
-from bertkit.training.rundir import saved_settings
+from bertkit.recipes import run_settings
 
 
 Seeds = Annotated[Optional[str], typer.Option("--seeds", help="Run once per seed (e.g. 1,2,3), each in OUTPUT/seed-N/, and write OUTPUT/summary.json with mean, standard deviation and 95% interval per metric (one after another under torchrun).")]
@@ -19,12 +18,10 @@ SplitFromDev = Annotated[Optional[float], typer.Option("--split-from-dev", help=
 
 
 def _run(config_cls, command: str, run, flags: dict, recipe):
-    """Build the config (dataclass < saved run with --resume < recipe < flags), run the task; results None on a non-main
-    process of a multi-process run (it prints nothing)."""
-    saved = saved_settings(flags.get("output_dir"), field_names(config_cls)) \
-        if flags.get("resume") else None
-    cfg = build_config(config_cls, saved, load_recipe(recipe, command) if recipe else None, flags,
-                       source=str(recipe) if recipe else "options")
+    """Build the config (:func:`bertkit.recipes.run_settings`: dataclass < saved run with
+    --resume < recipe < flags), run the task; results None on a non-main process of a
+    multi-process run (it prints nothing)."""
+    cfg = run_settings(config_cls, command, flags, recipe)
     console = Console()
     results = run(cfg, console)
     done = "test" in results or "metrics" in results  # one run, or the summary of --seeds
