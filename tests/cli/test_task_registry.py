@@ -144,7 +144,7 @@ def test_seeds_run_in_sub_folders_with_a_summary(tmp_path, ner_dir, tiny_encoder
     assert f1["ci95_high"] - f1["mean"] == pytest.approx(12.7062 * std / 2 ** 0.5, rel=1e-4)
     for s in (1, 2):
         assert f"seed: {s}" in (out / f"seed-{s}" / "config.yaml").read_text()
-    assert "95% interval" in res.output and "summary.json" in res.output
+    assert "95% interval" in res.output and "summary.json" in "".join(res.output.split())
     again = runner.invoke(app, args)  # the seed folders hold runs: refused before training
     assert again.exit_code == 1 and "already holds a run" in again.output
     resumed = runner.invoke(app, args + ["--resume"])  # finished seeds are kept
