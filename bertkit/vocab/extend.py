@@ -30,6 +30,7 @@ from typing import Sequence
 from bertkit.encoders import _short, resolve_model_source
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path
+from bertkit.masking.base import word_boundary_rule
 from bertkit.vocab.build import check_output_dir, peak_memory_mb
 from bertkit.vocab.compare import plain_backend
 from bertkit.vocab.corpus import count_words, resolve_corpus_files
@@ -47,8 +48,17 @@ def _candidate_words(tokenizer, vocab: str | Path | None, corpus: Sequence | Non
                                    skip_bad_lines=skip_bad_lines).items():
             counts[norm.normalize_str(word) if norm is not None else word] += n
     if vocab is not None:
-        order = load_tokenizer(vocab).get_vocab()
-        words = sorted((t for t in order if not t.startswith("##")), key=order.__getitem__)
+        domain = load_tokenizer(vocab)
+        order = domain.get_vocab()
+        # word-initial pieces, as the domain tokenizer itself marks them (not a hard-coded "##")
+        rule, mark = word_boundary_rule(domain)
+        if rule == "continuation":
+            starts = {t: t for t in order if not t.startswith(mark)}
+        elif rule == "start":
+            starts = {t: t[len(mark):] for t in order if t.startswith(mark) and len(t) > len(mark)}
+        else:
+            starts = {t: t for t in order}
+        words = [starts[t] for t in sorted(starts, key=order.__getitem__)]
         words = [norm.normalize_str(w) if norm is not None else w for w in words]
         if corpus:
             words.sort(key=lambda w: -counts.get(w, 0))

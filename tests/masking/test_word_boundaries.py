@@ -86,3 +86,17 @@ def test_a_tokenizer_without_a_backend_is_refused():
 
     with pytest.raises(BertkitError, match="word boundaries"):
         word_boundary_rule(Slow())
+
+
+def test_vocab_extend_reads_word_initial_pieces_from_the_domain_tokenizer(pair, monkeypatch):
+    """`vocab extend --vocab V` takes V's word-initial pieces by V's own prefix: the same words
+    whether V marks continuations with ``##`` or ``~~`` (the same kind of bug as item 4)."""
+    from bertkit.vocab import extend
+
+    tokenizer, other, _ = pair
+    got = {}
+    for name, domain in (("hash", tokenizer), ("tilde", other)):
+        monkeypatch.setattr(extend, "load_tokenizer", lambda vocab, d=domain: d)
+        got[name] = extend._candidate_words(tokenizer, "domain", None, False)
+    assert got["hash"] == got["tilde"]
+    assert got["hash"] and not any(w.startswith(("##", "~~")) for w in got["tilde"])
