@@ -61,19 +61,56 @@ def _label_scores(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str
     Raises:
         ValueError: ``gold`` and ``pred`` differ in length.
     """
+    out = label_table(gold, pred, labels)
+    return {key: out[key] for key in ("macro_f1", "micro_f1", "accuracy", "labels", "per_label",
+                                      "confusion", "support")}
+
+
+def label_table(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str] = (),
+                negative_label: str | None = None) -> dict:
+    """The per-label precision/recall/F1 table, micro and macro averages, accuracy and confusion
+    matrix of single-label predictions: the one scorer of :func:`label_scores` (cls) and
+    :func:`bertkit.metrics.re.relation_scores` (RE, with its negative label).
+
+    Args:
+        gold, pred: one label per example, equal lengths.
+        labels: the model's labels; the union with those in ``gold`` and ``pred`` is reported.
+        negative_label: left out of the micro and macro averages (the "no relation" label of
+            relation data, Zhang et al. 2017); None: every label counts.
+
+    Returns:
+        ``micro_precision``, ``micro_recall``, ``micro_f1`` (pooled over every label but
+        ``negative_label``; 0 when no other label exists), ``macro_f1`` (unweighted mean F1 over
+        the labels but ``negative_label`` present in gold or predictions), ``accuracy`` (every
+        example), all in [0, 1]; ``labels`` (sorted), ``per_label`` ``{label: {precision,
+        recall, f1, support}}`` (every label), ``confusion`` (``[L][L]`` ints, rows gold,
+        columns predicted, over ``labels``), ``support`` (examples scored).
+
+    Raises:
+        ValueError: ``gold`` and ``pred`` differ in length.
+
+    >>> t = label_table(["a", "n", "b"], ["a", "a", "n"], negative_label="n")
+    >>> round(t["micro_precision"], 2), round(t["micro_recall"], 2), t["accuracy"] > 0.33
+    (0.5, 0.5, True)
+    """
     gold, pred = list(gold), list(pred)
     if len(gold) != len(pred):
         raise ValueError("one prediction per gold label is needed")
     every = sorted(set(labels) | set(gold) | set(pred))
-    out = {"macro_f1": 0.0, "micro_f1": 0.0, "accuracy": 0.0, "labels": every, "per_label": {},
+    counted = [lab for lab in every if lab != negative_label]
+    present = sorted((set(gold) | set(pred)) - {negative_label})
+    out = {"micro_precision": 0.0, "micro_recall": 0.0, "micro_f1": 0.0, "macro_f1": 0.0,
+           "accuracy": 0.0, "labels": every, "per_label": {},
            "confusion": [[0] * len(every) for _ in every], "support": len(gold)}
     if not gold:
         return out
-    present = sorted(set(gold) | set(pred))
-    out["macro_f1"] = float(precision_recall_fscore_support(
-        gold, pred, labels=present, average="macro", zero_division=0)[2])
-    out["micro_f1"] = float(precision_recall_fscore_support(
-        gold, pred, labels=every, average="micro", zero_division=0)[2])
+    if counted:
+        p, r, f, _ = precision_recall_fscore_support(gold, pred, labels=counted, average="micro",
+                                                     zero_division=0)
+        out.update(micro_precision=float(p), micro_recall=float(r), micro_f1=float(f))
+    if present:
+        out["macro_f1"] = float(precision_recall_fscore_support(
+            gold, pred, labels=present, average="macro", zero_division=0)[2])
     out["accuracy"] = float(accuracy_score(gold, pred))
     p, r, f, s = precision_recall_fscore_support(gold, pred, labels=every, average=None,
                                                  zero_division=0)

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
-
-# the confusion-matrix files are shared with every classification task (bertkit.metrics.cls)
-from bertkit.metrics.cls import confusion_csv, save_confusion, with_baseline  # noqa: F401
+# the scorer and the confusion-matrix files are shared with every classification task
+from bertkit.metrics.cls import (confusion_csv, label_table, save_confusion,  # noqa: F401
+                                 with_baseline)
 
 NEGATIVE_NAMES = ("no_relation", "no-relation", "norelation", "false", "none", "na", "other",
                   "negative")
@@ -56,7 +55,9 @@ def relation_scores(gold: Sequence[str], pred: Sequence[str], negative_label: st
 
 def _relation_scores(gold: Sequence[str], pred: Sequence[str], negative_label: str | None = None,
                      labels: Sequence[str] = ()) -> dict:
-    """Scores of predicted relation labels against gold ones (see module docstring).
+    """Scores of predicted relation labels against gold ones (see module docstring): the shared
+    classification table (:func:`bertkit.metrics.cls.label_table`) with ``negative_label`` left
+    out of the micro and macro averages.
 
     Args:
         gold, pred: one label per pair, equal lengths.
@@ -71,29 +72,8 @@ def _relation_scores(gold: Sequence[str], pred: Sequence[str], negative_label: s
     Raises:
         ValueError: ``gold`` and ``pred`` differ in length.
     """
-    gold, pred = list(gold), list(pred)
-    if len(gold) != len(pred):
-        raise ValueError("one prediction per gold label is needed")
-    every = sorted(set(labels) | set(gold) | set(pred))
-    positive = [lab for lab in every if lab != negative_label]
-    present = sorted((set(gold) | set(pred)) - {negative_label})
-    out = {"micro_precision": 0.0, "micro_recall": 0.0, "micro_f1": 0.0, "macro_f1": 0.0,
-           "accuracy": 0.0, "negative_label": negative_label, "labels": every, "per_label": {},
-           "confusion": [[0] * len(every) for _ in every], "support": len(gold)}
-    if not gold:
-        return out
-    if positive:
-        p, r, f, _ = precision_recall_fscore_support(gold, pred, labels=positive, average="micro",
-                                                     zero_division=0)
-        out.update(micro_precision=float(p), micro_recall=float(r), micro_f1=float(f))
-    if present:
-        out["macro_f1"] = float(precision_recall_fscore_support(
-            gold, pred, labels=present, average="macro", zero_division=0)[2])
-    out["accuracy"] = float(accuracy_score(gold, pred))
-    p, r, f, s = precision_recall_fscore_support(gold, pred, labels=every, average=None,
-                                                 zero_division=0)
-    out["per_label"] = {lab: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
-                              "support": int(s[i])} for i, lab in enumerate(every)}
-    out["confusion"] = confusion_matrix(gold, pred, labels=every).tolist()
-    return out
-
+    table = label_table(gold, pred, labels, negative_label)
+    return {**{k: table[k] for k in ("micro_precision", "micro_recall", "micro_f1", "macro_f1",
+                                     "accuracy")},
+            "negative_label": negative_label,
+            **{k: table[k] for k in ("labels", "per_label", "confusion", "support")}}
