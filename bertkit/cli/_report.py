@@ -26,23 +26,41 @@ def entity_table(metrics: dict, title: str) -> Table:
     return table
 
 
-def relation_table(metrics: dict, title: str) -> Table:
-    """Per-label and averaged relation precision/recall/F1 (percent), every average named."""
+def label_table(metrics: dict, title: str) -> Table:
+    """Per-label precision/recall/F1 (percent) and the averages of a classification-style task,
+    every average named, with the majority-class baseline (:func:`baseline_row`).
+
+    Relation scores (metrics with ``negative_label``, :func:`bertkit.metrics.re.relation_scores`):
+    micro (headline, with its precision and recall), macro and accuracy, the negative label
+    marked. Classification scores (:func:`bertkit.metrics.cls.label_scores`): macro-F1
+    (headline, SciBERT's metric), micro-F1 and accuracy.
+    """
+    relation = "negative_label" in metrics
     neg = metrics.get("negative_label")
-    table = Table(title=title, caption="scikit-learn; micro and macro exclude the negative label "
-                                       f"({neg!r}); accuracy counts every pair" if neg else
-                  "scikit-learn; no negative label: micro-F1 = accuracy")
+    if not relation:
+        caption = "scikit-learn; macro-F1 = unweighted mean over labels (SciBERT's metric)"
+    elif neg:
+        caption = (f"scikit-learn; micro and macro exclude the negative label ({neg!r}); "
+                   "accuracy counts every pair")
+    else:
+        caption = "scikit-learn; no negative label: micro-F1 = accuracy"
+    table = Table(title=title, caption=caption)
     for col in ("label", "precision", "recall", "F1", "support"):
         table.add_column(col, justify="left" if col == "label" else "right")
     for name, row in sorted(metrics["per_label"].items()):
-        name_cell = f"{name} (negative)" if name == neg else name
+        name_cell = f"{name} (negative)" if relation and name == neg else name
         table.add_row(name_cell, f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
                       f"{100 * row['f1']:.2f}", str(row["support"]))
     table.add_section()
-    table.add_row("[bold]micro", f"{100 * metrics['micro_precision']:.2f}",
-                  f"{100 * metrics['micro_recall']:.2f}", f"[bold]{100 * metrics['micro_f1']:.2f}",
-                  str(metrics["support"]))
-    table.add_row("macro", "", "", f"{100 * metrics['macro_f1']:.2f}", "")
+    if relation:
+        table.add_row("[bold]micro", f"{100 * metrics['micro_precision']:.2f}",
+                      f"{100 * metrics['micro_recall']:.2f}",
+                      f"[bold]{100 * metrics['micro_f1']:.2f}", str(metrics["support"]))
+        table.add_row("macro", "", "", f"{100 * metrics['macro_f1']:.2f}", "")
+    else:
+        table.add_row("[bold]macro", "", "", f"[bold]{100 * metrics['macro_f1']:.2f}",
+                      str(metrics["support"]))
+        table.add_row("micro", "", "", f"{100 * metrics['micro_f1']:.2f}", "")
     table.add_row("accuracy", "", "", f"{100 * metrics['accuracy']:.2f}", "")
     baseline_row(table, metrics)
     return table

@@ -55,22 +55,20 @@ def re_cli(
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Pairs per batch.", min=1)] = 64,
 ) -> None:
     """Score a saved relation model on a labelled split: micro/macro-F1, accuracy, per label."""
-    from bertkit.cli._report import relation_table
-    from bertkit.io import write_json, write_text
-    from bertkit.metrics.re import save_confusion
+    from bertkit.cli._report import label_table
+    from bertkit.io import write_json
+    from bertkit.tasks.common import write_label_outputs
     from bertkit.tasks.re import evaluate_re
     from bertkit.tasks.re.task import prediction_lines
 
     console = Console()
     metrics, xs, pred, prob, labels = evaluate_re(model, data, split, device, precision, batch_size,
                                                   skip_bad_lines, negative_label, console)
-    console.print(relation_table(metrics, f"{split}: {data}"))
+    console.print(label_table(metrics, f"{split}: {data}"))
     if output:
         write_json(output, metrics)
-    if predictions:
-        write_text(predictions, prediction_lines(xs, labels, pred, prob))
-    if confusion:
-        save_confusion(confusion, metrics["labels"], metrics["confusion"], f"{split}: {data}")
+    write_label_outputs(confusion, predictions, prediction_lines(xs, labels, pred, prob)
+                        if predictions else "", metrics, f"{split}: {data}")
 
 
 @evaluate_app.command("dep")
@@ -122,20 +120,19 @@ def cls_cli(
 ) -> None:
     """Score a saved text classifier on a labelled split: macro-F1, micro-F1, accuracy, per label,
     beside the majority-class baseline."""
-    from bertkit.io import write_json, write_text
-    from bertkit.metrics.cls import save_confusion
+    from bertkit.cli._report import label_table
+    from bertkit.io import write_json
+    from bertkit.tasks.common import write_label_outputs
     from bertkit.tasks.cls import evaluate_cls
-    from bertkit.tasks.cls.task import cls_table, prediction_lines
+    from bertkit.tasks.cls.task import prediction_lines
 
     console = Console()
     metrics, xs, pred, probs, labels = evaluate_cls(model, data, split, device, precision,
                                                     batch_size, skip_bad_lines, text_column,
                                                     label_column, console)
-    console.print(cls_table(metrics, f"{split}: {data}"))
+    console.print(label_table(metrics, f"{split}: {data}"))
     if output:
         write_json(output, metrics)
-    if predictions:
-        write_text(predictions, prediction_lines(xs, labels, pred, probs,
-                                                 metrics.get("confusion") is None))
-    if confusion and metrics.get("confusion") is not None:
-        save_confusion(confusion, metrics["labels"], metrics["confusion"], f"{split}: {data}")
+    write_label_outputs(confusion, predictions, prediction_lines(
+        xs, labels, pred, probs, metrics.get("confusion") is None) if predictions else "",
+        metrics, f"{split}: {data}")

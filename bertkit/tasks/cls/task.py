@@ -9,29 +9,27 @@ SciCite, ACL-ARC and Paper Field).
 from __future__ import annotations
 
 import functools
-import json
-from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 from rich.console import Console
-from rich.markup import escape
 
 from bertkit.batching import GroupedBatches
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
-from bertkit.metrics.cls import (best_thresholds, label_scores, multilabel_scores, save_confusion,
-                                 warn_collapse)
+from bertkit.metrics.cls import best_thresholds, label_scores, multilabel_scores, warn_collapse
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
                                     label_set, load_cls_data, read_examples)
 from bertkit.tasks.cls.encoding import Encoded, collate, encode, pool_logits
-from bertkit.tasks.cls.model import (ClassifierLoss, balanced_weights, build_classifier,
-                                     load_classifier, save_classifier)
+from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_classifier,
+                                     save_classifier)
+from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
+                                  write_test_outputs)
 from bertkit.tasks.driver import finetune
 from bertkit.training.devices import Runtime, make_runtime
 
@@ -107,25 +105,15 @@ def prediction_lines(examples: Sequence[TextExample], labels: list[str], pred: l
                      probs: np.ndarray, multi_label: bool) -> str:
     """JSON lines: each input object with ``line``, ``predicted`` and ``probability`` (the
     predicted label's softmax probability) or, multi-label, ``probabilities`` per label."""
-    out = []
-    for ex, p, pr in zip(examples, pred, probs):
-        extra = ({"probabilities": {lab: round(float(v), 6) for lab, v in zip(labels, pr)}}
-                 if multi_label else {"probability": round(float(pr.max()), 6)})
-        out.append(json.dumps({**ex.raw, "line": ex.line, "predicted": p, **extra},
-                              ensure_ascii=False) + "\n")
-    return "".join(out)
+    return "".join(prediction_line(
+        ex.raw, ex.line, p,
+        {"probabilities": {lab: round(float(v), 6) for lab, v in zip(labels, pr)}}
+        if multi_label else {"probability": round(float(pr.max()), 6)})
+        for ex, p, pr in zip(examples, pred, probs))
 
 
 def _columns(cfg: CLSConfig) -> Columns:
     return Columns(cfg.text_column, cfg.text_pair_column, cfg.label_column, cfg.multi_label)
-
-
-def _warn_bad(bad: list[str], console: Console | None) -> None:
-    if console and bad:
-        for b in bad[:20]:
-            console.print(f"[yellow]skipped bad line:[/] {escape(b)}", highlight=False)
-        if len(bad) > 20:
-            console.print(f"[yellow]… {len(bad) - 20} more bad lines skipped", highlight=False)
 
 
 class CLSTask:
@@ -142,7 +130,7 @@ class CLSTask:
              ) -> TaskData:
         """Read ``splits`` of ``cfg.data`` (directory, registered name, or hub)."""
         out, sources, bad = load_cls_data(cfg.data, splits, _columns(cfg), cfg.skip_bad_lines)
-        _warn_bad([b for v in bad.values() for b in v], console)
+        warn_bad_lines([b for v in bad.values() for b in v], console)
         return TaskData(out, sources, info={"skipped_bad_lines": {s: len(v)
                                                                   for s, v in bad.items()}})
 
@@ -164,10 +152,7 @@ class CLSTask:
         tokenizer = load_tokenizer(model_name)
         token_types = "token_type_ids" in tokenizer.model_input_names
         label2id = {lab: i for i, lab in enumerate(labels)}
-        counts = Counter(lab for ex in train_x for lab in
-                         (ex.label if isinstance(ex.label, list) else [ex.label]))
-        weight = balanced_weights([counts[lab] for lab in labels]) \
-            if cfg.class_weights == "balanced" else None
+        weight = class_weights(cfg.class_weights, labels, train_x)
         model = ClassifierLoss(build_classifier(model_name, labels, cfg.multi_label), weight,
                                cfg.multi_label)
         enc = functools.partial(encode, tokenizer=tokenizer, label2id=label2id,
@@ -220,11 +205,9 @@ class CLSTask:
             warn_collapse(metrics, console, "test")
 
             def write(run_dir: Path) -> None:
-                write_text(run_dir / "test_predictions.jsonl",
-                           prediction_lines(test_x, labels, pred, probs, cfg.multi_label))
-                if metrics.get("confusion") is not None:
-                    save_confusion(run_dir / "test_confusion", metrics["labels"],
-                                   metrics["confusion"], f"test: {cfg.data}")
+                write_test_outputs(run_dir, prediction_lines(test_x, labels, pred, probs,
+                                                             cfg.multi_label),
+                                   metrics, f"test: {cfg.data}")
 
             return ScoredSplit(metrics, write)
 
@@ -241,8 +224,10 @@ class CLSTask:
             "scoring": SCORING})
 
     def report(self, results: dict, title: str):
-        """Per-label and averaged scores (:func:`cls_table`)."""
-        return cls_table(results["test"] if "test" in results else results, title)
+        """Per-label and averaged scores (:func:`bertkit.cli._report.label_table`)."""
+        from bertkit.cli._report import label_table
+
+        return label_table(results["test"] if "test" in results else results, title)
 
     @staticmethod
     def evaluate(*args, **kwargs):
@@ -268,29 +253,6 @@ def _indicators(xs: Sequence[TextExample], label2id: dict[str, int]) -> np.ndarr
 TASK = CLSTask()
 
 
-def cls_table(metrics: dict, title: str):
-    """Per-label precision/recall/F1 (percent), macro-F1 (headline), micro-F1, accuracy and the
-    majority-class baseline, as a rich table."""
-    from rich.table import Table
-
-    from bertkit.cli._report import baseline_row
-
-    table = Table(title=title, caption="scikit-learn; macro-F1 = unweighted mean over labels "
-                                       "(SciBERT's metric)")
-    for col in ("label", "precision", "recall", "F1", "support"):
-        table.add_column(col, justify="left" if col == "label" else "right")
-    for name, row in sorted(metrics["per_label"].items()):
-        table.add_row(name, f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
-                      f"{100 * row['f1']:.2f}", str(row["support"]))
-    table.add_section()
-    table.add_row("[bold]macro", "", "", f"[bold]{100 * metrics['macro_f1']:.2f}",
-                  str(metrics["support"]))
-    table.add_row("micro", "", "", f"{100 * metrics['micro_f1']:.2f}", "")
-    table.add_row("accuracy", "", "", f"{100 * metrics['accuracy']:.2f}", "")
-    baseline_row(table, metrics)
-    return table
-
-
 def finetune_cls(cfg: CLSConfig, console: Console | None = None) -> dict:
     """Fine-tune, keep the best dev epoch (macro-F1), score test, and write the run directory
     (through the shared driver, :func:`bertkit.tasks.driver.finetune`).
@@ -306,13 +268,6 @@ def finetune_cls(cfg: CLSConfig, console: Console | None = None) -> dict:
         BertkitError: bad data (before any training), model, settings or output directory.
     """
     return finetune(TASK, cfg, console)
-
-
-def _split(split: str) -> str:
-    split = {"valid": "dev", "validation": "dev"}.get(split, split)
-    if split not in ("train", "dev", "test"):
-        raise BertkitError(f"unknown split '{split}'", expected="train, dev (valid) or test")
-    return split
 
 
 def _saved_columns(meta: dict, text_column: str | None, label_column: str | None) -> Columns:
@@ -353,12 +308,12 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
         BertkitError: no saved model there, bad data, a label the model does not know, or an
             unknown split.
     """
-    split = _split(split)
+    split = parse_split(split)
     model, tokenizer, labels, meta = load_classifier(model_dir)
     runtime = make_runtime(device, precision)
     cols = _saved_columns(meta, text_column, label_column)
     out, _, bad = load_cls_data(data, (split,), cols, skip_bad_lines)
-    _warn_bad(bad[split], console)
+    warn_bad_lines(bad[split], console)
     xs = out[split]
     check_known_labels(xs, labels, split)
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
@@ -422,7 +377,7 @@ def predict_cls(model_dir: str, input_path: str, output: str | None = None,
     runtime = make_runtime(device, precision)
     cols = _saved_columns(meta, text_column, None)
     xs, bad = _read_input(input_path, input_format, cols, skip_bad_lines)
-    _warn_bad(bad, console)
+    warn_bad_lines(bad, console)
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
     if console and shortened:
         console.print(f"note: {shortened} text(s) over the model's {meta.get('max_length')} "

@@ -6,7 +6,6 @@ The CLI in ``bertkit/cli`` is a thin wrapper over :func:`finetune_re`, :func:`ev
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -20,8 +19,10 @@ from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.cls import warn_collapse
-from bertkit.metrics.re import detect_negative, relation_scores, save_confusion
+from bertkit.metrics.re import detect_negative, relation_scores
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.common import (parse_split, prediction_line, warn_bad_lines,
+                                  write_test_outputs)
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.re.config import REConfig
 from bertkit.tasks.re.data import EXTENSIONS, entity_types, load_re_data, unseen_labels
@@ -64,13 +65,9 @@ def classify(model, items: Sequence[Encoded], runtime: Runtime, pad_id: int,
 
 
 def _warn_bad(bad: dict[str, list[BadLine]] | list[BadLine], console: Console | None) -> int:
-    lines = [b for v in bad.values() for b in v] if isinstance(bad, dict) else list(bad)
-    if console and lines:
-        for b in lines[:20]:
-            console.print(f"[yellow]skipped bad line:[/] {escape(str(b))}", highlight=False)
-        if len(lines) > 20:
-            console.print(f"[yellow]… {len(lines) - 20} more bad lines skipped", highlight=False)
-    return len(lines)
+    """:func:`bertkit.tasks.common.warn_bad_lines` over every split's bad lines."""
+    return warn_bad_lines([b for v in bad.values() for b in v] if isinstance(bad, dict) else bad,
+                          console)
 
 
 def _negative(setting: str, labels: Sequence[str], console: Console | None) -> str | None:
@@ -87,8 +84,8 @@ def _negative(setting: str, labels: Sequence[str], console: Console | None) -> s
 def prediction_lines(examples: Sequence[RelationExample], labels: Sequence[str],
                      pred: np.ndarray, prob: np.ndarray) -> str:
     """JSON lines: each input object with ``predicted`` (label) and ``probability`` added."""
-    return "".join(json.dumps({**ex.raw, "line": ex.line, "predicted": labels[int(k)],
-                               "probability": round(float(p), 6)}, ensure_ascii=False) + "\n"
+    return "".join(prediction_line(ex.raw, ex.line, labels[int(k)],
+                                   {"probability": round(float(p), 6)})
                    for ex, k, p in zip(examples, pred, prob))
 
 
@@ -165,10 +162,8 @@ class RETask:
             warn_collapse(metrics, console, "test")
 
             def write(run_dir: Path) -> None:
-                write_text(run_dir / "test_predictions.jsonl",
-                           prediction_lines(test_x, labels, pred, prob))
-                save_confusion(run_dir / "test_confusion", metrics["labels"],
-                               metrics["confusion"], f"test: {cfg.data}")
+                write_test_outputs(run_dir, prediction_lines(test_x, labels, pred, prob), metrics,
+                                   f"test: {cfg.data}")
 
             return ScoredSplit(metrics, write)
 
@@ -184,10 +179,10 @@ class RETask:
             "scoring": SCORING})
 
     def report(self, results: dict, title: str):
-        """Per-label and averaged scores (:func:`bertkit.cli._report.relation_table`)."""
-        from bertkit.cli._report import relation_table
+        """Per-label and averaged scores (:func:`bertkit.cli._report.label_table`)."""
+        from bertkit.cli._report import label_table
 
-        return relation_table(results["test"] if "test" in results else results, title)
+        return label_table(results["test"] if "test" in results else results, title)
 
     @staticmethod
     def evaluate(*args, **kwargs):
@@ -219,13 +214,6 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
     return finetune(TASK, cfg, console)
 
 
-def _split(split: str) -> str:
-    split = {"valid": "dev", "validation": "dev"}.get(split, split)
-    if split not in ("train", "dev", "test"):
-        raise BertkitError(f"unknown split '{split}'", expected="train, dev (valid) or test")
-    return split
-
-
 def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "auto",
                 precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
                 negative_label: str | None = None, console: Console | None = None
@@ -242,7 +230,7 @@ def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "a
     Raises:
         BertkitError: no saved model there, bad data, or an unknown split.
     """
-    split = _split(split)
+    split = parse_split(split)
     model, tokenizer, labels, markers, marker_ids, meta = load_relation_model(model_dir)
     runtime = make_runtime(device, precision)
     read = load_re_data(data, (split,), skip_bad_lines)

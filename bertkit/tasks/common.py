@@ -1,0 +1,118 @@
+"""What the classification-style tasks (``re``, ``cls``) share: reading the split name, reporting
+skipped lines, the prediction JSON lines, the test-split output files and the balanced class
+weights of the loss.
+
+A plain module, not a task package: it imports no task, so any task may use it
+(``tests/test_import_graph.py`` checks that no task package imports another).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import torch
+
+from bertkit.errors import BertkitError
+
+SPLIT_NAMES = {"valid": "dev", "validation": "dev"}
+
+
+def parse_split(split: str) -> str:
+    """The split name ``evaluate`` scores: ``train``, ``dev`` (also ``valid``/``validation``) or
+    ``test``.
+
+    Raises:
+        BertkitError: any other name.
+
+    >>> parse_split("validation")
+    'dev'
+    """
+    split = SPLIT_NAMES.get(split, split)
+    if split not in ("train", "dev", "test"):
+        raise BertkitError(f"unknown split '{split}'", expected="train, dev (valid) or test")
+    return split
+
+
+def warn_bad_lines(lines: Iterable[Any], console=None, shown: int = 20) -> int:
+    """Print the first ``shown`` skipped bad lines (each as ``str(line)``) and how many more there
+    were on ``console`` (None: print nothing). Returns the number of bad lines."""
+    from rich.markup import escape
+
+    lines = list(lines)
+    if console and lines:
+        for b in lines[:shown]:
+            console.print(f"[yellow]skipped bad line:[/] {escape(str(b))}", highlight=False)
+        if len(lines) > shown:
+            console.print(f"[yellow]… {len(lines) - shown} more bad lines skipped",
+                          highlight=False)
+    return len(lines)
+
+
+def prediction_line(raw: Mapping[str, Any], line: int | None, predicted: Any,
+                    extra: Mapping[str, Any]) -> str:
+    """One JSON line of ``test_predictions.jsonl`` and of ``predict``'s output: the input object
+    ``raw`` with ``line`` (1-based line of the input file), ``predicted`` and ``extra``
+    (``probability`` or ``probabilities``) added, newline-terminated, non-ASCII kept."""
+    return json.dumps({**raw, "line": line, "predicted": predicted, **extra},
+                      ensure_ascii=False) + "\n"
+
+
+def write_label_outputs(stem: str | Path | None, predictions: str | Path | None,
+                        lines: str, metrics: dict, title: str) -> None:
+    """Write a classification split's files, each atomically: the prediction JSON lines to
+    ``predictions`` and the confusion matrix as ``<stem>.csv``/``<stem>.png``
+    (:func:`bertkit.metrics.cls.save_confusion`; only when ``metrics["confusion"]`` is a matrix,
+    not for multi-label scores). None leaves that file out."""
+    from bertkit.io import write_text
+    from bertkit.metrics.cls import save_confusion
+
+    if predictions:
+        write_text(predictions, lines)
+    if stem and metrics.get("confusion") is not None:
+        save_confusion(stem, metrics["labels"], metrics["confusion"], title)
+
+
+def write_test_outputs(run_dir: Path, lines: str, metrics: dict, title: str) -> None:
+    """A finished run's ``test_predictions.jsonl`` and ``test_confusion.{csv,png}``
+    (:func:`write_label_outputs`)."""
+    run_dir = Path(run_dir)
+    write_label_outputs(run_dir / "test_confusion", run_dir / "test_predictions.jsonl", lines,
+                        metrics, title)
+
+
+def balanced_weights(counts: Sequence[int]) -> torch.Tensor:
+    """scikit-learn's ``balanced`` class weights ``N / (C * count_c)`` (0 for an absent class),
+    as ``[C]`` float32 for a weighted cross-entropy (``--class-weights balanced``).
+
+    Args:
+        counts: training examples per label, in label-id order.
+
+    >>> balanced_weights([30, 10]).tolist()
+    [0.6666666865348816, 2.0]
+    """
+    counts = torch.tensor(list(counts), dtype=torch.float32)
+    total, classes = counts.sum(), (counts > 0).sum()
+    return torch.where(counts > 0, total / (classes * counts.clamp(min=1)),
+                       torch.zeros_like(counts))
+
+
+def class_weights(setting: str, labels: Sequence[str], examples: Iterable[Any]
+                  ) -> torch.Tensor | None:
+    """The loss weights a ``class_weights`` setting asks for: None for ``none``, else
+    :func:`balanced_weights` of the training labels (``example.label``: one label, or a list of
+    labels for multi-label data), ``[len(labels)]`` in the order of ``labels``.
+
+    Raises:
+        BertkitError: a setting other than ``none`` or ``balanced``.
+    """
+    if setting == "none":
+        return None
+    if setting != "balanced":
+        raise BertkitError(f"class weights '{setting}'", expected="none or balanced")
+    from collections import Counter
+
+    counts = Counter(lab for ex in examples
+                     for lab in (ex.label if isinstance(ex.label, list) else [ex.label]))
+    return balanced_weights([counts[lab] for lab in labels])
