@@ -1,16 +1,88 @@
-"""``bertkit evaluate ner``: thin wrapper over :func:`bertkit.tasks.ner.evaluate_ner`."""
+"""``bertkit evaluate <task>``: one command per registered task (:mod:`bertkit.tasks.registry`),
+each declaring its own options (typer reads them from the function) and running the one shared
+body, :func:`evaluate_saved`: the task's ``evaluate`` function, its ``report`` table, and the
+metrics/predictions/confusion files asked for."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 from rich.console import Console
 
 from bertkit.cli import _options as opt
 from bertkit.cli._app import evaluate_app, user_errors
-from bertkit.cli._report import entity_table
+
+
+def evaluate_saved(task_name: str, model: str, data: str, split: str, output: Path | None,
+                   predictions: Path | None, format_predictions: Callable[..., str],
+                   confusion: Path | None = None, **kwargs: Any) -> dict:
+    """Score the saved model ``model`` of task ``task_name`` on ``split`` of ``data`` and print
+    the task's table; write the metrics (JSON) to ``output``, the predictions to
+    ``predictions`` and the confusion matrix to ``confusion``.csv/.png, each when given.
+
+    Args:
+        format_predictions: ``format_predictions(*rest) -> str`` over what the task's
+            ``evaluate`` returns after the metrics (examples, predictions, ...).
+        kwargs: the task's ``evaluate`` options (device, precision, batch_size, ...).
+
+    Returns:
+        the metrics.
+
+    Raises:
+        BertkitError: from the task's ``evaluate`` (no saved model, bad data, unknown split).
+    """
+    from bertkit.io import write_json
+    from bertkit.tasks.common import parse_split, write_label_outputs
+    from bertkit.tasks.registry import get_task
+
+    task = get_task(task_name)
+    console = Console()
+    metrics, *rest = task.evaluate(model, data, split, console=console, **kwargs)
+    held_out_note(task_name, model, parse_split(split), console)
+    title = f"{split}: {data}"
+    console.print(task.report(metrics, title))
+    if output:
+        write_json(output, metrics)
+    write_label_outputs(confusion, predictions,
+                        format_predictions(*rest) if predictions else "", metrics, title)
+    return metrics
+
+
+def held_out_note(task_name: str, model: str, split: str, console: Console | None) -> str | None:
+    """A warning when ``split`` is ``dev`` and the saved run was trained on its dev file less a
+    held-out part (``split_from_dev`` in the run's ``results.json``): ``evaluate`` reads the
+    whole dev file, so part of what it scores was trained on. The held-out part's scores are
+    ``results.json``'s ``dev``. A dependency parser of a set without a train file (GENIA) is the
+    exception: ``evaluate dep`` scores its held-out tenth itself (and says so).
+
+    Returns:
+        the warning printed on ``console`` (None: nothing to warn about).
+    """
+    import json
+
+    from rich.markup import escape
+
+    if split != "dev":
+        return None
+    root = Path(model)
+    found = [p for p in (root / "results.json", root.parent / "results.json") if p.is_file()]
+    try:
+        held = json.loads(found[0].read_text(encoding="utf-8")).get("split_from_dev") \
+            if found else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(held, dict) or (task_name == "dep" and held.get("automatic")):
+        return None
+    warning = (f"this model was trained on {held.get('source')} less every example held out as "
+               f"dev (fraction {held.get('fraction')}: {held.get('train')} trained on, "
+               f"{held.get('dev')} held out); the dev split scored here is the whole file, "
+               f"trained-on examples included. The held-out part's scores are \"dev\" in "
+               f"{found[0]}")
+    if console is not None:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    return warning
 
 
 @evaluate_app.command("ner")
@@ -27,16 +99,9 @@ def ner_cli(
 ) -> None:
     """Score a saved NER model on a labelled split: entity precision, recall and F1 per type."""
     from bertkit.data.conll import format_conll
-    from bertkit.io import write_json, write_text
-    from bertkit.tasks.ner import evaluate_ner
 
-    console = Console()
-    metrics, sents, pred = evaluate_ner(model, data, split, device, precision, batch_size, console)
-    console.print(entity_table(metrics, f"{split}: {data}"))
-    if output:
-        write_json(output, metrics)
-    if predictions:
-        write_text(predictions, format_conll(sents, pred))
+    evaluate_saved("ner", model, data, split, output, predictions, format_conll, device=device,
+                   precision=precision, batch_size=batch_size)
 
 
 @evaluate_app.command("re")
@@ -55,20 +120,12 @@ def re_cli(
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Pairs per batch.", min=1)] = 64,
 ) -> None:
     """Score a saved relation model on a labelled split: micro/macro-F1, accuracy, per label."""
-    from bertkit.cli._report import label_table
-    from bertkit.io import write_json
-    from bertkit.tasks.common import write_label_outputs
-    from bertkit.tasks.re import evaluate_re
     from bertkit.tasks.re.task import prediction_lines
 
-    console = Console()
-    metrics, xs, pred, prob, labels = evaluate_re(model, data, split, device, precision, batch_size,
-                                                  skip_bad_lines, negative_label, console)
-    console.print(label_table(metrics, f"{split}: {data}"))
-    if output:
-        write_json(output, metrics)
-    write_label_outputs(confusion, predictions, prediction_lines(xs, labels, pred, prob)
-                        if predictions else "", metrics, f"{split}: {data}")
+    evaluate_saved("re", model, data, split, output, predictions,
+                   lambda xs, pred, prob, labels: prediction_lines(xs, labels, pred, prob),
+                   confusion, device=device, precision=precision, batch_size=batch_size,
+                   skip_bad_lines=skip_bad_lines, negative_label=negative_label)
 
 
 @evaluate_app.command("dep")
@@ -87,19 +144,11 @@ def dep_cli(
 ) -> None:
     """Score a saved dependency parser on a labelled split: UAS/LAS without and with punctuation,
     per relation, complete match."""
-    from bertkit.cli._report import parse_table
     from bertkit.data.conllu import format_conllu
-    from bertkit.io import write_json, write_text
-    from bertkit.tasks.dep import evaluate_dep
 
-    console = Console()
-    metrics, sents, heads, rels = evaluate_dep(model, data, split, device, precision, batch_size,
-                                               decoder, console, skip_bad_sentences)
-    console.print(parse_table(metrics, f"{split}: {data}"))
-    if output:
-        write_json(output, metrics)
-    if predictions:
-        write_text(predictions, format_conllu(sents, heads, rels))
+    evaluate_saved("dep", model, data, split, output, predictions, format_conllu, device=device,
+                   precision=precision, batch_size=batch_size, decoder=decoder,
+                   skip_bad_sentences=skip_bad_sentences)
 
 
 @evaluate_app.command("cls")
@@ -120,19 +169,12 @@ def cls_cli(
 ) -> None:
     """Score a saved text classifier on a labelled split: macro-F1, micro-F1, accuracy, per label,
     beside the majority-class baseline."""
-    from bertkit.cli._report import label_table
-    from bertkit.io import write_json
-    from bertkit.tasks.common import write_label_outputs
-    from bertkit.tasks.cls import evaluate_cls
     from bertkit.tasks.cls.task import prediction_lines
 
-    console = Console()
-    metrics, xs, pred, probs, labels = evaluate_cls(model, data, split, device, precision,
-                                                    batch_size, skip_bad_lines, text_column,
-                                                    label_column, console)
-    console.print(label_table(metrics, f"{split}: {data}"))
-    if output:
-        write_json(output, metrics)
-    write_label_outputs(confusion, predictions, prediction_lines(
-        xs, labels, pred, probs, metrics.get("confusion") is None) if predictions else "",
-        metrics, f"{split}: {data}")
+    def lines(xs, pred, probs, labels) -> str:  # a multi-label model predicts label lists
+        return prediction_lines(xs, labels, pred, probs, any(isinstance(p, list) for p in pred))
+
+    evaluate_saved("cls", model, data, split, output, predictions, lines, confusion,
+                   device=device, precision=precision, batch_size=batch_size,
+                   skip_bad_lines=skip_bad_lines, text_column=text_column,
+                   label_column=label_column)

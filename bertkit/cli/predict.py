@@ -1,15 +1,41 @@
-"""``bertkit predict ner``: thin wrapper over :func:`bertkit.tasks.ner.predict_ner`."""
+"""``bertkit predict <task>``: one command per registered task (:mod:`bertkit.tasks.registry`),
+each declaring its own options (typer reads them from the function) and running the one shared
+body, :func:`predict_saved`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional, Literal
+from typing import Annotated, Any, Optional, Literal
 
 import typer
 from rich.console import Console
 
 from bertkit.cli import _options as opt
 from bertkit.cli._app import predict_app, user_errors
+
+
+def predict_saved(task_name: str, model: str, input: Path, output: Path | None,
+                  **kwargs: Any) -> str:
+    """Run the ``predict`` function of task ``task_name`` (:mod:`bertkit.tasks.registry`) on
+    ``input`` with the saved model ``model``; notes go to standard error, the predictions to
+    ``output`` (written atomically by the task) or, without one, to standard output.
+
+    Args:
+        kwargs: the task's ``predict`` options (input_format, device, batch_size, ...).
+
+    Returns:
+        the predictions' text.
+
+    Raises:
+        BertkitError: from the task's ``predict`` (unknown format, bad input, no saved model).
+    """
+    from bertkit.tasks.registry import get_task
+
+    text = get_task(task_name).predict(model, str(input), str(output) if output else None,
+                                       console=Console(stderr=True), **kwargs)
+    if output is None:
+        typer.echo(text, nl=False)
+    return text
 
 
 @predict_app.command("ner")
@@ -25,12 +51,8 @@ def ner_cli(
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Windows per batch.", min=1)] = 32,
 ) -> None:
     """Tag new text with a saved NER model; every input word gets exactly one tag."""
-    from bertkit.tasks.ner import predict_ner
-
-    text = predict_ner(model, str(input), str(output) if output else None, format, input_format,
-                       device, precision, batch_size, Console(stderr=True))
-    if output is None:
-        typer.echo(text, nl=False)
+    predict_saved("ner", model, input, output, fmt=format, input_format=input_format,
+                  device=device, precision=precision, batch_size=batch_size)
 
 
 @predict_app.command("re")
@@ -46,12 +68,8 @@ def re_cli(
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Pairs per batch.", min=1)] = 64,
 ) -> None:
     """Classify entity pairs with a saved relation model: JSON lines with predicted and probability."""
-    from bertkit.tasks.re import predict_re
-
-    text = predict_re(model, str(input), str(output) if output else None, input_format, device,
-                      precision, batch_size, skip_bad_lines, Console(stderr=True))
-    if output is None:
-        typer.echo(text, nl=False)
+    predict_saved("re", model, input, output, input_format=input_format, device=device,
+                  precision=precision, batch_size=batch_size, skip_bad_lines=skip_bad_lines)
 
 
 @predict_app.command("dep")
@@ -68,12 +86,8 @@ def dep_cli(
 ) -> None:
     """Parse new text with a saved dependency parser; writes CoNLL-U with HEAD and DEPREL filled
     in (every sentence a well-formed tree) and every other column as it came."""
-    from bertkit.tasks.dep import predict_dep
-
-    text = predict_dep(model, str(input), str(output) if output else None, input_format, device,
-                       precision, batch_size, decoder, Console(stderr=True))
-    if output is None:
-        typer.echo(text, nl=False)
+    predict_saved("dep", model, input, output, input_format=input_format, device=device,
+                  precision=precision, batch_size=batch_size, decoder=decoder)
 
 
 @predict_app.command("cls")
@@ -90,9 +104,6 @@ def cls_cli(
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Texts per batch.", min=1)] = 64,
 ) -> None:
     """Classify texts with a saved text classifier: JSON lines with predicted and probability."""
-    from bertkit.tasks.cls import predict_cls
-
-    text = predict_cls(model, str(input), str(output) if output else None, input_format, device,
-                       precision, batch_size, skip_bad_lines, text_column, Console(stderr=True))
-    if output is None:
-        typer.echo(text, nl=False)
+    predict_saved("cls", model, input, output, input_format=input_format, device=device,
+                  precision=precision, batch_size=batch_size, skip_bad_lines=skip_bad_lines,
+                  text_column=text_column)
