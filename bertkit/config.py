@@ -20,6 +20,10 @@ from bertkit.errors import BertkitError
 
 C = TypeVar("C")
 
+# text options holding a comma-separated list of integers (``--seeds 1,2,3``); a YAML file may
+# give them as a list of integers (``seeds: [1, 2, 3]``) or as one integer (``seeds: 1``)
+INTEGER_LISTS = frozenset({"seeds"})
+
 
 def field_names(cls: type) -> list[str]:
     """The field names of dataclass ``cls``."""
@@ -52,11 +56,22 @@ def build_config(cls: type[C], *layers: dict[str, Any] | None, source: str = "op
 def _coerce(key: str, value: Any, hint: Any, source: str) -> Any:
     """Check ``value`` against the field's type (int, float, bool, str, optionally None).
 
+    An option of :data:`INTEGER_LISTS` (a text field) also takes a list of integers or one
+    integer, kept as comma-separated text (``[1, 2]`` -> ``"1,2"``).
+
     Raises:
         BertkitError: a value of the wrong type, naming the option and the source.
     """
     args = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
     kind = args[0]
+    if key in INTEGER_LISTS and kind is str and not isinstance(value, str):
+        items = value if isinstance(value, (list, tuple)) else [value]
+        if not items or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+            raise BertkitError(f"option '{key}' has the value {value!r}",
+                               file=None if source == "options" else source,
+                               expected="integers separated by commas (1,2,3), a list of "
+                                        "integers or one integer")
+        return ",".join(str(v) for v in items)
     ok = ((kind is bool and isinstance(value, bool))
           or (kind is int and isinstance(value, int) and not isinstance(value, bool))
           or (kind is float and isinstance(value, (int, float)) and not isinstance(value, bool))
@@ -84,16 +99,3 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 def dump_yaml(data: dict[str, Any]) -> str:
     """Serialise a config dict as YAML, keys in definition order."""
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-
-
-def __getattr__(name: str) -> Any:
-    """``bertkit.config.load_recipe``/``expand_vars`` moved to :mod:`bertkit.recipes`; the old
-    names still resolve (with a DeprecationWarning) for code written before the move."""
-    if name in ("load_recipe", "expand_vars"):
-        import importlib
-        import warnings
-
-        warnings.warn(f"bertkit.config.{name} moved to bertkit.recipes.{name}",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module("bertkit.recipes"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -183,17 +183,11 @@ def test_run_settings_layers_saved_run_recipe_and_flags(tmp_path, monkeypatch):
         run_settings(NERConfig, "finetune ner", {}, recipe)
 
 
-def test_old_import_of_load_recipe_from_config_still_works():
-    import warnings
-
+def test_load_recipe_lives_in_recipes_only():
     import bertkit.config
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert bertkit.config.load_recipe is load_recipe
-    assert "moved to bertkit.recipes" in str(caught[0].message)
-    with pytest.raises(AttributeError):
-        bertkit.config.no_such_name
+    assert not hasattr(bertkit.config, "load_recipe")  # the deprecated shim is gone
+    assert callable(load_recipe)
 
 
 def test_a_complete_stage_is_kept_when_a_recipe_is_resumed(tmp_path, monkeypatch):

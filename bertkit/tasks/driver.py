@@ -212,6 +212,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
         f"train_{task.unit}_per_second": cfg.examples_trained(n_train, result.steps)
         / max(result.train_seconds, 1e-9),
         "predict_seconds": predict_seconds, "steps": result.steps,
+        "select_metric": prepared.select_metric or task.select_metric,
         **data.info, **prepared.results,
     }
     write_json(run_dir / "results.json", results)
@@ -227,8 +228,9 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     none is started.
 
     Returns:
-        the summary (also ``summary.json``): ``seeds``, ``runs`` (folder per seed) and
-        ``metrics``: ``{"dev"|"test": {metric: {mean, std, ci95_low, ci95_high, n, values}}}``.
+        the summary (also ``summary.json``): ``seeds``, ``runs`` (folder per seed),
+        ``select_metric`` (the dev metric the runs chose their best epoch by: the task's, or the
+        one a setting chose, e.g. ``finetune ner --metric token-macro``) and ``metrics``: ``{"dev"|"test": {metric: {mean, std, ci95_low, ci95_high, n, values}}}``.
 
     Raises:
         BertkitError: a seed folder that holds a run (without ``--resume``/``--overwrite``),
@@ -269,7 +271,7 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
         return {"task": task.name, "rank": rank(), "seeds": seeds}
     summary = {"task": task.name, "data": data, "model": results[seeds[0]].get("model"),
                "seeds": seeds, "runs": {str(s): str(root / f"seed-{s}") for s in seeds},
-               "select_metric": task.select_metric,
+               "select_metric": results[seeds[0]].get("select_metric") or task.select_metric,
                "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds])
                            for split in ("dev", "test")},
                "interval": "95% interval of the mean: mean ± t(0.975, n-1) · std / sqrt(n); "
