@@ -300,8 +300,6 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
 # (module, flag, command) a message names although the command lacks the flag, and why that is
 # right; keep this short.
 ALLOWED = {
-    ("bertkit/metrics/cls.py", "--class-weights", "finetune re"):
-        "the collapse warning says '--class-weights balanced where the task has it' (finetune cls)",
     ("bertkit/cli/_options.py", "--epochs", "pretrain"):
         "training_options gives --max-steps another help text where --epochs is excluded",
     ("bertkit/training/config.py", "--epochs", "pretrain"):

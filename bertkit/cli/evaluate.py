@@ -89,7 +89,7 @@ def held_out_note(task_name: str, model: str, split: str, console: Console | Non
 @user_errors
 def ner_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
-    data: Annotated[str, typer.Option("--data", "-d", help="Registered set or directory with split files.")],
+    data: Annotated[str, typer.Option("--data", "-d", help=opt.data_help("ner", "under $BERTKIT_DATA") + " or a directory with split files.")],
     split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write token, gold, predicted as CoNLL here.")] = None,
@@ -108,7 +108,7 @@ def ner_cli(
 @user_errors
 def re_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
-    data: Annotated[str, typer.Option("--data", "-d", help="Registered set or directory with split .jsonl files.")],
+    data: Annotated[str, typer.Option("--data", "-d", help=opt.data_help("re", "under $BERTKIT_DATA/re/") + " or a directory with split .jsonl files.")],
     split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write each pair with its predicted label as JSON lines here.")] = None,
@@ -132,7 +132,7 @@ def re_cli(
 @user_errors
 def dep_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
-    data: Annotated[str, typer.Option("--data", "-d", help="Registered set (genia) or directory with .conllu split files.")],
+    data: Annotated[str, typer.Option("--data", "-d", help=opt.data_help("dep", "under $BERTKIT_DATA/dep/") + " or a directory with .conllu split files.")],
     split: Annotated[str, typer.Option("--split", help="train, dev or test (genia: dev is the held-out tenth of dev.conllu).")] = "test",
     decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
@@ -155,7 +155,7 @@ def dep_cli(
 @user_errors
 def cls_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
-    data: Annotated[str, typer.Option("--data", "-d", help="Registered set (scicite, acl-arc, paper-field) or directory with split .jsonl/.csv/.tsv files.")],
+    data: Annotated[str, typer.Option("--data", "-d", help=opt.data_help("cls", "under $BERTKIT_DATA/cls/") + " or a directory with split .jsonl/.csv/.tsv files.")],
     split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write each text with its predicted label as JSON lines here.")] = None,

@@ -57,7 +57,7 @@ def _finish(task_name: str, cfg, console: Console, results: dict | None) -> None
 @user_errors
 @opt.training_options()
 def ner_cli(
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (bc5cdr, ncbi-disease, jnlpba, bc2gm; under $BERTKIT_DATA) or a directory with train/dev/test files. \\[default: bc5cdr]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help=opt.data_help("ner", "under $BERTKIT_DATA") + " or a directory with train/dev/test files. \\[default: bc5cdr]")] = None,
     model: opt.Model = None,
     crf: Annotated[Optional[bool], typer.Option("--crf/--no-crf", help="Linear-chain CRF over word scores. \\[default: no-crf]")] = None,
     label_all_subwords: Annotated[Optional[bool], typer.Option("--label-all-subwords", help="Train continuation pieces too (B- pieces after the first as I-).")] = None,
@@ -94,11 +94,12 @@ def ner_cli(
 @user_errors
 @opt.training_options()
 def re_cli(
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (chemprot; under $BERTKIT_DATA/re/) or a directory with train/dev/test.jsonl. \\[default: chemprot]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help=opt.data_help("re", "under $BERTKIT_DATA/re/") + " or a directory with train/dev/test.jsonl. \\[default: chemprot]")] = None,
     model: opt.Model = None,
     pooling: Annotated[Optional[str], typer.Option("--pooling", help="cls (SciBERT; scored higher on ChemProt dev in a short run) or entity-start (states at the two opening markers, Baldini Soares et al. 2019). \\[default: cls]")] = None,
     typed_markers: Annotated[Optional[bool], typer.Option("--typed-markers/--untyped-markers", help="One marker pair per entity type, when the data gives types. \\[default: untyped]")] = None,
     negative_label: Annotated[Optional[str], typer.Option("--negative-label", help="Label left out of micro/macro-F1: auto (no_relation, false, ... when present), a label, or - for none. \\[default: auto]")] = None,
+    class_weights: Annotated[Optional[str], typer.Option("--class-weights", help="none, or balanced (loss weight N/(C*count) per label, as finetune cls; for a classifier that collapses to the majority label). \\[default: none]")] = None,
     skip_bad_lines: Annotated[Optional[bool], typer.Option("--skip-bad-lines", help="Skip and count unreadable lines instead of stopping before training.")] = None,
     max_length: Annotated[Optional[int], typer.Option("--max-length", help="Pieces per input incl. markers and [CLS]/[SEP]; longer inputs are cut around the two entities, both always kept. \\[default: 512]", min=8)] = None,
     eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Pairs per batch when evaluating. \\[default: 64]", min=1)] = None,
@@ -119,7 +120,8 @@ def re_cli(
 
     flags = opt.train_options(
         train_flags, data=data, model=model, pooling=pooling, typed_markers=typed_markers,
-        negative_label=negative_label, skip_bad_lines=skip_bad_lines, max_length=max_length,
+        negative_label=negative_label, class_weights=class_weights,
+        skip_bad_lines=skip_bad_lines, max_length=max_length,
         eval_batch_size=eval_batch_size, max_train_samples=max_train_samples,
         max_eval_samples=max_eval_samples, split_from_dev=split_from_dev, seeds=seeds)
     cfg, console, results = _run(REConfig, "finetune re", finetune_re, flags, recipe)
@@ -130,7 +132,7 @@ def re_cli(
 @user_errors
 @opt.training_options(epochs=6, lr=2e-4, batch_size=16)
 def dep_cli(
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (genia; under $BERTKIT_DATA as dep/genia/{dev,test}.conllu: trains on dev less every 10th sentence, held out for model selection, reports on test) or a directory with train/dev/test .conllu files. \\[default: genia]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help=opt.data_help("dep", "under $BERTKIT_DATA as dep/genia/{dev,test}.conllu: trains on dev less every 10th sentence, held out for model selection, reports on test") + " or a directory with train/dev/test .conllu files. \\[default: genia]")] = None,
     model: opt.Model = None,
     word_repr: Annotated[Optional[str], typer.Option("--word-repr", help="Word vector: first (first subword) or mean (mean of subwords). \\[default: first]")] = None,
     scalar_mix: Annotated[Optional[bool], typer.Option("--scalar-mix/--no-scalar-mix", help="Learned scalar mix of all encoder layers. \\[default: no-scalar-mix]")] = None,
@@ -172,7 +174,7 @@ def dep_cli(
 @user_errors
 @opt.training_options()
 def cls_cli(
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help="Registered set (scicite, acl-arc, paper-field; under $BERTKIT_DATA/cls/) or a directory with train/dev/test .jsonl (text, label), .csv or .tsv (header row). \\[default: scicite]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help=opt.data_help("cls", "under $BERTKIT_DATA/cls/") + " or a directory with train/dev/test .jsonl (text, label), .csv or .tsv (header row). \\[default: scicite]")] = None,
     model: opt.Model = None,
     text_column: Annotated[Optional[str], typer.Option("--text-column", help="Field (JSON) or column (CSV/TSV) holding the text. \\[default: text]")] = None,
     text_pair_column: Annotated[Optional[str], typer.Option("--text-pair-column", help="Field of the second text of a sentence pair, used when present. \\[default: text_pair]")] = None,

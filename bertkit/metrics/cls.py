@@ -262,7 +262,7 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
                           f" (always predicting {out['majority_label']!r}: {key} "
                           f"{100 * out['baseline_macro_f1']:.2f}, accuracy "
                           f"{100 * out['baseline_accuracy']:.2f}); try more epochs, another "
-                          f"--lr or --class-weights balanced where the task has it")
+                          f"--lr or --class-weights balanced")
     return out
 
 

@@ -17,6 +17,7 @@ import torch
 from bertkit.errors import BertkitError
 
 SPLIT_NAMES = {"valid": "dev", "validation": "dev"}
+CLASS_WEIGHTS = ("none", "balanced")  # the loss weightings of finetune cls and re
 
 
 def parse_split(split: str) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.finetune_config import FinetuneConfig
 
 LONG_TEXT = ("head-tail", "windows")
-CLASS_WEIGHTS = ("none", "balanced")
 
 
 @dataclass

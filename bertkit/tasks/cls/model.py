@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from torch import nn
 
 from bertkit.encoders import LOAD_ERRORS, _short, load_tokenizer, quiet_transformers
 from bertkit.errors import BertkitError
+from bertkit.tasks.common import balanced_weights  # noqa: F401  (shared with re)
 
 META_FILE = "bertkit.json"
 
@@ -57,17 +57,6 @@ class ClassifierLoss(nn.Module):
                 out["loss"] = nn.functional.cross_entropy(logits.float(), labels, weight=weight,
                                                           ignore_index=-100)
         return out
-
-
-def balanced_weights(counts: Sequence[int]) -> torch.Tensor:
-    """scikit-learn's ``balanced`` class weights ``N / (C * count_c)`` (0 for an absent class).
-
-    >>> balanced_weights([30, 10]).tolist()
-    [0.6666666865348816, 2.0]
-    """
-    counts = torch.tensor(list(counts), dtype=torch.float32)
-    total, classes = counts.sum(), (counts > 0).sum()
-    return torch.where(counts > 0, total / (classes * counts.clamp(min=1)), torch.zeros_like(counts))
 
 
 def build_classifier(model_name: str, labels: list[str], multi_label: bool = False):

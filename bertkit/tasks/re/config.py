@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bertkit.heads.relation import POOLINGS
+from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.finetune_config import FinetuneConfig
 
 
@@ -24,6 +25,9 @@ class REConfig(FinetuneConfig):
             types (span/TACRED forms); untyped markers otherwise.
         negative_label: the "no relation" label left out of micro/macro-F1: ``auto`` (one of
             no_relation, false, none, NA, other, negative if present), a label, or ``-`` for none.
+        class_weights: ``balanced`` weighs each label's loss by ``N / (C * count)`` (scikit-learn's
+            ``balanced``, as ``finetune cls``; the negative label is weighted like any other) for
+            a classifier that collapses to the majority label; ``none``: plain cross-entropy.
         max_length: pieces per input incl. markers and ``[CLS]``/``[SEP]``; longer inputs are cut
             around the two entities (both always kept).
         skip_bad_lines: skip (and count) unreadable lines instead of stopping before training.
@@ -36,6 +40,7 @@ class REConfig(FinetuneConfig):
     pooling: str = "cls"
     typed_markers: bool = False
     negative_label: str = "auto"
+    class_weights: str = "none"
     max_length: int = 512
     skip_bad_lines: bool = False
     eval_batch_size: int = 64
@@ -44,4 +49,5 @@ class REConfig(FinetuneConfig):
 
     def task_checks(self) -> tuple:
         return (("pooling", self.pooling in POOLINGS, " or ".join(POOLINGS)),
-                ("negative_label", bool(self.negative_label.strip()), "auto, a label or -"))
+                ("negative_label", bool(self.negative_label.strip()), "auto, a label or -"),
+                ("class_weights", self.class_weights in CLASS_WEIGHTS, " or ".join(CLASS_WEIGHTS)))

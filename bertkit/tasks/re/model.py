@@ -31,6 +31,9 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+import torch
+from torch import nn
+
 from bertkit.encoders import (LOAD_ERRORS, _short, load_tokenizer, quiet_transformers,
                               resolve_model_source)
 from bertkit.errors import BertkitError
@@ -39,6 +42,37 @@ from bertkit.tasks.re.encoding import MarkerSet, add_markers
 
 META_FILE = "bertkit.json"
 CUSTOM_CLASS = BertForRelationClassification.__name__
+
+
+class WeightedRelationLoss(nn.Module):
+    """A relation classifier trained with a class-weighted cross-entropy (``--class-weights
+    balanced``, the weights of :func:`bertkit.tasks.common.balanced_weights`). Only training
+    wraps the model; what is saved and predicts is the inner model (:func:`unwrap`).
+
+    Args:
+        model: the relation classifier of :func:`build_relation_model`.
+        weight: ``[C]`` per-label loss weights, in label-id order.
+    """
+
+    def __init__(self, model: nn.Module, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.model = model
+        self.register_buffer("weight", weight.float(), persistent=False)
+
+    def forward(self, labels=None, **batch) -> dict:
+        """Logits ``[B, C]`` of the inner model on ``batch`` (``input_ids``/``attention_mask``
+        ``[B, T]``, ``entity_pos`` ``[B, 2]``) and, with ``labels`` ``[B]``, the mean weighted
+        cross-entropy (``sum_i w[y_i] CE_i / sum_i w[y_i]``, as ``torch``'s ``weight``)."""
+        logits = self.model(**batch).logits
+        out = {"logits": logits}
+        if labels is not None:
+            out["loss"] = nn.functional.cross_entropy(logits.float(), labels, weight=self.weight)
+        return out
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The relation classifier inside a :class:`WeightedRelationLoss` (else ``model``)."""
+    return model.model if isinstance(model, WeightedRelationLoss) else model
 
 
 def portable(pooling: str) -> bool:
@@ -204,6 +238,7 @@ def save_relation_model(model, tokenizer, directory: Path, meta: dict) -> None:
     (remote code); another architecture's ``*ForSequenceClassification`` as it is.
     """
     directory.mkdir(parents=True, exist_ok=True)
+    model = unwrap(model)
     pooling = model_pooling(model)
     if isinstance(model, BertForRelationClassification):
         if portable(pooling):

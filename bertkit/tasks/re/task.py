@@ -21,14 +21,15 @@ from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.cls import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
-from bertkit.tasks.common import (parse_split, prediction_line, warn_bad_lines,
+from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
                                   write_test_outputs)
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.re.config import REConfig
 from bertkit.tasks.re.data import EXTENSIONS, entity_types, load_re_data, unseen_labels
 from bertkit.tasks.re.encoding import Encoded, MarkerSet, PairBatches, collate, encode
-from bertkit.tasks.re.model import (build_relation_model, load_relation_model,
-                                     portability_note, save_relation_model)
+from bertkit.tasks.re.model import (WeightedRelationLoss, build_relation_model,
+                                     load_relation_model, portability_note, save_relation_model,
+                                     unwrap)
 from bertkit.training.devices import Runtime, is_main_process, make_runtime
 
 SCORING = ("scikit-learn: micro_* over relation labels excluding negative_label; macro_f1 = "
@@ -48,6 +49,7 @@ def classify(model, items: Sequence[Encoded], runtime: Runtime, pad_id: int,
     if not n:
         return pred, prob
     lengths = np.asarray([len(x.input_ids) for x in items])
+    model = unwrap(model)
     model.eval()
     model.to(runtime.device)
 
@@ -136,12 +138,16 @@ class RETask:
         markers = MarkerSet(types)
         model, tokenizer, marker_ids = build_relation_model(model_name, labels, cfg.pooling,
                                                             markers)
+        weight = class_weights(cfg.class_weights, labels, train_x)
+        if weight is not None:
+            model = WeightedRelationLoss(model, weight)
         label2id = {lab: i for i, lab in enumerate(labels)}
         enc = {s: encode(xs, tokenizer, marker_ids, markers, label2id, cfg.max_length)
                for s, xs in (("train", train_x), ("dev", dev_x), ("test", test_x))}
         truncated = {s: int(sum(x.truncated for x in v)) for s, v in enc.items()}
         summary = (f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} pairs (train/dev/test); "
                    f"{len(labels)} labels, negative label {negative!r}; pooling {cfg.pooling}; "
+                   f"class weights {cfg.class_weights}; "
                    f"{len(markers.tokens())} markers; cut around the entities: {truncated}; "
                    f"model {model_name}; device {runtime.device}, {runtime.precision}")
         batches = PairBatches(enc["train"], cfg.batch_size, cfg.seed, tokenizer.pad_token_id)
@@ -176,7 +182,7 @@ class RETask:
 
         return Prepared(model, batches, evaluate_dev, test, save, summary=summary, results={
             "pooling": cfg.pooling, "negative_label": negative, "truncated_pairs": truncated,
-            "scoring": SCORING})
+            "class_weights": cfg.class_weights, "scoring": SCORING})
 
     def report(self, results: dict, title: str):
         """Per-label and averaged scores (:func:`bertkit.cli._report.label_table`)."""
