@@ -6,6 +6,9 @@ seconds are wall-clock time of the build call alone (imports excluded), median o
     python benchmarks/vocab_build.py --data ../shared/data            # the four builds, ratios
     python benchmarks/vocab_build.py --data ../shared/data --scale-gb 1 2   # + generated corpora
 
+The thread settings (``OMP_NUM_THREADS``, ``RAYON_NUM_THREADS``: set them to 1 on a shared
+machine) and the 1-minute load average before and after are printed and saved with the results.
+
 Builds compared, all on ``corpus/train.txt``:
 
 * ``sentencepiece-direct``: ``SentencePieceTrainer.train(model_type="bpe", vocab_size=31000,
@@ -112,13 +115,17 @@ def main() -> None:
     corpus = Path(args.data) / "corpus" / "train.txt"
     if not corpus.is_file():
         raise SystemExit(f"{corpus}: not found (set --data or BERTKIT_DATA)")
+    threads = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "RAYON_NUM_THREADS")}
     print(f"corpus: {corpus} ({corpus.stat().st_size / 1e6:.1f} MB), cpus: {os.cpu_count()}, "
-          f"load average: {os.getloadavg()[0]:.2f}, repeat: {args.repeat}")
-    results: dict = {"corpus_mb": round(corpus.stat().st_size / 1e6, 1), "builds": {}}
+          f"threads: {threads}, load average before: {os.getloadavg()[0]:.2f}, "
+          f"repeat: {args.repeat}", flush=True)
+    results: dict = {"corpus_mb": round(corpus.stat().st_size / 1e6, 1), "builds": {},
+                     "threads": threads, "load_before": round(os.getloadavg()[0], 2)}
     for kind in args.kinds:
         res = measure(kind, corpus, repo, args.repeat)
         results["builds"][kind] = res
-        print(f"{kind:24s} {res['seconds']:7.2f} s  peak {res['peak_mb']:7.1f} MiB  runs {res['runs']}")
+        print(f"{kind:24s} {res['seconds']:7.2f} s  peak {res['peak_mb']:7.1f} MiB  runs {res['runs']}",
+              flush=True)
     base = results["builds"].get("sentencepiece-direct")
     if base:
         for kind, target in (("bertkit-wordpiece", 1.5), ("bertkit-sentencepiece", 1.1),
@@ -141,8 +148,10 @@ def main() -> None:
                    "mb_per_s": round(big.stat().st_size / 1e6 / res["seconds"], 1)}
             results["scale"].append(row)
             print(f"bertkit-wordpiece on {big.stat().st_size / 1e9:.2f} GB: {row['seconds']} s "
-                  f"({row['mb_per_s']} MB/s), peak {row['peak_mb']} MiB")
+                  f"({row['mb_per_s']} MB/s), peak {row['peak_mb']} MiB", flush=True)
             big.unlink()
+    results["load_after"] = round(os.getloadavg()[0], 2)
+    print(f"load average after: {results['load_after']:.2f}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
