@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -261,6 +262,81 @@ def replace(input_ids: torch.Tensor, chosen: torch.Tensor | np.ndarray,
     return torch.from_numpy(inputs), torch.from_numpy(labels)
 
 
+@functools.cache
+def kernels():
+    """The compiled masking kernels (:mod:`bertkit.masking.kernels`, numba), imported on first
+    use; None where numba is not installed or ``BERTKIT_MASKING_JIT=0`` is set, and the maskers
+    then run their NumPy formulation, which gives the same masks (same draws, same order)."""
+    if os.environ.get("BERTKIT_MASKING_JIT", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    try:
+        from bertkit.masking import kernels as compiled
+    except ImportError:
+        return None
+    return compiled
+
+
+def as_ids(input_ids: torch.Tensor) -> np.ndarray:
+    """``[B, T]`` int64 C-contiguous NumPy view (or copy) of a CPU id tensor, for the kernels.
+
+    Raises:
+        BertkitError: not a 2-D integer tensor.
+    """
+    if input_ids.dim() != 2 or input_ids.dtype.is_floating_point or input_ids.dtype == torch.bool:
+        raise BertkitError(f"masking got a {tuple(input_ids.shape)} {input_ids.dtype} tensor",
+                           expected="[batch, length] integer token ids")
+    return np.ascontiguousarray(input_ids.numpy(), dtype=np.int64)
+
+
+def check_ids(bad: int, ids: np.ndarray, vocab: VocabInfo) -> None:
+    """Raise when the kernels found an id outside the vocabulary (``bad``: its flat index, or -1).
+
+    Raises:
+        BertkitError: naming the row, position and id.
+    """
+    if bad >= 0:
+        row, col = divmod(int(bad), ids.shape[1])
+        raise BertkitError(f"token id {int(ids[row, col])} at row {row}, position {col} of the "
+                           f"batch is outside the vocabulary",
+                           expected=f"ids in 0..{vocab.vocab_size - 1}")
+
+
+_NO_RUN = np.zeros(0, dtype=np.int64)
+_NO_INT = np.zeros(0, dtype=np.int64)
+_NO_FLOAT = np.zeros(0, dtype=np.float32)
+
+
+def replace_compiled(ids: np.ndarray, chosen: np.ndarray, u: np.ndarray, vocab: VocabInfo,
+                     mask_replace_prob: float, random_replace_prob: float,
+                     generator: torch.Generator, unigram: bool = False,
+                     run: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`replace` by the compiled kernel, with the same draws from ``generator`` (the random
+    tokens of all N chosen positions, as :func:`random_tokens`), so the same result.
+
+    Args:
+        ids: ``[B, T]`` int64 C-contiguous (see :func:`as_ids`).
+        chosen: ``[N]`` int64 flat indices; u: float32 draws, ``[N]``, or ``[S]`` with ``run``.
+        run: ``[N]`` int64, the span of each chosen position (one draw per span), or None.
+
+    Returns:
+        (inputs, labels), both ``[B, T]`` int64 tensors.
+    """
+    kind, pick, u_random, cdf = 0, _NO_INT, _NO_FLOAT, _NO_FLOAT
+    if random_replace_prob > 0:
+        if unigram and vocab.cdf is not None:
+            kind = 2
+            u_random = torch.rand(chosen.shape, generator=generator).numpy()
+            cdf = vocab.cdf.numpy()
+        else:
+            kind = 1
+            pick = torch.randint(len(vocab.normal_ids), chosen.shape, generator=generator).numpy()
+    inputs, labels = kernels().replace(
+        ids, chosen, u, _NO_RUN if run is None else run, vocab.mask_id,
+        np.float32(mask_replace_prob), np.float32(mask_replace_prob + random_replace_prob), kind,
+        pick, vocab.normal_ids.numpy(), u_random, cdf)
+    return torch.from_numpy(inputs), torch.from_numpy(labels)
+
+
 @functools.lru_cache(maxsize=64)
 def row_offsets(B: int, T: int) -> torch.Tensor:
     """``[B, 1]`` long, ``b * T``: turns a column index of row b into a flat index (cached)."""
@@ -280,6 +356,10 @@ class Masker(ABC):
         mask_prob: share of real tokens to predict (0.15).
         mask_replace_prob / random_replace_prob: BERT's 80/10 (the rest keep the token).
 
+    Attribute ``jit``: True (the default where numba is installed) runs the compiled kernels of
+    :mod:`bertkit.masking.kernels`, False the NumPy formulation; both draw the same numbers from
+    the generator in the same order and give the same masks.
+
     Raises:
         BertkitError: probabilities out of range.
     """
@@ -298,6 +378,8 @@ class Masker(ABC):
         self.mask_prob = mask_prob
         self.mask_replace_prob = mask_replace_prob
         self.random_replace_prob = random_replace_prob
+        # the compiled kernels when numba is there (same masks as the NumPy path, faster)
+        self.jit = kernels() is not None
 
     @abstractmethod
     def __call__(self, input_ids: torch.Tensor, generator: torch.Generator) -> MaskedBatch:

@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 from bertkit.errors import BertkitError
-from bertkit.masking.base import MaskedBatch, Masker, VocabInfo, budget, replace, word_structure
+from bertkit.masking.base import (MaskedBatch, Masker, VocabInfo, as_ids, budget, check_ids,
+                                  kernels, replace, replace_compiled, word_structure)
 
 
 def span_length_distribution(p: float = 0.2, max_len: int = 10) -> torch.Tensor:
@@ -219,6 +220,8 @@ class SpanMasker(Masker):
         self._continues = vocab.continues_word.numpy()
 
     def __call__(self, input_ids: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
+        if self.jit:
+            return self._compiled(input_ids, generator)
         ids = input_ids.numpy()
         real = self._real[ids]
         word_id, word_len = word_structure(real, self._continues[ids])
@@ -230,4 +233,41 @@ class SpanMasker(Masker):
         inputs, labels = replace(input_ids, chosen, u_span[run], self.vocab,
                                  self.mask_replace_prob, self.random_replace_prob, generator,
                                  unigram=True)
+        return MaskedBatch(inputs, labels, torch.from_numpy(boundaries), torch.from_numpy(lengths))
+
+    def _compiled(self, input_ids: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
+        """The same masking by the compiled kernels (:mod:`bertkit.masking.kernels`): SpanBERT's
+        sequential loop row by row, over the candidates of each round drawn exactly as
+        :func:`draw_span_masks` draws them (``[R, K]`` float64 lengths, then ``[R, K]`` anchors,
+        K from the largest budget left), then the ``[S]`` per-span 80/10/10 draws and the ``[N]``
+        unigram replacements."""
+        compiled = kernels()
+        ids = as_ids(input_ids)
+        B, T = ids.shape
+        bad, word_id, word_len, word_start, n_words, k = compiled.words(
+            ids, self._real, self._continues, self.mask_prob, True)
+        check_ids(bad, ids, self.vocab)
+        cdf = _length_cdf(self.span_p, self.max_span_length)
+        done = np.zeros(B, dtype=np.int64)
+        taken = np.zeros(word_len.shape, dtype=np.int64)
+        short = np.flatnonzero((k > 0) & (n_words > 0))
+        drawn = []
+        for _ in range(1000):  # one round nearly always suffices
+            if short.size == 0:
+                break
+            R = short.size
+            K = min(max(4, math.ceil(int((k[short] - done[short]).max()) / 2.5) + 3), 250)
+            u = torch.rand((R, K), generator=generator, dtype=torch.float64).numpy()
+            anchor = torch.randint(T, (R, K), generator=generator).numpy()
+            out = np.empty(R * K, dtype=np.int64)
+            hit, m = compiled.span_round(short, word_id, word_len, n_words, k, done, taken, u,
+                                         anchor, cdf, self.max_span_length, out)
+            drawn.append(out[:m])
+            short = short[~hit]
+        lengths = np.concatenate(drawn) if drawn else np.zeros(0, dtype=np.int64)
+        chosen, run, boundaries, S = compiled.span_runs(word_id, word_start, taken)
+        u_span = torch.rand(S, generator=generator).numpy()
+        inputs, labels = replace_compiled(ids, chosen, u_span, self.vocab, self.mask_replace_prob,
+                                          self.random_replace_prob, generator, unigram=True,
+                                          run=run)
         return MaskedBatch(inputs, labels, torch.from_numpy(boundaries), torch.from_numpy(lengths))

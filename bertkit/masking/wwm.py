@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bertkit.masking.base import MaskedBatch, Masker, budget, replace, word_structure
+from bertkit.masking.base import (MaskedBatch, Masker, as_ids, budget, check_ids, kernels, replace,
+                                  replace_compiled, word_structure)
 
 EXTRA_WORDS = 8  # words sorted beyond the budget; rows needing more are redone in full
 
@@ -93,6 +94,8 @@ class WholeWordMasker(Masker):
         self._continues = self.vocab.continues_word.numpy()
 
     def __call__(self, input_ids: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
+        if self.jit:
+            return self._compiled(input_ids, generator)
         ids = input_ids.numpy()
         real = self._real[ids]
         word_id, word_len = word_structure(real, self._continues[ids])
@@ -105,4 +108,20 @@ class WholeWordMasker(Masker):
         u = torch.rand(chosen.shape, generator=generator).numpy()
         inputs, labels = replace(input_ids, chosen, u, self.vocab, self.mask_replace_prob,
                                  self.random_replace_prob, generator)
+        return MaskedBatch(inputs, labels)
+
+    def _compiled(self, input_ids: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
+        """The same pass by the compiled kernels (:mod:`bertkit.masking.kernels`): word structure
+        and budgets, then the ``[B, W]`` float32 keys, the greedy pass row by row, the ``[N]``
+        80/10/10 draws and the random tokens, drawn as the NumPy path draws them."""
+        compiled = kernels()
+        ids = as_ids(input_ids)
+        bad, word_id, word_len, _, n_words, k = compiled.words(
+            ids, self._real, self._continues, self.mask_prob, False)
+        check_ids(bad, ids, self.vocab)
+        keys = torch.rand((ids.shape[0], word_len.shape[1] - 1), generator=generator).numpy()
+        chosen = compiled.wwm_choose(word_id, word_len, n_words, k, keys)
+        u = torch.rand(chosen.shape, generator=generator).numpy()
+        inputs, labels = replace_compiled(ids, chosen, u, self.vocab, self.mask_replace_prob,
+                                          self.random_replace_prob, generator)
         return MaskedBatch(inputs, labels)
