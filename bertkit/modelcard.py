@@ -42,7 +42,8 @@ class CardSpec:
         pipeline_tag / task_name: the Hub task id and its readable name.
         auto_class: the ``transformers`` class that loads ``model/``.
         metrics: ``(results key, Hub metric type, readable name)`` of the metrics listed.
-        usage: Python that loads the model with plain ``transformers`` (``{path}`` is replaced).
+        usage: Python that loads the model with plain ``transformers`` (``{path}`` and ``{remote}``
+            are replaced; see :func:`_pipeline_usage`).
     """
 
     command: str
@@ -53,6 +54,14 @@ class CardSpec:
     usage: str
 
 
+def _pipeline_usage(name: str, pipeline_tag: str, example: str, options: str = "") -> str:
+    """A card's usage snippet for a ``pipeline(pipeline_tag)`` model: load it as ``name`` and run
+    it on ``example`` (``{path}`` and ``{remote}`` are filled in by :func:`model_card`)."""
+    return (f'from transformers import pipeline\n\n'
+            f'{name} = pipeline("{pipeline_tag}", model="{{path}}"{options}{{remote}})\n'
+            f'{name}("{example}")')
+
+
 SPECS = {
     "ner": CardSpec(
         "finetune ner", "token-classification", "Named-entity recognition",
@@ -60,17 +69,15 @@ SPECS = {
         (("f1", "f1", "entity F1 (seqeval, strict IOB2)"),
          ("precision", "precision", "entity precision (seqeval, strict IOB2)"),
          ("recall", "recall", "entity recall (seqeval, strict IOB2)")),
-        'from transformers import pipeline\n\n'
-        'ner = pipeline("token-classification", model="{path}", aggregation_strategy="first")\n'
-        'ner("Cisplatin induced nephrotoxicity in rats .")'),
+        _pipeline_usage("ner", "token-classification", "Cisplatin induced nephrotoxicity in rats .",
+                        ', aggregation_strategy="first"')),
     "re": CardSpec(
         "finetune re", "text-classification", "Relation extraction", "AutoModelForSequenceClassification",
         (("micro_f1", "f1", "micro-F1 (relation labels, negative label excluded)"),
          ("macro_f1", "f1", "macro-F1 (relation labels)"),
          ("accuracy", "accuracy", "accuracy (all pairs)")),
-        'from transformers import pipeline\n\n'
-        'clf = pipeline("text-classification", model="{path}"{remote})\n'
-        'clf("[E1] aspirin [/E1] inhibits [E2] cox-1 [/E2] in platelets .")'),
+        _pipeline_usage("clf", "text-classification",
+                        "[E1] aspirin [/E1] inhibits [E2] cox-1 [/E2] in platelets .")),
     "dep": CardSpec(
         "finetune dep", "feature-extraction", "Dependency parsing (encoder)", "AutoModel",
         (("uas", "uas", "UAS (punctuation excluded)"), ("las", "las", "LAS (punctuation excluded)")),
@@ -83,16 +90,13 @@ SPECS = {
         "AutoModelForSequenceClassification",
         (("macro_f1", "f1", "macro-F1 (scikit-learn, unweighted mean over labels)"),
          ("micro_f1", "f1", "micro-F1"), ("accuracy", "accuracy", "accuracy")),
-        'from transformers import pipeline\n\n'
-        'clf = pipeline("text-classification", model="{path}")\n'
-        'clf("We use the parser of Collins ( 1997 ) to parse the corpus .")'),
+        _pipeline_usage("clf", "text-classification",
+                        "We use the parser of Collins ( 1997 ) to parse the corpus .")),
     "pretrain": CardSpec(
         "pretrain", "fill-mask", "Masked language modelling", "AutoModelForMaskedLM",
         (("perplexity", "perplexity", "MLM perplexity"), ("loss", "loss", "MLM loss (nats)"),
          ("accuracy", "accuracy", "masked-token accuracy")),
-        'from transformers import pipeline\n\n'
-        'fill = pipeline("fill-mask", model="{path}")\n'
-        'fill("aspirin inhibits [MASK] aggregation .")'),
+        _pipeline_usage("fill", "fill-mask", "aspirin inhibits [MASK] aggregation .")),
 }
 
 
