@@ -1,5 +1,6 @@
 """Review fixes: --seeds from a recipe as a list or an int, the --seeds summary naming the metric
-the run chose, and evaluate --split dev after --split-from-dev."""
+the run chose, evaluate --split dev after --split-from-dev, and the shared evaluate body writing
+the same prediction and confusion files as a run's test split (re, cls single- and multi-label)."""
 
 import json
 
@@ -94,3 +95,48 @@ def test_evaluate_dev_after_split_from_dev_warns(tmp_path, ner_dir, tiny_encoder
     res = runner.invoke(app, ["evaluate", "ner", "-m", str(run), "--data", str(ner_dir),
                               "--split", "test", "--device", "cpu"])
     assert res.exit_code == 0 and "whole file" not in res.output
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_evaluate_cls_writes_the_files_finetune_wrote(tmp_path, tiny_encoder, multi_label):
+    """evaluate's shared body writes the same prediction lines and confusion matrix as the run's
+    test files (same model, same test split); a multi-label model has no confusion matrix."""
+    from tests.tasks.cls.conftest import TEXTS, write_cls_dir
+
+    d = write_cls_dir(tmp_path / "d")
+    if multi_label:
+        rows = [{"text": t, "label": [lab] + (["Cites"] if i % 2 else [])}
+                for i, (t, lab) in enumerate(TEXTS)]
+        for split in ("train", "dev", "test"):
+            (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder, "-o",
+                              str(run), "--epochs", "1", "--batch-size", "2", "--device", "cpu"]
+                        + (["--multi-label"] if multi_label else []))
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["evaluate", "cls", "-m", str(run), "--data", str(d), "--split",
+                              "test", "--device", "cpu", "--predictions", str(tmp_path / "p.jsonl"),
+                              "--confusion", str(tmp_path / "cm")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "p.jsonl").read_text() == (run / "test_predictions.jsonl").read_text()
+    if multi_label:
+        assert not (tmp_path / "cm.csv").exists() and not (run / "test_confusion.csv").exists()
+    else:
+        assert (tmp_path / "cm.csv").read_text() == (run / "test_confusion.csv").read_text()
+        assert (tmp_path / "cm.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_evaluate_re_writes_the_files_finetune_wrote(tmp_path, tiny_encoder):
+    from tests.tasks.re.conftest import write_re_dir
+
+    d = write_re_dir(tmp_path / "d")
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "re", "--data", str(d), "--model", tiny_encoder, "-o",
+                              str(run), "--epochs", "1", "--batch-size", "4", "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["evaluate", "re", "-m", str(run), "--data", str(d), "--split",
+                              "test", "--device", "cpu", "--predictions", str(tmp_path / "p.jsonl"),
+                              "--confusion", str(tmp_path / "cm")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "p.jsonl").read_text() == (run / "test_predictions.jsonl").read_text()
+    assert (tmp_path / "cm.csv").read_text() == (run / "test_confusion.csv").read_text()
