@@ -11,13 +11,18 @@ Two figures, each labelled:
    called on the examples a ``Trainer`` hands it (dicts of id lists and special-tokens masks)
    vs bertkit's ``torch.tensor(lists)`` plus its masker.
 
+bertkit's whole-word and span maskers run their compiled kernels (numba, the default); the rows
+marked "NumPy path" run the same maskers with ``jit = False`` (same masks, the former
+implementation), for comparison. ``--jit-cost`` also times, in fresh processes, the first masking
+call with an empty numba cache (compilation) and with the cache filled (loading).
+
 The sides are interleaved: each repetition times one pass of every side over the same batches
 (in a rotating order), one thread (``--threads``). Figures are sequences per second, median
 over the repetitions with min-max, and each bertkit side's ratio to the stock side is the median
 of the per-repetition ratios. Rates use CPU time of the timing thread (wall time too in the
 JSON), since the machine may be shared: the load average is recorded before and after.
 
-    python benchmarks/masking.py [--batches 50 --repeats 15] [--json benchmarks/results/masking.json]
+    python benchmarks/masking.py [--batches 50 --repeats 15] [--json benchmarks/results/masking.json] [--jit-cost]
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,6 +45,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bertkit.encoders import default_model, load_tokenizer  # noqa: E402
 from bertkit.masking import VocabInfo, build_masker  # noqa: E402
 from bertkit.tasks.pretrain.data import PackedSequences, tokenize_corpus  # noqa: E402
+
+
+def numba_version() -> str | None:
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba.__version__
 
 
 def load() -> dict:
@@ -72,6 +87,34 @@ def interleaved(sides: dict, batches: list, repeats: int, reference: str) -> dic
     return out
 
 
+JIT_PROBE = """
+import sys, time, torch
+sys.path.insert(0, {root!r})
+from bertkit.encoders import default_model, load_tokenizer
+from bertkit.masking import VocabInfo, build_masker
+vocab = VocabInfo.from_tokenizer(load_tokenizer(default_model()))
+ids = vocab.normal_ids[torch.randint(len(vocab.normal_ids), (4, 32))]
+t = time.perf_counter()
+for name in ("token", "wwm", "span"):
+    build_masker(name, vocab)(ids, torch.Generator().manual_seed(0))
+print(time.perf_counter() - t)
+"""
+
+
+def jit_cost() -> dict:
+    """Seconds of the first token + wwm + span masking calls in a fresh process (numba imported,
+    kernels compiled or loaded), with an empty cache, then with the cache it left."""
+    root = str(Path(__file__).resolve().parents[1])
+    out = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, OMP_NUM_THREADS="1")
+        for label in ("cold_cache_s", "warm_cache_s"):
+            res = subprocess.run([sys.executable, "-c", JIT_PROBE.format(root=root)], env=env,
+                                 capture_output=True, text=True, check=True)
+            out[label] = float(res.stdout.strip().splitlines()[-1])
+    return out
+
+
 def show(title: str, results: dict) -> None:
     width = max(map(len, results))
     print(title)
@@ -92,6 +135,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--jit-cost", action="store_true",
+                    help="also time the first call in fresh processes (cold and warm numba cache)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     before = load()
@@ -115,6 +160,10 @@ def main() -> None:
              "stock torch_mask_tokens, no special mask": lambda b: stock.torch_mask_tokens(b.clone())}
     for name, m in maskers.items():
         sides[f"bertkit {name}"] = (lambda m: lambda b: m(b, g))(m)
+    for name in ("wwm", "span"):
+        m = build_masker(name, vocab)
+        m.jit = False
+        sides[f"bertkit {name}, NumPy path"] = (lambda m: lambda b: m(b, g))(m)
     masking = interleaved(sides, tensors, args.repeats, "stock torch_mask_tokens")
 
     examples = [[{"input_ids": row, "special_tokens_mask": [int(x) for x in sp]}
@@ -125,6 +174,7 @@ def main() -> None:
             lambda m: lambda ex: m(torch.tensor([e["input_ids"] for e in ex]), g))(m)
     collate = interleaved(collate_sides, examples, args.repeats, "stock collator (lists -> padded, masked)")
     after = load()
+    cost = jit_cost() if args.jit_cost else None
 
     print(f"batches of {args.batch_size} x {args.length} packed tokens, {len(tensors)} batches "
           f"({n} sequences) per pass, {args.repeats} interleaved passes, {args.threads} thread(s); "
@@ -132,12 +182,18 @@ def main() -> None:
           f"({before['cpus']} CPUs)")
     show("1. masking only, same [B, T] tensors (sequences/s, CPU time of the thread):", masking)
     show("2. full collate path, Python lists -> masked tensors (sequences/s):", collate)
+    jit = maskers["wwm"].jit
+    print(f"bertkit maskers compiled: {jit} (numba {numba_version()})")
+    if cost:
+        print(f"first token+wwm+span calls in a fresh process: {cost['cold_cache_s']:.1f} s with an "
+              f"empty numba cache (compiling), {cost['warm_cache_s']:.1f} s with it filled (loading)")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "masking_same_tensor": masking, "collate_from_lists": collate,
             "load_before": before, "load_after": after, "threads": args.threads,
             "sequences_per_pass": n, "batch_size": args.batch_size, "length": args.length,
-            "repeats": args.repeats, "torch": torch.__version__}, indent=2) + "\n")
+            "repeats": args.repeats, "torch": torch.__version__, "compiled": jit,
+            "numba": numba_version(), "jit_cost": cost}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,13 @@ and cuts it there, in token order. Rows still short (rare) get another round. An
 uniformly over positions and a candidate whose anchor falls on a special token is dropped, which
 makes them uniform over real tokens. The small arrays are NumPy (its per-operation cost is a
 fraction of torch's); every random draw comes from the caller's ``torch.Generator``.
+
+Compiled path (the default where numba is installed, :mod:`bertkit.masking.kernels`): the
+reference's sequential loop itself, per row in machine code, over the same candidates (each
+round's ``[R, K]`` float64 length draws and ``[R, K]`` anchors, drawn as above), then the merged
+spans, SBO boundaries and per-span 80/10/10 in one pass: the same masks, boundaries and span
+lengths bit for bit (tested), about 4-5x faster at batch 32 x 128. ``Masker.jit = False`` or
+``BERTKIT_MASKING_JIT=0`` selects the NumPy formulation.
 """
 
 from __future__ import annotations

@@ -14,6 +14,14 @@ fit (longer than the remaining budget) are dropped and the longest prefix of the
 shuffled order) that fits is taken; the word after it is then too long for what remains and is
 dropped in the next round. This is exactly BERT's sequential loop; rounds are few (the remaining
 budget strictly shrinks).
+
+Compiled path (the default where numba is installed, :mod:`bertkit.masking.kernels`): the same
+loop written out per row in machine code (word structure, a bucket sort of the keys, the greedy
+pass stopping once no unvisited word fits, the 80/10/10), fed the same draws from the generator
+(``[B, W]`` float32 keys, ``[N]`` replacement draws, ``[N]`` random-token picks), so the masks are
+the same bit for bit; about 4x faster at batch 32 x 128 (the NumPy version pays the fixed cost of
+some 60 small array operations per batch). ``Masker.jit = False`` or ``BERTKIT_MASKING_JIT=0``
+selects the NumPy formulation.
 """
 
 from __future__ import annotations
