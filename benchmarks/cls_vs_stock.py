@@ -5,10 +5,16 @@ Stock recipe (``examples/pytorch/text-classification/run_glue.py`` with its defa
 ``truncation=True`` at ``--max-length``, padded as ``run_glue.py`` does by default
 (``pad_to_max_length=True``: every input padded to ``--max-length``; ``--stock-padding dynamic``
 uses ``DataCollatorWithPadding`` instead), ``Trainer`` with random batches, the last epoch kept,
-``Trainer.predict`` with the evaluation batch raised to ``--eval-batch-size``.
+``Trainer.predict`` with the evaluation batch raised to ``--eval-batch-size``; the Trainer's
+defaults for the rest: learning rate ``--stock-lr`` (5e-5), no warm-up, no weight decay, linear
+decay, clipping 1.0.
 bertkit: ``finetune_cls`` (length-grouped batches padded per batch, head+tail for long texts,
-best epoch on dev macro-F1) with the same model, data, epochs, learning rate, batch size, seed and
-maximum length, and the Trainer's defaults for the rest (no warm-up, no weight decay, clipping 1.0).
+best epoch on dev macro-F1) with the same model, data, epochs, batch size, seed and maximum
+length, and its own recipe for the rest (``--bertkit-recipe``: learning rate, warm-up, weight
+decay and class weights of ``recipes/finetune/<name>.yaml``, chosen on dev by
+``benchmarks/cls_dev_sweep.py``; without it ``--lr`` and the Trainer's defaults).
+``--isolate`` adds a third side, bertkit's code with the stock settings (``--stock-lr``, no warm-up,
+no weight decay, no class weights), which separates the recipe's effect from the implementation's.
 
 Sides alternate (seed 1: stock first, seed 2: bertkit first, ...) so a change of machine load
 hits both; the 1-minute load average is recorded before and after each run. For each side the
@@ -18,8 +24,9 @@ Trainer's ``train()`` wall time for stock) are printed, with the ratio of the me
 
 Usage:
     BERTKIT_DATA=../shared/data python benchmarks/cls_vs_stock.py --data scicite \\
-        [--max-train 2000 --max-dev 400 --max-test 1000 --epochs 1 --lr 1e-4 --batch-size 16 \\
-         --max-length 128 --seeds 1,2,3 --stock-padding max_length|dynamic] [--json OUT]
+        [--max-train 2000 --max-dev 400 --max-test 1000 --epochs 1 --batch-size 16 \\
+         --max-length 128 --seeds 1,2,3 --stock-padding max_length|dynamic --threads 1] \\
+        [--bertkit-recipe scicite-cls-minilm | --lr 1e-4] [--stock-lr 5e-5] [--isolate] [--json OUT]
 """
 
 from __future__ import annotations
@@ -91,7 +98,7 @@ def stock_recipe(d: Path, args, seed: int, out: str) -> dict:
         model_name, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id)
     targs = TrainingArguments(output_dir=out, per_device_train_batch_size=args.batch_size,
                               per_device_eval_batch_size=args.eval_batch_size,
-                              learning_rate=args.lr, num_train_epochs=args.epochs, seed=seed,
+                              learning_rate=args.stock_lr, num_train_epochs=args.epochs, seed=seed,
                               report_to=[], save_strategy="no", eval_strategy="no",
                               logging_steps=10**6, disable_tqdm=True,
                               use_cpu=not torch.cuda.is_available())
@@ -109,12 +116,26 @@ def stock_recipe(d: Path, args, seed: int, out: str) -> dict:
             "predict_seconds": predict_seconds}
 
 
-def bertkit_run(d: Path, args, seed: int, out: str) -> dict:
-    cfg = CLSConfig(data=str(d), epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
-                    seed=seed, output_dir=out, max_length=args.max_length, warmup=0.0,
-                    weight_decay=0.0, max_grad_norm=1.0, logging_steps=10**9,
-                    eval_batch_size=args.eval_batch_size, class_weights=args.class_weights,
-                    length_group=args.length_group)
+def bertkit_settings(args, stock: bool = False) -> dict:
+    """bertkit's learning rate, warm-up, weight decay and class weights: the recipe's, or with
+    ``stock`` (the isolating side) the stock Trainer's."""
+    if stock:
+        return {"lr": args.stock_lr, "warmup": 0.0, "weight_decay": 0.0, "class_weights": "none"}
+    if args.bertkit_recipe:
+        from bertkit.recipes import load
+        settings = load(args.bertkit_recipe).stages[0].settings
+        return {"lr": float(settings["lr"]), "warmup": float(settings.get("warmup", 0.0)),
+                "weight_decay": float(settings.get("weight_decay", 0.0)),
+                "class_weights": settings.get("class_weights", "none")}
+    return {"lr": args.lr, "warmup": 0.0, "weight_decay": 0.0,
+            "class_weights": args.class_weights}
+
+
+def bertkit_run(d: Path, args, seed: int, out: str, stock_settings: bool = False) -> dict:
+    cfg = CLSConfig(data=str(d), epochs=args.epochs, batch_size=args.batch_size,
+                    seed=seed, output_dir=out, max_length=args.max_length, max_grad_norm=1.0,
+                    logging_steps=10**9, eval_batch_size=args.eval_batch_size,
+                    length_group=args.length_group, **bertkit_settings(args, stock_settings))
     r = finetune_cls(cfg, console=None)
     # training time from the per-epoch train records of metrics.jsonl (evaluation excluded)
     records = [json.loads(x) for x in (Path(out) / "metrics.jsonl").read_text().splitlines()
@@ -131,7 +152,7 @@ def bertkit_run(d: Path, args, seed: int, out: str) -> dict:
 
 def row(name: str, seed: int, r: dict) -> str:
     t = r["test"]
-    return (f"seed {seed} {name:<8} test macro-F1 {100 * t['macro_f1']:6.2f}  accuracy "
+    return (f"seed {seed} {name:<22} test macro-F1 {100 * t['macro_f1']:6.2f}  accuracy "
             f"{100 * t['accuracy']:6.2f}  train {r['train_seconds']:7.1f} s "
             f"{r['train_texts_per_second']:7.2f} texts/s  predict {r['predict_seconds']:6.1f} s  "
             f"load {r['load_before']}->{r['load_after']}")
@@ -145,7 +166,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="scicite", help="name under $BERTKIT_DATA/cls/ or a directory")
     ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--lr", type=float, default=1e-4,
+                    help="bertkit's learning rate when no --bertkit-recipe is given")
+    ap.add_argument("--stock-lr", type=float, default=5e-5,
+                    help="the stock side's learning rate (the Trainer's default 5e-5)")
+    ap.add_argument("--bertkit-recipe", default=None,
+                    help="take bertkit's lr, warm-up, weight decay, class weights from this recipe")
+    ap.add_argument("--isolate", action="store_true",
+                    help="add bertkit with the stock settings as a third side")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--eval-batch-size", type=int, default=64)
     ap.add_argument("--max-length", type=int, default=128)
@@ -162,6 +191,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
     args = ap.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     src = Path(args.data)
     if not src.is_dir():
         root = data_root()
@@ -171,34 +202,36 @@ def main() -> None:
         src = root / "cls" / args.data
     seeds = [int(s) for s in args.seeds.split(",")]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
-          f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr {args.lr}, "
+          f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, stock lr "
+          f"{args.stock_lr}, bertkit {bertkit_settings(args)} (recipe {args.bertkit_recipe}), "
           f"batch {args.batch_size}, eval batch {args.eval_batch_size}, max length "
-          f"{args.max_length}, seeds {seeds}; stock padding {args.stock_padding}; bertkit class "
-          f"weights {args.class_weights}, length group {args.length_group}; train/dev/test first "
+          f"{args.max_length}, seeds {seeds}; stock padding {args.stock_padding}; bertkit length "
+          f"group {args.length_group}; train/dev/test first "
           f"{args.max_train}/{args.max_dev}/{args.max_test} (None = all); load {load1()}",
           flush=True)
-    results: dict[str, dict[int, dict]] = {"stock": {}, "bertkit": {}}
+    sides = ("stock", "bertkit") + (("bertkit-stock-settings",) if args.isolate else ())
+    results: dict[str, dict[int, dict]] = {side: {} for side in sides}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         d = subset_dir(src, Path(tmp) / "data", {"train": args.max_train, "dev": args.max_dev,
                                                  "test": args.max_test})
         for k, seed in enumerate(seeds):
-            order = ("stock", "bertkit") if k % 2 == 0 else ("bertkit", "stock")
+            order = sides if k % 2 == 0 else tuple(reversed(sides))
             for side in order:
                 before = load1()
                 out = f"{tmp}/{side}-{seed}"
                 r = stock_recipe(d, args, seed, out) if side == "stock" else \
-                    bertkit_run(d, args, seed, out)
+                    bertkit_run(d, args, seed, out, stock_settings=side != "bertkit")
                 r.update(load_before=before, load_after=load1())
                 results[side][seed] = r
                 print(row(side, seed, r), flush=True)
     print(f"\nover seeds {seeds} (test macro-F1 in points, throughput in texts/s):")
     med = {}
-    for side in ("stock", "bertkit"):
+    for side in sides:
         f1 = [100 * results[side][s]["test"]["macro_f1"] for s in seeds]
         tp = [results[side][s]["train_texts_per_second"] for s in seeds]
         med[side] = (statistics.median(f1), statistics.median(tp))
-        print(f"{side:<8} macro-F1 {summary(f1)}  throughput {summary(tp)}")
+        print(f"{side:<22} macro-F1 {summary(f1)}  throughput {summary(tp)}")
     gain = med["bertkit"][0] - med["stock"][0]
     ratio = med["bertkit"][1] / med["stock"][1]
     print(f"bertkit/stock: median macro-F1 {gain:+.2f} points (goal >= 0: "
