@@ -16,8 +16,9 @@ here, which is one valid reading of "a random order"). Masking therefore stays s
 resumed run stays exact whichever path runs.
 
 Compiled on first use and cached beside this file (``cache=True``; numba falls back to its user
-cache directory where that is read-only): the first call in a fresh environment costs a few
-seconds, later processes load the cache in well under a second. ``nogil=True``: a prefetching
+cache directory where that is read-only): the first calls in a fresh environment compile for
+about 10 s (2-core machine); later processes import numba and load the cache in about 1.5 s
+(``benchmarks/masking.py --jit-cost``). ``nogil=True``: a prefetching
 thread masks while the training thread runs. Importing this module imports numba; the maskers do so
 lazily, through :func:`bertkit.masking.base.kernels`.
 
