@@ -81,7 +81,7 @@ LOOP_OPTIONS = {
     "overwrite": (bool, ("--overwrite",), "Allow an --output-dir that holds another run.", {}),
 }
 
-_SHOWN = {"output_dir": "runs/<task>-<data>-<time>"}  # computed at run time: described
+_SHOWN = {"output_dir": "runs/<task>-<data or corpus name>-<time>"}  # computed at run time: described
 _NOT_SHOWN = ("resume", "overwrite")  # plain switches, off unless given
 
 
