@@ -354,18 +354,16 @@ def stop_run(parts: Parts, state: TrainState, signal_name: str | None) -> None:
     """Save a checkpoint at this step and end the run (SIGINT/SIGTERM on any rank).
 
     Raises:
-        BertkitError: always; exit code 130 (SIGINT) or 143 (SIGTERM), naming ``--resume``.
+        RunStopped: always (a :class:`BertkitError`); exit code 130 (SIGINT) or 143 (SIGTERM),
+            naming the checkpoint and ``--resume --output-dir RUN_DIR``.
     """
     parts.meter.bank(state)
     parts.meter.flush(parts, state, state.epoch)
     save_step(parts, state)
     parts.log.close()
-    out_dir = parts.out.root
-    raise BertkitError(
-        f"stopped by {signal_name or 'a signal to another process'} at step {state.step}; "
-        f"checkpoint saved in {parts.ckpt_dir}",
-        expected=f"--resume --output-dir {out_dir} to continue",
-        exit_code=143 if signal_name == "SIGTERM" else 130)
+    from bertkit.training.rundir import RunStopped
+
+    raise RunStopped(signal_name, state.step, parts.ckpt_dir, parts.out.root)
 
 
 def finish(parts: Parts, state: TrainState, keep_best: bool) -> TrainResult:

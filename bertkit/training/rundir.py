@@ -126,6 +126,27 @@ class RunComplete(BertkitError):
         self.path = Path(path)
 
 
+class RunStopped(BertkitError):
+    """A run stopped by SIGINT/SIGTERM after saving ``checkpoints/step_<step>``: the message names
+    the checkpoint and the command that continues the run (``how``; default: the same command
+    with ``--resume --output-dir RUN_DIR``). A workflow running the stage (``bertkit adapt``,
+    ``bertkit run``) re-raises it with its own command (:meth:`continue_with`). Exit code 130
+    (SIGINT) or 143 (SIGTERM)."""
+
+    def __init__(self, signal_name: str | None, step: int, ckpt_dir: Path, run_dir: Path,
+                 how: str | None = None) -> None:
+        self.signal_name, self.step = signal_name, step
+        self.ckpt_dir, self.run_dir = Path(ckpt_dir), Path(run_dir)
+        self.how = how or f"the same command with --resume --output-dir {run_dir}"
+        super().__init__(f"stopped by {signal_name or 'a signal to another process'} at step "
+                         f"{step}; checkpoint saved in {ckpt_dir}; to continue, run {self.how}",
+                         exit_code=143 if signal_name == "SIGTERM" else 130)
+
+    def continue_with(self, how: str) -> "RunStopped":
+        """The same stop, naming ``how`` as the command that continues it."""
+        return RunStopped(self.signal_name, self.step, self.ckpt_dir, self.run_dir, how)
+
+
 def default_run_dir(task: str, data: str) -> Path:
     """``runs/<task>-<data name>-<YYYYmmdd-HHMMSS>`` under the current directory."""
     name = Path(data).name or "data"

@@ -252,41 +252,101 @@ def input_fingerprint(model: str | Path) -> str | None:
     return hashlib.sha1(marker.read_bytes()).hexdigest()[:16] if marker.is_file() else None
 
 
-def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
-              overwrite: bool, console=None) -> dict:
-    """Run one stage into ``folder`` unless its ``stage.json`` records the same settings (those
-    of its settings that both runs have: an option added to bertkit since does not count).
+def _interrupted(folder: Path) -> bool:
+    """Whether ``folder`` holds a training run's files (checkpoints, metrics, results) that a
+    stage wrote before it was stopped (a finished stage also has its ``stage.json`` results)."""
+    from bertkit.training.rundir import _holds_run
 
-    A stage recorded with other settings runs again (its outputs replaced), and so does every
-    later stage, whose settings hold its input's :func:`input_fingerprint`.
+    return _holds_run(folder)
+
+
+def _last_step(folder: Path) -> int | None:
+    steps = [int(p.name[5:]) for p in (folder / "checkpoints").glob("step_*")
+             if p.name[5:].isdigit()]
+    return max(steps) if steps else None
+
+
+def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
+              overwrite: bool, console=None, resume: Callable[[], dict] | None = None) -> dict:
+    """Run one stage into ``folder`` unless its ``stage.json`` records it finished with the same
+    settings (those of its settings that both runs have: an option added to bertkit since does
+    not count).
+
+    ``stage.json`` is written when the stage starts (``results`` null) and again when it ends.
+    A stage that was stopped (SIGINT/SIGTERM, a crash) with the same settings, apart from those a
+    ``--resume`` may change (:data:`~bertkit.training.rundir.RESUME_MAY_CHANGE`), continues from
+    its last checkpoint through ``resume`` (a training stage's ``--resume``); so does a stopped
+    stage without ``stage.json`` (written by an older bertkit), whose run checks its own saved
+    settings. Nothing the stage wrote is removed then.
+
+    A stage recorded with other settings runs again (its outputs replaced, a note names the
+    setting), and so does every later stage, whose settings hold its input's
+    :func:`input_fingerprint`. ``overwrite`` runs it again in any case.
 
     Returns:
         the stage's results (as recorded in ``stage.json``).
+
+    Raises:
+        BertkitError: the stage's own errors (a stopped training stage raises
+            :class:`~bertkit.training.rundir.RunStopped`).
     """
     from bertkit.io import write_json
+    from bertkit.training.rundir import RESUME_MAY_CHANGE
 
     settings = _plain(settings)
     marker = folder / "stage.json"
-    note = ""
-    if marker.is_file() and not overwrite:
-        done = json.loads(marker.read_text(encoding="utf-8"))
+    note, go_on = "", False
+    done = json.loads(marker.read_text(encoding="utf-8")) if marker.is_file() else None
+    if done is not None and not overwrite:
         old = done.get("settings") or {}
-        changed = [k for k in sorted(set(old) & set(settings)) if old[k] != settings[k]]
-        if not changed:
+        finished = done.get("results") is not None
+        changed = [k for k in sorted(set(old) & set(settings)) if old[k] != settings[k]
+                   and (finished or k not in RESUME_MAY_CHANGE)]
+        if not changed and finished:
             if console:
                 console.print(f"stage {name}: finished earlier, skipped ({folder})", highlight=False)
             return done["results"]
-        key = changed[0]
-        what = "its input was produced again" if key == "input" else \
-            f"{key}: {old[key]!r}, now {settings[key]!r}"
-        note = f" (settings changed since the last run, {what}: running it again)"
+        if not changed:
+            go_on = resume is not None and _interrupted(folder)
+        else:
+            key = changed[0]
+            what = "its input was produced again" if key == "input" else \
+                f"{key}: {old[key]!r}, now {settings[key]!r}"
+            note = f" (settings changed since the last run, {what}: running it again"
+            step = _last_step(folder) if not finished else None
+            note += f"; the stopped run's checkpoint at step {step} is replaced)" if step else ")"
+    elif done is None and not overwrite:
+        go_on = resume is not None and _interrupted(folder)
     if console:
         console.rule(f"adapt: {name}")
         if note:
             console.print(f"[yellow]note:[/] stage {name}{note}", highlight=False)
-    results = _plain(run())
+        if go_on:
+            step = _last_step(folder)
+            console.print(f"stage {name}: stopped earlier, continuing"
+                          f"{f' from step {step}' if step else ''} ({folder})", highlight=False)
+    write_json(marker, {"stage": name, "settings": settings, "results": None})
+    results = _plain(resume() if go_on else run())
     write_json(marker, {"stage": name, "settings": settings, "results": results})
     return results
+
+
+def _continue(train: Callable, cfg, console,
+              keys: tuple[str, ...]) -> tuple[Callable[[], dict], Callable[[], dict]]:
+    """``run`` and ``resume`` for :func:`run_stage`: ``train(cfg)`` from scratch (replacing the
+    folder's run files), or with ``--resume`` from its last checkpoint (a run that had finished,
+    :class:`~bertkit.training.rundir.RunComplete`, gives its ``results.json``)."""
+    from bertkit.training.rundir import RunComplete
+
+    def go(resume: bool) -> dict:
+        stage_cfg = dataclasses.replace(cfg, resume=resume, overwrite=not resume)
+        try:
+            res = train(stage_cfg, console)
+        except RunComplete as complete:
+            res = json.loads((complete.path / "results.json").read_text(encoding="utf-8"))
+        return {k: res.get(k) for k in keys}
+
+    return lambda: go(False), lambda: go(True)
 
 
 def _check_root(root: Path, overwrite: bool) -> None:
@@ -312,13 +372,13 @@ def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, consol
         out = folder if len(seeds) == 1 else folder / f"seed-{seed}"
         ft = finetune_config(cfg, model, out, seed)
 
-        def run(ft=ft):
-            res = fn(ft, console)
-            return {k: res.get(k) for k in ("test", "dev", "best_epoch", "train_seconds", "model")}
-
-        settings = {k: v for k, v in dataclasses.asdict(ft).items() if k != "overwrite"}
+        run, resume = _continue(fn, ft, console,
+                                ("test", "dev", "best_epoch", "train_seconds", "model"))
+        settings = {k: v for k, v in dataclasses.asdict(ft).items()
+                    if k not in ("overwrite", "resume")}
         settings["input"] = input_fingerprint(model)
-        runs.append(run_stage(f"{label} (seed {seed})", out, settings, run, cfg.overwrite, console))
+        runs.append(run_stage(f"{label} (seed {seed})", out, settings, run, cfg.overwrite,
+                              console, resume))
     return runs
 
 
@@ -367,16 +427,15 @@ def pretrain_stage(cfg: AdaptConfig, name: str, model: str, corpus: str, folder:
         pt.max_steps, extra["sequences_per_epoch"] = tapt_steps(pt, corpus, cfg.tapt_epochs)
         extra["epochs"] = cfg.tapt_epochs
 
-    def run() -> dict:
-        from bertkit.tasks.pretrain import pretrain
+    from bertkit.tasks.pretrain import pretrain
 
-        res = pretrain(pt, console)
-        return {k: res.get(k) for k in ("steps", "train", "valid", "valid_initial",
-                                        "train_seconds", "tokens_per_second", "masking")}
-
-    settings = {k: v for k, v in dataclasses.asdict(pt).items() if k != "overwrite"}
+    run, resume = _continue(pretrain, pt, console,
+                            ("steps", "train", "valid", "valid_initial", "train_seconds",
+                             "tokens_per_second", "masking"))
+    settings = {k: v for k, v in dataclasses.asdict(pt).items() if k not in ("overwrite", "resume")}
     settings["input"] = input_fingerprint(model)
-    res = run_stage(f"{name.upper()} pretraining", folder, settings, run, cfg.overwrite, console)
+    res = run_stage(f"{name.upper()} pretraining", folder, settings, run, cfg.overwrite, console,
+                    resume)
     return str(folder / "model"), {"model": str(folder / "model"), **extra, **res}
 
 
@@ -404,6 +463,7 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
 
     from bertkit.encoders import default_model
     from bertkit.io import write_json, write_text
+    from bertkit.training.rundir import RunStopped
 
     cfg.validate()
     root = Path(cfg.output_dir or f"runs/adapt-{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -434,6 +494,23 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
         summary["stages"]["task_text"] = {"source": text_spec, "file": str(text_file),
                                           "sentences": len(lines)}
     save()
+    try:
+        model = _stages(cfg, root, base, text_file, summary, save, console)
+    except RunStopped as stop:
+        raise stop.continue_with(
+            f"the same bertkit adapt command again (output directory {root}): finished stages "
+            f"are skipped and this one continues from step {stop.step}") from None
+    if console:
+        console.print(comparison_table(summary, f"{cfg.task}: {ft_probe.data}"))
+        console.print(f"run directory: {root} (adapted encoder: {model}; summary.json)",
+                      highlight=False)
+    return summary
+
+
+def _stages(cfg: AdaptConfig, root: Path, base: str, text_file: Path | None, summary: dict,
+            save: Callable[[], None], console=None) -> str:
+    """The stages of :func:`adapt` after the task text, filling ``summary`` (saved after each);
+    returns the adapted encoder's directory."""
     model = base
     if cfg.extend_vocab:
         ranking = [p for p in (cfg.corpus or "").split(",") if p] + ([str(text_file)] if text_file else [])
@@ -454,9 +531,4 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
         summary["difference"] = {k: summary["adapted"][k]["mean"] - summary["baseline"][k]["mean"]
                                  for k in summary["adapted"]}
         save()
-    if console:
-        console.print(comparison_table(summary, f"{cfg.task}: {ft_probe.data}"))
-        console.print(f"run directory: {root} (adapted encoder: {model}; summary.json)",
-                      highlight=False)
-    return summary
-
+    return model
