@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from bertkit.encoders import _short, resolve_model_source
+from bertkit.encoders import _short, quiet_transformers, resolve_model_source
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path
 from bertkit.masking.base import word_boundary_rule
@@ -135,6 +135,7 @@ def extend_model(model: str | Path, out: str | Path, *, add: int,
                            file=str(model))
     where = resolve_vocab(model)
     source = resolve_model_source(str(where))
+    quiet_transformers()  # a model without an MLM head loads with a new one: no load report
     try:
         net = AutoModelForMaskedLM.from_pretrained(source)
     except Exception as exc:

