@@ -1,8 +1,10 @@
 """CoNLL-style token/tag files: read, validate, convert to IOB2, write.
 
 Format: one token a line, the token in the first column and the tag in the last, separated by tabs
-(or, where a line has no tab, by spaces); two or more columns; a blank line between sentences;
-``-DOCSTART-`` lines skipped; CRLF line ends and a UTF-8 byte-order mark accepted.
+(or, where a line has no tab, by spaces); two or more columns, as many on every token line as on
+the first (CoNLL-2003, Tjong Kim Sang & De Meulder 2003: a fixed set of columns); a blank line
+between sentences; ``-DOCSTART-`` lines skipped; CRLF line ends and a UTF-8 byte-order mark
+accepted.
 """
 
 from __future__ import annotations
@@ -82,17 +84,27 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
     """Read a CoNLL token/tag file and convert its tags to IOB2.
 
+    Every token line must have as many columns as the first token line of the file (``-DOCSTART-``
+    lines aside); a line with another count is an error naming it, as a line with one column
+    among tagged lines would otherwise pass as untagged and a 3-column line among 2-column lines
+    would read its second column as the tag.
+
     Args:
         path: the file.
-        labelled: expect a tag column (two or more columns). If False, lines may have a single
-            column (tokens only) and tags are kept only when every line has one.
+        labelled: expect a tag column (two or more columns). If False, the file may instead have
+            a single column on every line (tokens only, scheme ``"none"``); a file whose first
+            token line has two or more columns is read with its tags and held to the same rules
+            as a labelled one.
 
     Returns:
-        the sentences with IOB2 tags, and the scheme detected in the file (IOB1, IOB2 or IOBES).
+        the sentences with IOB2 tags, and the scheme detected in the file (IOB1, IOB2 or IOBES;
+        ``"none"`` for a one-column file read with ``labelled=False``).
 
     Raises:
-        BertkitError: missing file, bad encoding, a line with one column, an unknown tag or scheme,
-            an ``I-`` tag with no type, or a file with no sentences. Messages name file and line.
+        BertkitError: missing file, bad encoding, a line with one column where tags are expected
+            (``only one column``), a line whose column count differs from the first token line's,
+            an empty tag, an unknown tag or scheme, an ``I-`` tag with no type, or a file with no
+            sentences. Messages name file and line.
     """
     path = Path(path)
     sentences: list[Sentence] = []
@@ -100,7 +112,7 @@ def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
     tokens: list[str] = []
     tags: list[Tag] = []
     start = 0
-    any_untagged = False
+    first: tuple[int, int] | None = None  # (columns, line) of the first token line
 
     def flush() -> None:
         if tokens:
@@ -121,12 +133,22 @@ def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
         if not cols[0]:
             raise BertkitError("empty token in the first column", file=path, line=number,
                                expected="TOKEN<TAB>TAG")
-        if len(cols) < 2 or not cols[-1]:
-            if labelled:
-                raise BertkitError(f"only one column in {text.strip()!r}", file=path, line=number,
-                                   expected="two or more columns: TOKEN ... TAG")
-            any_untagged = True
-        else:
+        if first is None:
+            first = (len(cols), number)
+        width, where = first
+        if len(cols) == 1 and (labelled or width > 1):
+            want = "two or more columns" if width == 1 else \
+                f"{width} columns as on line {where}, the first token line"
+            raise BertkitError(f"only one column in {text.strip()!r}", file=path, line=number,
+                               expected=f"{want}: TOKEN ... TAG")
+        if len(cols) != width:
+            raise BertkitError(f"{len(cols)} columns in {text.strip()!r}", file=path, line=number,
+                               expected=f"{width} column{'s' if width > 1 else ''} as on line "
+                                        f"{where}, the first token line")
+        if width > 1:
+            if not cols[-1]:
+                raise BertkitError(f"empty tag (last column) in {text.strip()!r}", file=path,
+                                   line=number, expected="TOKEN ... TAG with a tag such as O")
             tags.append(parse_tag(cols[-1], file=str(path), line=number))
         if not tokens:
             start = number
@@ -135,7 +157,7 @@ def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
     if not sentences:
         raise BertkitError("no sentences found", file=path,
                            expected="lines TOKEN<TAB>TAG with a blank line between sentences")
-    if any_untagged:
+    if first is not None and first[0] == 1:  # tokens only (labelled=False)
         return ConllFile(path, sentences, "none")
     scheme = detect_scheme(raw_tags)
     for sentence, seq in zip(sentences, raw_tags):
@@ -169,11 +191,12 @@ def looks_like_conll(path: str | Path) -> bool:
     """Guess whether ``path`` is CoNLL (one token a line) rather than plain text (one sentence a line).
 
     CoNLL if the first 200 non-blank lines all hold a tab, or each is a single token or ends in a
-    tag-like field (``O``, ``B-X``, ``I-X``, ...).
+    tag-like field (``O``, ``B-X``, ``I-X``, ...). ``-DOCSTART-`` lines (``-DOCSTART- (123)`` in
+    EBM-NLP) are left out of the count.
     """
     lines = []
     for _, text in read_lines(path):
-        if text.strip():
+        if text.strip() and text.split()[0] != "-DOCSTART-":
             lines.append(text)
             if len(lines) >= 200:
                 break

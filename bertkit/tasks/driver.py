@@ -96,6 +96,11 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
     released that way (GENIA) and for a task with a ``default_split_from_dev`` (dep, as it always
     did); otherwise a directory without a train file is refused, naming the option.
 
+    With a split, ``data.info["split_from_dev"]`` records ``train``/``dev``: the examples
+    trained on and selected by (after ``--max-train-samples``/``--max-eval-samples``), and
+    ``split_train``/``split_dev``: the split's own sizes (dev file less the held-out part, the
+    held-out part).
+
     Raises:
         BertkitError: a directory without a train file and no ``--split-from-dev``; a split
             that leaves train or dev empty; whatever the task's reader raises.
@@ -127,17 +132,28 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
         data.sources = {"train": f"{source} (less every {every_text} {item})",
                         "dev": f"{source} (every {every_text} {item})",
                         "test": data.sources["test"]}
-        why = f"no train split in {cfg.data}" if automatic else f"--split-from-dev {fraction}"
-        data.note = (f"{why}: training on {Path(source).name} less every {every_text} {item} "
-                     f"({len(train)}), held out for model selection (dev, {len(held)}); "
-                     f"reporting on {Path(data.sources['test']).name}")
-        data.info["split_from_dev"] = {"fraction": fraction, "source": source,
-                                       "train": len(train), "dev": len(held),
-                                       "automatic": automatic}
+    data.full_train = data.splits["train"]  # the label set comes from all of it
     for split, limit in (("train", cfg.max_train_samples), ("dev", cfg.max_eval_samples),
                          ("test", cfg.max_eval_samples)):
         if limit is not None:
             data.splits[split] = data.splits[split][:limit]
+    if fraction is not None:
+        # counts after --max-*-samples: what is trained on and selected by; the split's own
+        # sizes (dev file less the held-out part, held-out part) under split_train/split_dev
+        used_train, used_dev = len(data.splits["train"]), len(data.splits["dev"])
+
+        def count(used: int, whole: int, option: str) -> str:
+            return str(used) if used == whole else f"first {used} of {whole}, {option} {used}"
+
+        why = f"no train split in {cfg.data}" if automatic else f"--split-from-dev {fraction}"
+        data.note = (f"{why}: training on {Path(source).name} less every {every_text} {item} "
+                     f"({count(used_train, len(train), '--max-train-samples')}), held out for "
+                     f"model selection (dev, {count(used_dev, len(held), '--max-eval-samples')}); "
+                     f"reporting on {Path(data.sources['test']).name}")
+        data.info["split_from_dev"] = {"fraction": fraction, "source": source,
+                                       "train": used_train, "dev": used_dev,
+                                       "split_train": len(train), "split_dev": len(held),
+                                       "automatic": automatic}
     return data
 
 

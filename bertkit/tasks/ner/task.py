@@ -229,6 +229,11 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
                 batch_size: int = 32, console: Console | None = None) -> str:
     """Tag a CoNLL file (tokens in the first column) or plain text (one sentence a line).
 
+    A CoNLL input is either tokens only (one column on every line) or token ... gold tag with the
+    same column count on every token line (:func:`~bertkit.data.conll.read_conll`); a one-column
+    line in a tagged file is refused as ``finetune`` refuses it, rather than dropping the gold
+    column of the whole output.
+
     Args:
         fmt: ``conll`` (token, [gold,] predicted) or ``jsonl`` (one object a sentence with its
             input ``line``, ``tokens``, ``tags`` and ``spans``: word offsets, end exclusive, type

@@ -33,6 +33,7 @@ def test_dev_test_only_directory_trains_on_dev_less_a_tenth(tmp_path):
     results = json.loads((run / "results.json").read_text())
     split = results["split_from_dev"]
     assert split["fraction"] == 0.1 and not split["automatic"]
-    assert split["train"] + split["dev"] == n_dev and split["dev"] == n_dev // 10
+    assert split["split_train"] + split["split_dev"] == n_dev and split["split_dev"] == n_dev // 10
+    assert (split["train"], split["dev"]) == (200, 100)  # after --max-*-samples
     assert results["dev"] is not None and 0 <= results["test"]["f1"] <= 1
     assert len((run / "test_predictions.conll").read_text().strip().split("\n\n")) == 100

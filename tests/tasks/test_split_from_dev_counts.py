@@ -1,0 +1,67 @@
+"""``--split-from-dev`` with ``--max-*-samples``: the note, the printed summary and
+``results.json`` give the counts actually trained on and selected by, the split's own sizes
+under ``split_train``/``split_dev`` (every task goes through the driver's ``load_splits``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from bertkit.cli import app
+from bertkit.tasks.driver import load_splits
+from bertkit.tasks.registry import get_task
+from tests.conftest import write_ner_dir
+from tests.tasks.cls.conftest import TEXTS, write_cls_dir
+
+runner = CliRunner()
+
+
+def sentences(n: int) -> str:
+    return "\n".join(f"Aspirin{k}\tB-Chemical\ninduced\tO\n.\tO\n" for k in range(n))
+
+
+@pytest.mark.parametrize("task_name,write,n", [
+    ("ner", lambda root: write_ner_dir(root, dev=sentences(70)), 70),
+    ("cls", lambda root: write_cls_dir(root, dev=TEXTS * 12), 72),
+])
+def test_load_splits_records_the_limited_counts(tmp_path, task_name, write, n):
+    task = get_task(task_name)
+    data_dir = write(tmp_path / "d")
+    (data_dir / next(p.name for p in data_dir.iterdir() if p.stem == "train")).unlink()
+    cfg = task.config_class(data=str(data_dir), split_from_dev=0.1, max_train_samples=50,
+                            max_eval_samples=5)
+    data = load_splits(task, cfg)
+    split = data.info["split_from_dev"]
+    held = n // 10
+    assert (split["train"], split["dev"]) == (50, 5)
+    assert (split["split_train"], split["split_dev"]) == (n - held, held)
+    assert (len(data.splits["train"]), len(data.splits["dev"])) == (50, 5)
+    assert f"first 50 of {n - held}, --max-train-samples 50" in data.note
+    assert f"(dev, first 5 of {held}, --max-eval-samples 5)" in data.note
+    # without limits the two agree and the note gives plain counts
+    cfg = task.config_class(data=str(data_dir), split_from_dev=0.1)
+    data = load_splits(task, cfg)
+    split = data.info["split_from_dev"]
+    assert (split["train"], split["dev"], split["split_train"], split["split_dev"]) == \
+        (n - held, held, n - held, held)
+    assert f"({n - held}), held out for model selection (dev, {held})" in data.note
+
+
+def test_finetune_prints_and_records_the_count_trained_on(tmp_path, tiny_encoder):
+    data = write_ner_dir(tmp_path / "d", dev=sentences(70))
+    (data / "train.tsv").unlink()
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "ner", "--data", str(data), "--model", tiny_encoder,
+                              "-o", str(run), "--device", "cpu", "--epochs", "1",
+                              "--batch-size", "16", "--split-from-dev", "0.1",
+                              "--max-train-samples", "50"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "data: 50/7/3 sentences" in text
+    assert "less every 10th sentence (first 50 of 63, --max-train-samples 50)" in text
+    assert "note: trained on 50 examples of" in text and "7 held out as dev" in text
+    split = json.loads((run / "results.json").read_text())["split_from_dev"]
+    assert (split["train"], split["dev"], split["split_train"], split["split_dev"]) == \
+        (50, 7, 63, 7)
