@@ -41,12 +41,16 @@ class TaskData:
         sources: where each split came from (file path or ``hub:<id>``).
         info: facts for ``results.json`` (e.g. ``skipped_bad_lines``), merged into it.
         note: one line printed before training (e.g. how a split was derived), or None.
+        full_train: the training examples before ``--max-train-samples`` (the whole train file,
+            or dev less its held-out part); tasks take their label set from it, so a sample
+            limit never changes the labels. None: the same as ``splits["train"]``.
     """
 
     splits: dict[str, list]
     sources: dict[str, str]
     info: dict[str, Any] = field(default_factory=dict)
     note: str | None = None
+    full_train: list | None = None
 
 
 @dataclass

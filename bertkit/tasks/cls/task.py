@@ -24,7 +24,8 @@ from bertkit.metrics.cls import best_thresholds, label_scores, multilabel_scores
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
-                                    label_set, load_cls_data, read_examples)
+                                    label_set, labels_missing_from, load_cls_data,
+                                    read_examples, training_labels_source)
 from bertkit.tasks.cls.encoding import Encoded, collate, encode, pool_logits
 from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_classifier,
                                      save_classifier)
@@ -136,19 +137,24 @@ class CLSTask:
 
     def prepare(self, cfg: CLSConfig, model_name: str, data: TaskData, runtime: Runtime,
                 console: Console | None = None) -> Prepared:
-        """Labels from train, the classifier, encoded inputs and the dev/test/save steps.
+        """Labels from the whole training data (``data.full_train``: before
+        ``--max-train-samples``, so a sample limit never changes the label set), the classifier,
+        encoded inputs and the dev/test/save steps.
 
         Raises:
             BertkitError: fewer than two training labels (one, multi-label), or a dev/test
-                label absent from train (file and line named).
+                label absent from the whole training data (file and line named).
         """
         train_x, dev_x, test_x = (data.splits[k] for k in ("train", "dev", "test"))
-        labels = label_set(train_x)
+        full = data.full_train if data.full_train is not None else train_x
+        labels = label_set(full)
         if len(labels) < (1 if cfg.multi_label else 2):
             raise BertkitError(f"the training data has {len(labels)} label(s)",
                                file=data.sources["train"], expected="at least two labels")
+        known_from = training_labels_source(data.sources["train"], len(full), len(train_x))
         for split, xs in (("dev", dev_x), ("test", test_x)):
-            check_known_labels(xs, labels, split)
+            check_known_labels(xs, labels, split, known_from)
+        unseen = labels_missing_from(train_x, labels)
         tokenizer = load_tokenizer(model_name)
         token_types = "token_type_ids" in tokenizer.model_input_names
         label2id = {lab: i for i, lab in enumerate(labels)}
@@ -171,6 +177,10 @@ class CLSTask:
                    f"over {cfg.max_length} pieces, {how}: {shortened['train']} train, "
                    f"{shortened['dev']} dev; class weights {cfg.class_weights}; model "
                    f"{model_name}; device {runtime.device}, {runtime.precision}")
+        if unseen:  # labels beyond --max-train-samples: kept, but never trained on
+            summary += (f"\nnote: {len(unseen)} of the {len(labels)} label(s) (from all "
+                        f"{len(full)} training texts) not among the {len(train_x)} trained on, "
+                        f"so never learnt: {', '.join(unseen)}")
 
         def logits_of(m, split: str, xs: list) -> np.ndarray:
             return classify(m, items[split], len(xs), runtime, pad, cfg.eval_batch_size,
@@ -315,7 +325,7 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
     out, _, bad = load_cls_data(data, (split,), cols, skip_bad_lines)
     warn_bad_lines(bad[split], console)
     xs = out[split]
-    check_known_labels(xs, labels, split)
+    check_known_labels(xs, labels, split, f"the model's labels ({model_dir})")
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
     metrics = score([x.label for x in xs], pred, labels, cols.multi_label)
     metrics["shortened_texts"] = shortened

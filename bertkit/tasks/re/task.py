@@ -120,13 +120,14 @@ class RETask:
             BertkitError: fewer than two relation labels in the training data.
         """
         train_x, dev_x, test_x = (data.splits[k] for k in ("train", "dev", "test"))
-        labels = sorted({ex.label for ex in train_x})
+        full = data.full_train if data.full_train is not None else train_x  # --max-train-samples
+        labels = sorted({ex.label for ex in full})
         if len(labels) < 2:
             raise BertkitError(f"the training data has {len(labels)} relation label(s)",
                                file=data.sources["train"], expected="at least two labels")
         negative = _negative(cfg.negative_label, labels, console)
         for split, xs in (("dev", dev_x), ("test", test_x)):
-            for lab, (file, line) in unseen_labels(train_x, xs).items():
+            for lab, (file, line) in unseen_labels(full, xs).items():
                 if console:
                     console.print(f"[yellow]warning:[/] {file}:{line}: label '{escape(lab)}' "
                                   f"occurs in {split} but not in train: the model cannot predict "
