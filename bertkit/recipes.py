@@ -309,15 +309,23 @@ def run_stage(stage: Stage, output_dir: Path, console=None) -> tuple[dict, str]:
     settings.setdefault(key, str(output_dir))
     if stage.command == "vocab build":
         from bertkit.vocab.build import build_vocab
+        from bertkit.workflows.recipe_stages import finished_vocab, record_vocab
 
+        settings.pop("resume", None)  # a rerun keeps a finished build (finished_vocab)
         corpus = settings.pop("corpus", None)
         if not corpus:
             raise BertkitError(f"stage {stage.name}: vocab build needs a 'corpus' setting")
-        try:
-            results = build_vocab([corpus] if isinstance(corpus, str) else list(corpus),
-                                  **settings)
-        except TypeError as exc:
-            raise BertkitError(f"stage {stage.name}: {exc}") from None
+        results = finished_vocab(stage.name, {**settings, "corpus": corpus})
+        if results is not None and console:
+            console.print(f"stage {stage.name}: finished earlier, kept ({settings[key]})",
+                          highlight=False)
+        if results is None:
+            try:
+                results = build_vocab([corpus] if isinstance(corpus, str) else list(corpus),
+                                      **settings)
+            except TypeError as exc:
+                raise BertkitError(f"stage {stage.name}: {exc}") from None
+            record_vocab(stage.name, {**settings, "corpus": corpus}, results)
     else:
         from bertkit.training.rundir import RunComplete
 
@@ -326,7 +334,11 @@ def run_stage(stage: Stage, output_dir: Path, console=None) -> tuple[dict, str]:
             raise BertkitError(f"stage {stage.name}: command {stage.command!r} is not available")
         cls: type = _load_attr(cls_spec)
         fn: Callable = _load_attr(fn_spec)
-        cfg = build_config(cls, settings, source=f"recipe stage {stage.name}")
+        from bertkit.workflows.recipe_stages import continue_settings
+
+        # a rerun continues: a started run resumes, a finished one is kept, a new one starts
+        cfg = build_config(cls, continue_settings(field_names(cls), settings, settings[key]),
+                           source=f"recipe stage {stage.name}")
         try:
             results = fn(cfg, console)
         except RunComplete as done:  # --set resume=true over stages that finished: keep them

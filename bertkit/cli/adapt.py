@@ -44,7 +44,7 @@ def adapt_cli(
     device: Annotated[Optional[str], typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps (every stage). \\[default: auto]")] = None,
     precision: Annotated[Optional[str], typer.Option("--precision", help="auto, fp32, bf16 or fp16 (every stage). \\[default: auto]")] = None,
     cache_dir: Annotated[Optional[Path], typer.Option("--cache-dir", help="Tokenised-corpus cache. \\[default: $BERTKIT_CACHE or ~/.cache/bertkit]")] = None,
-    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory: vocab/, pretrain/, finetune/, baseline/, summary.json. On a rerun, finished stages with the same settings are skipped; a changed one runs again, with the stages after it. \\[default: runs/adapt-<task>-<time>]")] = None,
+    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory: vocab/, pretrain/, finetune/, baseline/, summary.json. Run the same command again to continue: finished stages with the same settings are skipped, a stopped one continues from its last checkpoint, a changed one runs again with the stages after it. \\[default: runs/adapt-<task>-<time>]")] = None,
     overwrite: Annotated[Optional[bool], typer.Option("--overwrite", help="Run every stage again, replacing the earlier outputs.")] = None,
     recipe: opt.Recipe = None,
 ) -> None:

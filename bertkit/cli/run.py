@@ -19,17 +19,23 @@ from bertkit.cli._app import app, user_errors
 def run_cli(
     recipe: Annotated[str, typer.Argument(help="Recipe file or name (see `bertkit recipes`).")],
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a setting: key=value (every stage that has it) or stage.key=value. Repeatable.")] = None,
-    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory (one sub-folder per stage for multi-stage recipes). \\[default: runs/<recipe>-<time>]")] = None,
+    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory (one sub-folder per stage for multi-stage recipes). Rerunning the same command there continues: finished stages are kept, a stopped one resumes from its last checkpoint. \\[default: runs/<recipe>-<time>]")] = None,
 ) -> None:
     """Run a recipe: one command, or several stages in order (vocab build, pretraining phases,
     fine-tuning), each with the settings the recipe gives and your --set overrides."""
     from bertkit.recipes import apply_overrides, load, run_recipe
+    from bertkit.training.rundir import RunStopped
 
     rec = apply_overrides(load(recipe), list(set_ or []))
     root = output_dir or Path("runs") / f"{rec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     console = Console()
     console.print(f"recipe {rec.name} ({rec.path}): {rec.description}", highlight=False)
-    results = run_recipe(rec, root, console)
+    try:
+        results = run_recipe(rec, root, console)
+    except RunStopped as stop:  # the same command continues: see bertkit.workflows.recipe_stages
+        raise stop.continue_with(
+            f"the same bertkit run command again with --output-dir {root}: finished stages are "
+            f"kept and this one continues from step {stop.step}") from None
     console.print(f"done: {len(results)} stage(s) under {root}", highlight=False)
 
 

@@ -1,0 +1,83 @@
+"""Rerunning ``bertkit run RECIPE -o DIR``: each stage continues where the last run left it.
+
+:func:`bertkit.recipes.run_stage` asks here how to run a stage whose output may already hold
+work, so that the same command, run again after a stop (SIGINT/SIGTERM, a crash), loses nothing:
+
+* a training stage (``pretrain``, ``finetune TASK``) whose folder holds a run is run with
+  ``resume``: a stopped run continues from its last checkpoint, a finished one is kept
+  (:class:`~bertkit.training.rundir.RunComplete`), and one saved with other settings is refused
+  by the run's own check (naming each setting), never replaced; a folder without a run starts;
+* a ``vocab build`` stage that finished (its ``stage.json`` records the same settings) is kept;
+  one built with other settings is refused.
+
+``--set overwrite=true`` starts every stage again, replacing its outputs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bertkit.errors import BertkitError
+
+
+def continue_settings(fields: list[str], settings: dict[str, Any],
+                      output: str | Path) -> dict[str, Any]:
+    """``settings`` with ``resume`` set for a rerun: True when ``output`` (or one of its
+    ``seed-N`` folders) holds a run and ``overwrite`` is not set, else False. Commands without a
+    ``resume`` setting (``fields``: the config's field names) get ``settings`` unchanged.
+
+    Returns:
+        a new dict (``settings`` is not changed).
+    """
+    from bertkit.training.rundir import _holds_run
+
+    out = dict(settings)
+    if "resume" not in fields or out.get("overwrite"):
+        return out
+    folder = Path(output).expanduser()
+    out["resume"] = _holds_run(folder) or any(_holds_run(p) for p in folder.glob("seed-*"))
+    return out
+
+
+def _plain(data: Any) -> Any:
+    return json.loads(json.dumps(data, default=str))
+
+
+def _where_free(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings but ``out`` (the folder that holds the record: a moved run still matches)."""
+    return {k: v for k, v in settings.items() if k != "out"}
+
+
+def finished_vocab(name: str, settings: dict[str, Any]) -> dict | None:
+    """The results of a ``vocab build`` stage that finished with the same ``settings`` (its
+    ``out`` folder's ``stage.json``), or None when it must run (no record, or ``overwrite``).
+
+    Raises:
+        BertkitError: the folder records a build with other settings (the first one named).
+    """
+    if settings.get("overwrite"):
+        return None
+    marker = Path(settings["out"]).expanduser() / "stage.json"
+    if not marker.is_file():
+        return None
+    done = json.loads(marker.read_text(encoding="utf-8"))
+    old, now = done.get("settings") or {}, _plain(_where_free(settings))
+    changed = [k for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)]
+    if changed:
+        key = changed[0]
+        raise BertkitError(f"stage {name}: the vocabulary there was built with other settings "
+                           f"({key}: {old.get(key)!r}, now {now.get(key)!r})", file=marker.parent,
+                           expected="the recipe's earlier settings to continue the run, another "
+                                    "--output-dir, or --set overwrite=true to build everything "
+                                    "again")
+    return done.get("results")
+
+
+def record_vocab(name: str, settings: dict[str, Any], results: dict) -> None:
+    """Write the ``stage.json`` that :func:`finished_vocab` reads (after the build)."""
+    from bertkit.io import write_json
+
+    write_json(Path(settings["out"]).expanduser() / "stage.json",
+               {"stage": name, "settings": _plain(_where_free(settings)), "results": _plain(results)})
