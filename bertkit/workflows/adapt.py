@@ -253,17 +253,19 @@ def input_fingerprint(model: str | Path) -> str | None:
 
 
 def _interrupted(folder: Path) -> bool:
-    """Whether ``folder`` holds a training run's files (checkpoints, metrics, results) that a
-    stage wrote before it was stopped (a finished stage also has its ``stage.json`` results)."""
-    from bertkit.training.rundir import _holds_run
+    """Whether ``folder`` holds a stopped training run that ``--resume`` can continue (a step
+    checkpoint, or its ``results.json`` when only ``stage.json`` is missing its results); a run
+    stopped before its first checkpoint starts again."""
+    from bertkit.workflows.recipe_stages import resumable
 
-    return _holds_run(folder)
+    return resumable(folder)
 
 
 def _last_step(folder: Path) -> int | None:
-    steps = [int(p.name[5:]) for p in (folder / "checkpoints").glob("step_*")
-             if p.name[5:].isdigit()]
-    return max(steps) if steps else None
+    from bertkit.training.checkpoint import list_checkpoints
+
+    found = list_checkpoints(folder / "checkpoints")
+    return int(found[-1].name[5:]) if found else None
 
 
 def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],

@@ -24,9 +24,11 @@ from bertkit.errors import BertkitError
 
 def continue_settings(fields: list[str], settings: dict[str, Any],
                       output: str | Path) -> dict[str, Any]:
-    """``settings`` with ``resume`` set for a rerun: True when ``output`` (or one of its
-    ``seed-N`` folders) holds a run and ``overwrite`` is not set, else False. Commands without a
-    ``resume`` setting (``fields``: the config's field names) get ``settings`` unchanged.
+    """``settings`` with ``resume`` set for a rerun: True when ``output`` holds a run that
+    :func:`resumable` can continue (or one of its ``seed-N`` folders holds a run) and
+    ``overwrite`` is not set, else False; a run there that stopped before its first checkpoint
+    is started again (``overwrite``). Commands without a ``resume`` setting (``fields``: the
+    config's field names) get ``settings`` unchanged.
 
     Returns:
         a new dict (``settings`` is not changed).
@@ -37,8 +39,20 @@ def continue_settings(fields: list[str], settings: dict[str, Any],
     if "resume" not in fields or out.get("overwrite"):
         return out
     folder = Path(output).expanduser()
-    out["resume"] = _holds_run(folder) or any(_holds_run(p) for p in folder.glob("seed-*"))
+    out["resume"] = resumable(folder) or any(_holds_run(p) for p in folder.glob("seed-*"))
+    if not out["resume"] and _holds_run(folder) and "overwrite" in fields:
+        out["overwrite"] = True  # it stopped before its first checkpoint: start it again
     return out
+
+
+def resumable(folder: str | Path) -> bool:
+    """Whether the run in ``folder`` can be continued with ``--resume``: it has a complete step
+    checkpoint (``checkpoints/step_N``) or it finished (``results.json``). A run stopped before its
+    first checkpoint has nothing to continue from."""
+    from bertkit.training.checkpoint import list_checkpoints
+
+    folder = Path(folder).expanduser()
+    return (folder / "results.json").is_file() or bool(list_checkpoints(folder / "checkpoints"))
 
 
 def _plain(data: Any) -> Any:

@@ -93,6 +93,8 @@ def test_a_stopped_stage_with_a_changed_setting_runs_again_and_says_so(tmp_path)
 
     folder = tmp_path / "s"
     (folder / "checkpoints" / "step_7").mkdir(parents=True)
+    for name in ("model.pt", "state.pt"):  # a complete checkpoint
+        (folder / "checkpoints" / "step_7" / name).write_bytes(b"x")
     (folder / "stage.json").write_text(json.dumps(
         {"stage": "s", "settings": {"lr": 1e-4, "device": "cpu"}, "results": None}))
     calls = []
@@ -126,3 +128,26 @@ def test_a_stopped_stage_with_a_changed_setting_runs_again_and_says_so(tmp_path)
     assert calls == ["resume", "run"]
     assert any("lr: 0.0001, now 0.001" in t and "checkpoint at step 7 is replaced" in t
                for t in console.printed)
+
+
+def test_a_stage_stopped_by_an_older_bertkit_continues_and_one_without_checkpoint_restarts(
+        tmp_path):
+    """No ``stage.json`` (the stage was stopped by a bertkit that wrote it only at the end): a
+    checkpoint there is continued (the run checks its own saved settings); a run that stopped
+    before its first checkpoint has nothing to continue and starts again."""
+    from bertkit.workflows.adapt import run_stage
+
+    folder = tmp_path / "old"
+    (folder / "checkpoints" / "step_91").mkdir(parents=True)
+    (folder / "metrics.jsonl").write_text('{"step": 91}\n')
+    calls = []
+    run = lambda: calls.append("run") or {"steps": 153}  # noqa: E731
+    resume = lambda: calls.append("resume") or {"steps": 153}  # noqa: E731
+    run_stage("s", folder, {"lr": 1e-4}, run, False, None, resume)
+    assert calls == ["run"]  # step_91 is incomplete (no model.pt/state.pt): nothing to continue
+    (folder / "stage.json").unlink()
+    for name in ("model.pt", "state.pt"):
+        (folder / "checkpoints" / "step_91" / name).write_bytes(b"x")
+    run_stage("s", folder, {"lr": 1e-4}, run, False, None, resume)
+    assert calls == ["run", "resume"]
+    assert json.loads((folder / "stage.json").read_text())["results"] == {"steps": 153}

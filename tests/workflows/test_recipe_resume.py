@@ -113,6 +113,12 @@ def test_continue_settings_resumes_only_a_started_run(tmp_path, holds):
         (folder / "metrics.jsonl").write_text('{"step": 1}\n')
     assert continue_settings(["resume", "overwrite"], {"lr": 1}, tmp_path) == \
         {"lr": 1, "resume": holds}
+    # a run stopped before its first checkpoint: nothing to continue, it starts again
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n')
+    assert continue_settings(["resume", "overwrite"], {}, tmp_path) == \
+        ({"resume": True} if holds else {"resume": False, "overwrite": True})
+    (tmp_path / "results.json").write_text("{}")
+    assert continue_settings(["resume", "overwrite"], {}, tmp_path) == {"resume": True}
     assert continue_settings(["resume", "overwrite"], {"overwrite": True}, tmp_path) == \
         {"overwrite": True}
     assert continue_settings(["task"], {"task": "ner"}, tmp_path) == {"task": "ner"}
