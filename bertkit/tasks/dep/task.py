@@ -108,7 +108,7 @@ class DepTask:
                 console: Console | None = None) -> Prepared:
         """Relations from train, the parser, encoded sentences and dev/test/save."""
         train_s, dev_s, test_s = (data.splits[k] for k in ("train", "dev", "test"))
-        rels = relations(train_s)
+        rels = relations(data.full_train if data.full_train is not None else train_s)
         rule = punct_rule([s.upos for s in test_s])
         tokenizer = load_tokenizer(model_name)
         parser = build_parser(model_name, rels, cfg.arc_mlp, cfg.rel_mlp, cfg.mlp_dropout,

@@ -104,12 +104,13 @@ class NERTask:
             BertkitError: the training data has no entities.
         """
         train_s, dev_s, test_s = (data.splits[k] for k in ("train", "dev", "test"))
-        labels = iob2_label_set(sorted(entity_types(train_s)))
+        full = data.full_train if data.full_train is not None else train_s  # --max-train-samples
+        labels = iob2_label_set(sorted(entity_types(full)))  # never narrowed by the sample
         if len(labels) < 2:
             raise BertkitError("the training data has no entities", file=data.sources["train"],
                                expected="B-/I- tags")
         for split, sents in (("dev", dev_s), ("test", test_s)):
-            for etype, (file, line) in unseen_labels(train_s, sents).items():
+            for etype, (file, line) in unseen_labels(full, sents).items():
                 if console:
                     console.print(f"[yellow]warning:[/] {file}:{line}: entity type '{etype}' "
                                   f"occurs in {split} but not in train: the model cannot predict "
