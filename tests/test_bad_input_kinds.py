@@ -295,6 +295,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/vocab/sentencepiece.py": ("vocab build",),
     "bertkit/vocab/wordpiece.py": ("vocab build",),
     "bertkit/workflows/adapt.py": ("adapt",),
+    "bertkit/workflows/recipe_stages.py": ("run",),
     "bertkit/workflows/scores.py": ("adapt",),
 }
 # (module, flag, command) a message names although the command lacks the flag, and why that is
