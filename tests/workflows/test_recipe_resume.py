@@ -5,9 +5,7 @@ continues from its checkpoint (same weights as a run never stopped) and the last
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 
 import pytest
 import torch
@@ -15,8 +13,8 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from bertkit.cli import app
-from bertkit.tasks.pretrain.batches import PretrainBatches
 from tests.tasks.pretrain.conftest import write_corpus
+from tests.workflows.test_adapt_resume import _sigterm_at  # one SIGTERM helper for both
 
 runner = CliRunner()
 
@@ -38,16 +36,6 @@ def _recipe(tmp_path):
     return path
 
 
-def _sigterm_at(monkeypatch, at: int) -> None:
-    original = PretrainBatches.iter_batches
-
-    def iter_batches(self, epoch, start=0):
-        for i, batch in enumerate(original(self, epoch, start), start):
-            if i == at:
-                os.kill(os.getpid(), signal.SIGTERM)
-            yield batch
-
-    monkeypatch.setattr(PretrainBatches, "iter_batches", iter_batches)
 
 
 def test_rerun_of_a_stopped_recipe_continues_it(tmp_path, monkeypatch):
