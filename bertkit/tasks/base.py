@@ -52,6 +52,12 @@ class TaskData:
     note: str | None = None
     full_train: list | None = None
 
+    @property
+    def label_examples(self) -> list:
+        """The examples a task takes its label set from: ``full_train`` when the driver set it
+        (before ``--max-train-samples``), else the training split."""
+        return self.full_train if self.full_train is not None else self.splits["train"]
+
 
 @dataclass
 class ScoredSplit:

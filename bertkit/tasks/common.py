@@ -1,5 +1,5 @@
-"""What the classification-style tasks (``re``, ``cls``) share: reading the split name, reporting
-skipped lines, the prediction JSON lines, the test-split output files and the balanced class
+"""What the tasks share: reading the split name, reporting skipped lines and labels unseen in
+training, the prediction JSON lines, the test-split output files and the balanced class
 weights of the loss.
 
 A plain module, not a task package: it imports no task, so any task may use it
@@ -49,6 +49,26 @@ def warn_bad_lines(lines: Iterable[Any], console=None, shown: int = 20) -> int:
             console.print(f"[yellow]… {len(lines) - shown} more bad lines skipped",
                           highlight=False)
     return len(lines)
+
+
+def warn_unseen(found: Mapping[str, tuple[str, int]], split: str, what: str,
+                console=None) -> int:
+    """Warn, once per label, that a ``split`` (dev/test) label never occurs in the training data,
+    so the model cannot predict it and it is scored as missed. ``found`` maps each label to the
+    (file, 1-based line) of its first use; ``what`` names the label kind ("entity type",
+    "label", "relation"). Returns the number of such labels; prints nothing without a console.
+
+    >>> warn_unseen({"Disease": ("test.tsv", 7)}, "test", "entity type")
+    1
+    """
+    from rich.markup import escape
+
+    if console:
+        for label, (file, line) in found.items():
+            console.print(f"[yellow]warning:[/] {file}:{line}: {what} '{escape(label)}' occurs in "
+                          f"{split} but not in train: the model cannot predict it (scored as "
+                          f"missed)", highlight=False)
+    return len(found)
 
 
 def prediction_line(raw: Mapping[str, Any], line: int | None, predicted: Any,

@@ -146,7 +146,7 @@ class CLSTask:
                 label absent from the whole training data (file and line named).
         """
         train_x, dev_x, test_x = (data.splits[k] for k in ("train", "dev", "test"))
-        full = data.full_train if data.full_train is not None else train_x
+        full = data.label_examples
         labels = label_set(full)
         if len(labels) < (1 if cfg.multi_label else 2):
             raise BertkitError(f"the training data has {len(labels)} label(s)",

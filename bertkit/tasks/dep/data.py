@@ -98,3 +98,14 @@ def load_dep_data(data: str, splits: tuple[str, ...] = ("train", "dev", "test"),
 def relations(sentences: list[DepSentence]) -> list[str]:
     """The sorted dependency relations occurring in ``sentences``."""
     return sorted({r for s in sentences for r in s.rels})
+
+
+def unseen_relations(known: list[str], other: list[DepSentence]) -> dict[str, tuple[str, int]]:
+    """Relations (DEPREL) of ``other`` not in ``known``, each with (file, line) of its first use;
+    unlabelled sentences (``rels`` None) are skipped."""
+    known_set, found = set(known), {}
+    for s in other:
+        for k, rel in enumerate(s.rels or ()):
+            if rel not in known_set and rel not in found:
+                found[rel] = (s.file, s.line_of(k))
+    return found

@@ -18,7 +18,8 @@ from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.dep import RULE_TEXT, punct_rule
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
-from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations
+from bertkit.tasks.common import warn_unseen
+from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations, unseen_relations
 from bertkit.tasks.dep.encoding import SentenceBatches, encode
 from bertkit.tasks.dep.model import DECODERS, BiaffineParser, build_parser, load_parser
 from bertkit.tasks.dep.parse import parse_sentences, score
@@ -108,7 +109,9 @@ class DepTask:
                 console: Console | None = None) -> Prepared:
         """Relations from train, the parser, encoded sentences and dev/test/save."""
         train_s, dev_s, test_s = (data.splits[k] for k in ("train", "dev", "test"))
-        rels = relations(data.full_train if data.full_train is not None else train_s)
+        rels = relations(data.label_examples)  # never narrowed by --max-train-samples
+        for split, sents in (("dev", dev_s), ("test", test_s)):
+            warn_unseen(unseen_relations(rels, sents), split, "relation", console)
         rule = punct_rule([s.upos for s in test_s])
         tokenizer = load_tokenizer(model_name)
         parser = build_parser(model_name, rels, cfg.arc_mlp, cfg.rel_mlp, cfg.mlp_dropout,

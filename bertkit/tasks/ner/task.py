@@ -23,6 +23,7 @@ from bertkit.metrics.ner import entity_scores
 from bertkit.packing import Packer
 from bertkit.tasks.ner.config import METRICS, NERConfig
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.common import warn_unseen
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
 from bertkit.tasks.ner.encoding import WindowBatches, collate, encode
@@ -104,17 +105,13 @@ class NERTask:
             BertkitError: the training data has no entities.
         """
         train_s, dev_s, test_s = (data.splits[k] for k in ("train", "dev", "test"))
-        full = data.full_train if data.full_train is not None else train_s  # --max-train-samples
-        labels = iob2_label_set(sorted(entity_types(full)))  # never narrowed by the sample
+        full = data.label_examples  # never narrowed by --max-train-samples
+        labels = iob2_label_set(sorted(entity_types(full)))
         if len(labels) < 2:
             raise BertkitError("the training data has no entities", file=data.sources["train"],
                                expected="B-/I- tags")
         for split, sents in (("dev", dev_s), ("test", test_s)):
-            for etype, (file, line) in unseen_labels(full, sents).items():
-                if console:
-                    console.print(f"[yellow]warning:[/] {file}:{line}: entity type '{etype}' "
-                                  f"occurs in {split} but not in train: the model cannot predict "
-                                  f"it (scored as missed)", highlight=False)
+            warn_unseen(unseen_labels(full, sents), split, "entity type", console)
         tokenizer = load_tokenizer(model_name)
         tagger = build_tagger(model_name, labels, cfg.crf, cfg.label_all_subwords)
         label2id = {lab: i for i, lab in enumerate(labels)}

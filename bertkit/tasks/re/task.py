@@ -22,7 +22,7 @@ from bertkit.metrics.cls import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
-                                  write_test_outputs)
+                                  warn_unseen, write_test_outputs)
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.re.config import REConfig
 from bertkit.tasks.re.data import EXTENSIONS, entity_types, load_re_data, unseen_labels
@@ -120,18 +120,14 @@ class RETask:
             BertkitError: fewer than two relation labels in the training data.
         """
         train_x, dev_x, test_x = (data.splits[k] for k in ("train", "dev", "test"))
-        full = data.full_train if data.full_train is not None else train_x  # --max-train-samples
+        full = data.label_examples  # never narrowed by --max-train-samples
         labels = sorted({ex.label for ex in full})
         if len(labels) < 2:
             raise BertkitError(f"the training data has {len(labels)} relation label(s)",
                                file=data.sources["train"], expected="at least two labels")
         negative = _negative(cfg.negative_label, labels, console)
         for split, xs in (("dev", dev_x), ("test", test_x)):
-            for lab, (file, line) in unseen_labels(full, xs).items():
-                if console:
-                    console.print(f"[yellow]warning:[/] {file}:{line}: label '{escape(lab)}' "
-                                  f"occurs in {split} but not in train: the model cannot predict "
-                                  f"it (scored as missed)", highlight=False)
+            warn_unseen(unseen_labels(full, xs), split, "label", console)
         types = tuple(entity_types(train_x)) if cfg.typed_markers else ()
         if cfg.typed_markers and not types and console:
             console.print("[yellow]warning:[/] --typed-markers: the data gives no entity types; "
