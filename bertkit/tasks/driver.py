@@ -240,8 +240,9 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     """Run ``cfg`` once per seed in ``<output_dir>/seed-<N>/`` and summarise (module docstring).
 
     Every seed folder is checked before the first seed trains. With ``--resume`` a seed whose
-    folder has ``results.json`` is kept as it is, one with a started run is resumed, one with
-    none is started.
+    folder has ``results.json`` is kept as it is, one with a checkpoint is resumed, one without
+    (never started, or stopped before its first checkpoint) is started again. A stopped seed's
+    message names ``--resume --output-dir <output_dir>``, which continues all the seeds.
 
     Returns:
         the summary (also ``summary.json``): ``seeds``, ``runs`` (folder per seed),
@@ -257,7 +258,8 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     from bertkit.data.sets import canonical_data
     from bertkit.io import write_json
     from bertkit.training.devices import is_main_process, rank
-    from bertkit.training.rundir import _holds_run, check_run_dir, default_run_dir
+    from bertkit.training.checkpoint import list_checkpoints
+    from bertkit.training.rundir import RunStopped, _holds_run, check_run_dir, default_run_dir
 
     data = canonical_data(cfg.data)
     root = Path(cfg.output_dir) if cfg.output_dir else default_run_dir(task.name, data)
@@ -268,9 +270,12 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     runs = []
     for seed in seeds:
         sub = dataclasses.replace(cfg, seed=seed, seeds=None, output_dir=str(root / f"seed-{seed}"))
-        done = cfg.resume and (Path(sub.output_dir) / "results.json").is_file()
-        if cfg.resume and not done and not _holds_run(Path(sub.output_dir)):
-            sub.resume = False  # this seed never started: start it
+        folder = Path(sub.output_dir)
+        done = cfg.resume and (folder / "results.json").is_file()
+        if cfg.resume and not done and not list_checkpoints(folder / "checkpoints"):
+            # never started, or stopped before its first checkpoint: nothing to continue, so
+            # start it again (its partial files, e.g. metrics.jsonl, are replaced)
+            sub.resume, sub.overwrite = False, _holds_run(folder)
         if not done:
             check_run_dir(Path(sub.output_dir), sub.resume, sub.overwrite)
         runs.append((seed, sub, done))
@@ -282,7 +287,11 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
         if done:
             results[seed] = json.loads((Path(sub.output_dir) / "results.json").read_text("utf-8"))
         else:
-            results[seed] = _finetune_one(task, sub, console)
+            try:
+                results[seed] = _finetune_one(task, sub, console)
+            except RunStopped as stop:  # continue every seed, not only this one
+                raise stop.continue_with(f"the same command with --resume --output-dir {root} "
+                                         f"(finished seeds are kept)") from None
     if not is_main_process():
         return {"task": task.name, "rank": rank(), "seeds": seeds}
     summary = {"task": task.name, "data": data, "model": results[seeds[0]].get("model"),

@@ -193,3 +193,37 @@ def test_pretrain_uses_the_same_length_check(tmp_path, tiny_encoder):
     assert "--max-seq-length 1024 exceeds the model's 512 positions (expected at most 512)" \
         in " ".join(res.output.split())
     assert not (out / "config.yaml").exists()
+
+
+def test_seeds_resume_restarts_a_seed_without_checkpoint_and_names_the_root(
+        tmp_path, ner_dir, tiny_encoder, monkeypatch):
+    from bertkit.tasks import driver
+    from bertkit.training.rundir import RunStopped
+
+    out = tmp_path / "seeds"
+    args = ["finetune", "ner", "--data", str(ner_dir), "--model", tiny_encoder, "-o", str(out),
+            "--device", "cpu", "--epochs", "1", "--batch-size", "2", "--seeds", "1,2"]
+    one = driver._finetune_one
+
+    def stop_seed_2(task, sub, console=None):
+        if sub.seed == 2:  # as a signal after seed 2's checkpoint at step 3 would
+            raise RunStopped("SIGTERM", 3, Path(sub.output_dir) / "checkpoints",
+                             Path(sub.output_dir))
+        return one(task, sub, console)
+
+    monkeypatch.setattr(driver, "_finetune_one", stop_seed_2)
+    res = runner.invoke(app, args)
+    assert res.exit_code == 143
+    text = " ".join(res.output.split())
+    assert f"--resume --output-dir {out} (finished seeds are kept)" in text
+    assert f"--output-dir {out}/seed-2" not in text
+    monkeypatch.setattr(driver, "_finetune_one", one)
+    # seed 2 stopped before its first checkpoint (a partial metrics.jsonl, no checkpoints/):
+    # --resume starts it again instead of failing with "no checkpoint"
+    (out / "seed-2").mkdir()
+    (out / "seed-2" / "metrics.jsonl").write_text('{"step": 1, "loss": 9.0}\n')
+    res = runner.invoke(app, args + ["--resume"])
+    assert res.exit_code == 0, res.output
+    assert "finished earlier, kept" in res.output
+    lines = (out / "seed-2" / "metrics.jsonl").read_text().splitlines()
+    assert '{"step": 1, "loss": 9.0}' not in lines and (out / "summary.json").is_file()
