@@ -50,6 +50,8 @@ def test_ner_task_text_is_the_training_sentences_without_tags(tmp_path):
     assert lines == ["Aspirin induced renal failure .",
                      "Cisplatin causes nephrotoxicity in rats .", "No entities here"]
     assert task_text_lines(str(data / "train.tsv")) == lines  # a CoNLL file directly
+    # --max-train-samples: the first N training sentences, as fine-tuning reads them
+    assert task_text_lines(f"ner:{data}", max_examples=2) == lines[:2]
 
 
 def test_relation_task_text_strips_markers_and_repeats(tmp_path):
@@ -57,6 +59,8 @@ def test_relation_task_text_strips_markers_and_repeats(tmp_path):
     lines = task_text_lines(f"re:{data}")
     assert lines == ["Aspirin inhibits COX-1 strongly .", "Low doses of warfarin raise INR ."]
     assert task_text_lines(str(data / "train.jsonl")) == lines
+    # N relation examples, then their shared sentences merged (RE_LINES' first two share one)
+    assert task_text_lines(f"re:{data}", max_examples=2) == lines[:1]
     assert not any(m in " ".join(lines) for m in ("<<", ">>", "[[", "]]"))
 
 
@@ -114,6 +118,17 @@ def _args(encoder, data, out, *extra):
             "--max-seq-length", "8", "--pretrain-batch-size", "2", "--masking", "token",
             "--tapt-epochs", "1", "--epochs", "1", "--batch-size", "2", "--device", "cpu",
             "--cache-dir", str(out.parent / "cache"), "-o", str(out), *extra]
+
+
+def test_adapt_tapt_reads_the_same_max_train_samples(tiny_encoder, ner_dir, tmp_path):
+    out = tmp_path / "run"
+    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--max-train-samples", "1"))
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stages"]["task_text"]["sentences"] == 1
+    assert summary["stages"]["task_text"]["max_examples"] == 1
+    assert (out / "pretrain" / "task_text.txt").read_text() == "Aspirin induced renal failure .\n"
+    assert "1 document " in " ".join(res.output.split()) or "1 document;" in res.output
 
 
 def test_adapt_end_to_end_resumes_and_compares(tiny_encoder, ner_dir, tmp_path):

@@ -35,7 +35,7 @@ def adapt_cli(
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Fine-tuning epochs. \\[default: the task's, 3]", min=1)] = None,
     lr: Annotated[Optional[float], typer.Option("--lr", help="Fine-tuning peak learning rate. \\[default: the task's]")] = None,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", "-b", help="Fine-tuning batch size. \\[default: the task's]", min=1)] = None,
-    max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Fine-tune on the first N training examples only.", min=1)] = None,
+    max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Fine-tune on the first N training examples only (TAPT on the task's own data reads the same N).", min=1)] = None,
     max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Score the first N dev and test examples only.", min=1)] = None,
     finetune_recipe: Annotated[Optional[Path], typer.Option("--finetune-recipe", help="A finetune recipe (file or name, e.g. bc5cdr-ner-minilm) under the fine-tuning options above.")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Pretraining seed, and the fine-tuning seed without --seeds. \\[default: 42]")] = None,

@@ -62,7 +62,9 @@ class AdaptConfig:
         tapt_epochs: TAPT passes over the task text's packed sequences.
         masking, pretrain_lr, pretrain_batch_size, max_seq_length, head_warmup_steps: passed to
             both pretraining stages; pretrain_recipe: a ``pretrain`` recipe under them.
-        epochs, lr, batch_size, max_train_samples, max_eval_samples: passed to fine-tuning;
+        epochs, lr, batch_size, max_train_samples, max_eval_samples: passed to fine-tuning
+            (``max_train_samples`` also limits TAPT on the task's own data, ``task_text`` of
+            ``task`` or the fine-tuning ``TASK:DATA``, to those examples);
             finetune_recipe: a ``finetune TASK`` recipe under them.
         seed: pretraining seed and the fine-tuning seed without ``seeds``; seeds: fine-tuning
             seeds, comma-separated (``1,2,3``): one fine-tuning run each, mean and spread.
@@ -487,14 +489,18 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
 
     text_file = None
     if text_spec:
-        lines = task_text_lines(text_spec)
+        # TAPT on the task's own data reads the examples fine-tuning trains on: the first
+        # --max-train-samples of them when that is given (Gururangan et al. 2020, sec. 4)
+        own = text_spec == f"{cfg.task}:{ft_probe.data}"
+        lines = task_text_lines(text_spec, cfg.max_train_samples if own else None)
         text_file = root / "pretrain" / "task_text.txt"
         text_file.parent.mkdir(parents=True, exist_ok=True)
         new = "".join(line + "\n" for line in lines)
         if not text_file.is_file() or text_file.read_text(encoding="utf-8") != new:
             write_text(text_file, new)
         summary["stages"]["task_text"] = {"source": text_spec, "file": str(text_file),
-                                          "sentences": len(lines)}
+                                          "sentences": len(lines),
+                                          "max_examples": cfg.max_train_samples if own else None}
     save()
     try:
         model = _stages(cfg, root, base, text_file, summary, save, console)

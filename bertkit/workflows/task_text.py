@@ -40,7 +40,7 @@ def _from_file(path: Path) -> list[str]:
     return [text for _, text in read_lines(path)]
 
 
-def task_text_lines(spec: str) -> list[str]:
+def task_text_lines(spec: str, max_examples: int | None = None) -> list[str]:
     """The training sentences of a task data set as plain text lines (TAPT input).
 
     Args:
@@ -49,6 +49,9 @@ def task_text_lines(spec: str) -> list[str]:
             directory with the task's split files; or a file: ``.conllu`` (CoNLL-U words),
             ``.jsonl`` (relation JSONL, markers stripped), a CoNLL token/tag file, or plain text
             (one sentence a line).
+        max_examples: read only the first N training examples (sentences; relation pairs
+            before their shared sentences are merged), as fine-tuning's
+            ``--max-train-samples`` does; None reads them all.
 
     Returns:
         the distinct sentences of the training split (or of the file), words joined by single
@@ -84,7 +87,7 @@ def task_text_lines(spec: str) -> list[str]:
         raise BertkitError(f"--task-text {spec!r} is neither TASK:DATA nor a file",
                            expected="ner:DATA, re:DATA, dep:DATA (e.g. ner:bc5cdr) or a "
                                     "CoNLL, JSONL, CoNLL-U or text file")
-    out = _distinct(lines)
+    out = _distinct(lines[:max_examples])
     if not out:
         raise BertkitError("no text in the task data", file=where,
                            expected="a training split with sentences")

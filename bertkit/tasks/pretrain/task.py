@@ -129,7 +129,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     if console:
         source = cfg.model if cfg.model else f"new {cfg.config} BERT, vocabulary {cfg.vocab}"
         console.print(
-            f"corpus: {len(stream.ids):,} tokens, {stream.documents:,} documents "
+            f"corpus: {len(stream.ids):,} tokens, {stream.documents:,} "
+            f"document{'' if stream.documents == 1 else 's'} "
             f"{f'({stream.skipped_lines:,} bad lines skipped) ' if stream.skipped_lines else ''}"
             f"({'cached' if stream.cached else 'tokenised'}: {stream.path}); "
             f"{n_pairs if pairs else len(sequences):,} "
