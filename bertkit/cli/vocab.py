@@ -48,6 +48,9 @@ def build_cli(
     Then re-encode the corpus with it and report the coverage: the [UNK] rate and the
     characters left out of the alphabet with their counts (also in stats.json), with a warning
     when any piece is [UNK].
+
+    On a small corpus two runs can differ in a few pieces: tokenizers' trainer breaks ties
+    between equally frequent merges in hash-map order (huggingface/tokenizers#1794).
     """
     from bertkit.vocab.build import build_vocab
     from bertkit.vocab.coverage import coverage_line

@@ -131,6 +131,11 @@ def train_wordpiece(batches: Iterable[list[str]], *, size: int, uncased: bool,
     Returns:
         Learned tokens, most important first (special tokens first), before alphabet completion.
 
+    Determinism: the trainer breaks ties between merges of equal count by token ids that it
+    assigns in hash-map order, so on a small corpus (many ties) two runs can return a few
+    different pieces (huggingface/tokenizers#1794, open as of tokenizers 0.23); large corpora
+    rarely tie near the vocabulary's cut.
+
     Reference:
         Wu et al. (2016), sec. 4.1; Devlin et al. (2019), sec. 3.
     """
