@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 from bertkit import recipes
 from bertkit.cli import app
 from bertkit.recipes import load_recipe, run_settings
+from bertkit.config import build_config
 from bertkit.errors import BertkitError
+from bertkit.tasks.ner import NERConfig
 from tests.conftest import write_ner_dir
 
 runner = CliRunner()
@@ -206,3 +208,20 @@ def test_a_complete_stage_is_kept_when_a_recipe_is_resumed(tmp_path, monkeypatch
     stage = recipes.Stage("main", "finetune ner", {"resume": True})
     results, product = recipes.run_stage(stage, out)
     assert results == {"test": {"f1": 0.5}} and product == str(out / "model")
+
+
+@pytest.mark.parametrize("text, seeds", [("seeds: [1, 2, 3]", "1,2,3"), ("seeds: 7", "7"),
+                                         ("seeds: '1,2'", "1,2"), ("seeds: [4]", "4")])
+def test_recipe_seeds_as_a_list_an_int_or_text(tmp_path, text, seeds):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(text + "\n")
+    cfg = run_settings(NERConfig, "finetune ner", {}, recipe)
+    assert cfg.seeds == seeds
+    cfg.validate()  # parse_seeds accepts what was kept
+
+
+@pytest.mark.parametrize("value", [["a", 2], [True], [], 1.5])
+def test_recipe_seeds_of_another_kind_are_refused_naming_the_file(tmp_path, value):
+    with pytest.raises(BertkitError, match=r"r\.yaml.*option 'seeds' has the value .*a list of "
+                                           r"integers or one integer"):
+        build_config(NERConfig, {"seeds": value}, source=str(tmp_path / "r.yaml"))

@@ -227,3 +227,19 @@ def test_seeds_resume_restarts_a_seed_without_checkpoint_and_names_the_root(
     assert "finished earlier, kept" in res.output
     lines = (out / "seed-2" / "metrics.jsonl").read_text().splitlines()
     assert '{"step": 1, "loss": 9.0}' not in lines and (out / "summary.json").is_file()
+
+
+def test_seeds_summary_names_the_metric_the_run_selected_by(tmp_path, ner_dir, tiny_encoder):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("seeds: [1]\nepochs: 1\nbatch_size: 2\n")
+    out = tmp_path / "seeds"
+    res = runner.invoke(app, ["finetune", "ner", "--data", str(ner_dir), "--model", tiny_encoder,
+                              "-o", str(out), "--device", "cpu", "--metric", "token-macro",
+                              "--recipe", str(recipe)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["seeds"] == [1]
+    assert summary["select_metric"] == "token_macro_f1"  # not NER's default, f1
+    run = json.loads((out / "seed-1" / "results.json").read_text())
+    assert run["select_metric"] == "token_macro_f1"
+    assert "selected by dev token_macro_f1" in " ".join(res.output.split())

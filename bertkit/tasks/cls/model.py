@@ -19,7 +19,6 @@ from torch import nn
 
 from bertkit.encoders import LOAD_ERRORS, _short, load_tokenizer, quiet_transformers
 from bertkit.errors import BertkitError
-from bertkit.tasks.common import balanced_weights  # noqa: F401  (shared with re)
 
 META_FILE = "bertkit.json"
 

@@ -105,6 +105,13 @@ def test_tsv_blank_lines_and_a_header_without_the_named_columns(tmp_path):
     assert len(read_examples(p, Columns(text="sentence"), labelled=False).examples) == 3
 
 
+def _with_bad_second_line(tmp_path, line):
+    """``train.jsonl`` with one good line, then ``line``."""
+    p = tmp_path / "train.jsonl"
+    p.write_text('{"text": "fine", "label": "a"}\n' + line + "\n", encoding="utf-8")
+    return p
+
+
 @pytest.mark.parametrize("line,message", [
     ('{"text": null, "label": "a"}', "'text' is null, expected a string"),
     ('{"text": 7, "label": "a"}', "'text' is the number 7, expected a string"),
@@ -116,8 +123,7 @@ def test_tsv_blank_lines_and_a_header_without_the_named_columns(tmp_path):
     ('{"text": "ok", "label": ""}', "'label' is empty, expected a label"),
 ])
 def test_jsonl_messages_say_what_the_field_is(tmp_path, line, message):
-    p = tmp_path / "train.jsonl"
-    p.write_text('{"text": "fine", "label": "a"}\n' + line + "\n", encoding="utf-8")
+    p = _with_bad_second_line(tmp_path, line)
     with pytest.raises(BertkitError) as err:
         read_examples(p)
     assert str(err.value).startswith(f"{p}:2: {message}")
@@ -146,3 +152,19 @@ def test_integer_label_among_string_labels_is_refused(tmp_path):
     assert read_examples(p, Columns(multi_label=True)).examples[0].label == ["2", "a"]
     p.write_text('{"text": "x", "label": "a"}\n{"text": "y", "label": 5}\n', encoding="utf-8")
     assert [x.label for x in read_examples(p, labelled=False).examples] == [None, None]
+
+
+@pytest.mark.parametrize("line,message", [
+    ('{"text": "ok", "label": "a"', "not JSON"),
+    ('{"sentence": "ok", "label": "a"}', "no text field 'text'"),
+    ('{"text": "ok"}', "no label field 'label'"),
+    ('{"text": "ok", "label": ["a", "b"]}', "--multi-label"),
+    ('{"text": "", "label": "a"}', "is empty"),
+    ('["text", "label"]', "not a JSON object"),
+])
+def test_bad_lines_name_file_and_line(tmp_path, line, message):
+    p = _with_bad_second_line(tmp_path, line)
+    with pytest.raises(BertkitError) as err:
+        read_examples(p)
+    assert f"{p}:2:" in str(err.value) and message in str(err.value)
+    assert len(read_examples(p, skip_bad_lines=True).bad_lines) == 1

@@ -1,6 +1,3 @@
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -53,23 +50,6 @@ def test_multi_label_indicators(tokenizer):
     batch = collate(encode(ex, tokenizer, {"a": 0, "b": 1}, 16, multi_label=True),
                     tokenizer.pad_token_id)
     assert batch["labels"].tolist() == [[1.0, 1.0], [0.0, 0.0]]
-
-
-@pytest.mark.parametrize("line,message", [
-    ('{"text": "ok", "label": "a"', "not JSON"),
-    ('{"sentence": "ok", "label": "a"}', "no text field 'text'"),
-    ('{"text": "ok"}', "no label field 'label'"),
-    ('{"text": "ok", "label": ["a", "b"]}', "--multi-label"),
-    ('{"text": "", "label": "a"}', "is empty"),
-    ('["text", "label"]', "not a JSON object"),
-])
-def test_bad_lines_name_file_and_line(tmp_path, line, message):
-    p = tmp_path / "train.jsonl"
-    p.write_text('{"text": "fine", "label": "a"}\n' + line + "\n", encoding="utf-8")
-    with pytest.raises(BertkitError) as err:
-        read_examples(p)
-    assert f"{p}:2:" in str(err.value) and message in str(err.value)
-    assert len(read_examples(p, skip_bad_lines=True).bad_lines) == 1
 
 
 def test_csv_and_tsv_with_named_columns(tmp_path):

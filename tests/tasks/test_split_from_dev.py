@@ -1,6 +1,7 @@
 """``--split-from-dev`` with ``--max-*-samples``: the note, the printed summary and
 ``results.json`` give the counts actually trained on and selected by, the split's own sizes
-under ``split_train``/``split_dev`` (every task goes through the driver's ``load_splits``)."""
+under ``split_train``/``split_dev`` (every task goes through the driver's ``load_splits``); and
+``evaluate --split dev`` of such a run warns that the whole dev file is scored."""
 
 from __future__ import annotations
 
@@ -65,3 +66,51 @@ def test_finetune_prints_and_records_the_count_trained_on(tmp_path, tiny_encoder
     split = json.loads((run / "results.json").read_text())["split_from_dev"]
     assert (split["train"], split["dev"], split["split_train"], split["split_dev"]) == \
         (50, 7, 63, 7)
+
+
+def _fake_run(root, split_from_dev):
+    (root / "model").mkdir(parents=True)
+    (root / "results.json").write_text(json.dumps({"task": "ner", "split_from_dev": split_from_dev}))
+    return root
+
+
+HELD = {"fraction": 0.1, "source": "/data/x/dev.txt", "train": 90, "dev": 10, "automatic": False}
+
+
+def test_held_out_note_warns_that_the_whole_dev_file_is_scored(tmp_path):
+    from rich.console import Console
+
+    from bertkit.cli.evaluate import held_out_note
+
+    run = _fake_run(tmp_path / "run", HELD)
+    console = Console(record=True, width=200)
+    for model in (run, run / "model"):  # the run directory or its model/ folder
+        warning = held_out_note("ner", str(model), "dev", console)
+        assert "/data/x/dev.txt" in warning and "90 trained on, 10 held out" in warning
+        assert f'"dev" in {run / "results.json"}' in warning
+    assert "warning:" in console.export_text()
+    assert held_out_note("ner", str(run), "test", None) is None  # test is never trained on
+    plain = _fake_run(tmp_path / "plain", None)
+    assert held_out_note("ner", str(plain), "dev", None) is None
+    # a parser of a set without a train file: evaluate dep scores the held-out tenth itself
+    genia = _fake_run(tmp_path / "genia", {**HELD, "automatic": True})
+    assert held_out_note("dep", str(genia), "dev", None) is None
+    assert held_out_note("ner", str(genia), "dev", None) is not None
+
+
+def test_evaluate_dev_after_split_from_dev_warns(tmp_path, ner_dir, tiny_encoder):
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "ner", "--data", str(ner_dir), "--model", tiny_encoder,
+                              "-o", str(run), "--device", "cpu", "--epochs", "1",
+                              "--batch-size", "2", "--split-from-dev", "0.5"])
+    assert res.exit_code == 0, res.output
+    held = json.loads((run / "results.json").read_text())["split_from_dev"]
+    assert held["fraction"] == 0.5 and held["dev"] >= 1
+    res = runner.invoke(app, ["evaluate", "ner", "-m", str(run), "--data", str(ner_dir),
+                              "--split", "dev", "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "warning:" in text and "the dev split scored here is the whole file" in text
+    res = runner.invoke(app, ["evaluate", "ner", "-m", str(run), "--data", str(ner_dir),
+                              "--split", "test", "--device", "cpu"])
+    assert res.exit_code == 0 and "whole file" not in res.output
