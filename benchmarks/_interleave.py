@@ -1,0 +1,44 @@
+"""What the side-by-side benchmarks share: the machine's load, the interleaved order of the sides
+and the median (min-max) summary of repeated measurements.
+
+Fairness rules (benchmarks/README.md): the sides alternate within one run (repeat 1: A, B, C;
+repeat 2: C, B, A; ...), so a change of machine load hits every side; each measurement records
+the 1-minute load average before and after; figures are medians with their min and max over
+seeds or repeats, and a ratio is the ratio of the medians.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from typing import Sequence
+
+
+def load1() -> float:
+    """The 1-minute load average, rounded to 0.01."""
+    return round(os.getloadavg()[0], 2)
+
+
+def side_order(sides: Sequence[str], repeat: int) -> tuple[str, ...]:
+    """The order of ``sides`` in the 0-based ``repeat``: as given on even repeats, reversed on odd.
+
+    >>> side_order(("stock", "bertkit"), 1)
+    ('bertkit', 'stock')
+    """
+    return tuple(sides) if repeat % 2 == 0 else tuple(reversed(sides))
+
+
+def spread(values: Sequence[float]) -> str:
+    """``median M (min a, max b)`` of ``values``, two decimals.
+
+    >>> spread([3.0, 1.0, 2.0])
+    'median    2.00 (min 1.00, max 3.00)'
+    """
+    return f"median {statistics.median(values):7.2f} (min {min(values):.2f}, max {max(values):.2f})"
+
+
+def shared_note(before: float, after: float, threads: int) -> str:
+    """Whether the machine was shared during a measurement: a 1-minute load average above the
+    threads the benchmark itself uses (plus 0.5 for noise), before or after, marks it."""
+    shared = max(before, after) > threads + 0.5
+    return f"load {before}->{after}" + (" (SHARED: other work on the machine)" if shared else "")
