@@ -1,8 +1,11 @@
-"""Summarise several seeds of ``ner_vs_stock.py`` (stock recipe and bertkit in the same run).
+"""Summarise the per-seed JSON files of the old, one-seed-per-run ``ner_vs_stock.py`` (history).
+
+``benchmarks/ner_vs_stock.py`` now runs the seeds itself, interleaved, and prints their summary
+(``--seeds 1,2,3``); this script only re-reads the history runs of the README's three-seed
+table, made before issue 16 by the script as it was then (``git show
+07819f1:benchmarks/ner_vs_stock.py``, ``--seed S``: one run per seed, stock then bertkit).
 
 Usage:
-    for s in 42 7 1; do BERTKIT_DATA=../shared/data python benchmarks/ner_vs_stock.py --skip-recipe \\
-        --seed $s --json benchmarks/results/ner_vs_stock_pack_seed$s.json; done
     python benchmarks/ner_seeds.py benchmarks/results/ner_vs_stock_pack_seed*.json
 
 Prints, per seed and as the mean over seeds: test entity F1 of both (seqeval default mode, as the
