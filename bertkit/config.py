@@ -30,6 +30,13 @@ def field_names(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
 
 
+def field_defaults(cfg: Any) -> dict[str, Any]:
+    """``{name: default}`` of a config dataclass's fields that have a plain default (as
+    :func:`to_dict` would write it; fields with a default factory are left out)."""
+    return {f.name: f.default for f in dataclasses.fields(cfg)
+            if f.default is not dataclasses.MISSING}
+
+
 def build_config(cls: type[C], *layers: dict[str, Any] | None, source: str = "options") -> C:
     """Build dataclass ``cls`` from its defaults overlaid with each layer in turn.
 

@@ -129,6 +129,16 @@ def test_adapt_tapt_reads_the_same_max_train_samples(tiny_encoder, ner_dir, tmp_
     assert summary["stages"]["task_text"]["max_examples"] == 1
     assert (out / "pretrain" / "task_text.txt").read_text() == "Aspirin induced renal failure .\n"
     assert "1 document " in " ".join(res.output.split()) or "1 document;" in res.output
+    # another sample rewrites the text in place: TAPT runs again on it, not kept from before
+    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--max-train-samples", "2"))
+    assert res.exit_code == 0, res.output
+    assert "stage TAPT pretraining (settings changed since the last run" in \
+        " ".join(res.output.split())
+    from bertkit.workflows.adapt import text_fingerprint
+
+    tapt = json.loads((out / "pretrain" / "tapt" / "stage.json").read_text())["settings"]
+    assert tapt["text"] == text_fingerprint(str(out / "pretrain" / "task_text.txt"))
+    assert json.loads((out / "summary.json").read_text())["stages"]["task_text"]["sentences"] == 2
 
 
 def test_adapt_end_to_end_resumes_and_compares(tiny_encoder, ner_dir, tmp_path):

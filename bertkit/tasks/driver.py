@@ -26,7 +26,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Sequence
 
-from bertkit.config import dump_yaml, to_dict
+from bertkit.config import dump_yaml, field_defaults, to_dict
 from bertkit.errors import BertkitError
 from bertkit.tasks.base import Task, TaskData
 
@@ -193,7 +193,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir(task.name, cfg.data)
     cfg.output_dir = str(run_dir)
     settings = {**to_dict(cfg), "model": model_name}
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg))
     check_length(cfg.max_length, model_position_limit(model_name))
     runtime = make_runtime(cfg.device, cfg.precision)
     data = load_splits(task, cfg, console)

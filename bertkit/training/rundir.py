@@ -194,13 +194,15 @@ def _read_saved(saved_file: Path) -> dict | None:
                            expected="the config.yaml that bertkit wrote for this run") from None
 
 
-def check_resume_settings(path: Path, settings: dict) -> None:
+def check_resume_settings(path: Path, settings: dict, defaults: dict | None = None) -> None:
     """Refuse to resume the run in ``path`` with settings other than its saved ``config.yaml``.
 
     A resumed run continues the saved one exactly (same data order, schedule and model), so only
     the settings in :data:`RESUME_MAY_CHANGE` may differ (the CLI starts a resumed run from the
     saved settings, :func:`saved_settings`, so only flags given explicitly can differ).
     ``settings`` is the dict the task writes as ``config.yaml``; a run without one is not checked.
+    ``defaults``: the config's field defaults; a setting the saved run lacks (added by a later
+    bertkit) is accepted at its default, the behaviour the saved run had before it existed.
 
     Raises:
         BertkitError: naming every setting that differs, with its saved and new value.
@@ -214,9 +216,11 @@ def check_resume_settings(path: Path, settings: dict) -> None:
     if saved is None:
         return
     now = yaml.safe_load(dump_yaml(settings))
+    defaults = yaml.safe_load(dump_yaml(defaults)) if defaults else {}  # same form as now
     diffs = [f"{key}: saved {saved.get(key)!r}, now {now.get(key)!r}"
              for key in list(now) + [k for k in saved if k not in now]
-             if key not in RESUME_MAY_CHANGE and saved.get(key) != now.get(key)]
+             if key not in RESUME_MAY_CHANGE and saved.get(key) != now.get(key)
+             and not (key not in saved and key in defaults and now.get(key) == defaults[key])]
     if diffs:
         raise BertkitError("--resume with settings that differ from the saved run: "
                            + "; ".join(diffs), file=saved_file,
@@ -242,10 +246,11 @@ def saved_settings(output_dir: str | Path | None, fields) -> dict | None:
 
 
 def check_run_dir(path: Path, resume: bool, overwrite: bool,
-                  settings: dict | None = None) -> None:
+                  settings: dict | None = None, defaults: dict | None = None) -> None:
     """The checks of :func:`prepare_run_dir` that need no writing, to run before any loading.
 
-    ``settings``: with ``resume``, the new run's config, checked by :func:`check_resume_settings`.
+    ``settings``: with ``resume``, the new run's config, checked by :func:`check_resume_settings`
+    (``defaults``: the config's field defaults, see there).
 
     Raises:
         BertkitError: as :func:`prepare_run_dir`, except for write failures; settings that differ
@@ -272,7 +277,7 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool,
                            expected="--resume to continue it, --overwrite to replace it, "
                                     "or another --output-dir")
     if resume and settings is not None:
-        check_resume_settings(path, settings)
+        check_resume_settings(path, settings, defaults)
     if resume and (path / "results.json").is_file():
         raise RunComplete(path)
 

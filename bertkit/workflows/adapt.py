@@ -254,6 +254,28 @@ def input_fingerprint(model: str | Path) -> str | None:
     return hashlib.sha1(marker.read_bytes()).hexdigest()[:16] if marker.is_file() else None
 
 
+def text_fingerprint(paths: list[str] | str) -> str:
+    """A short hash of the text a stage reads (files, or directories of them; comma-separated
+    paths): the bytes of a file up to 64 MiB, its size and modification time above that. A stage's
+    settings include it, so a stage whose text changed in place (e.g. TAPT text written for another
+    ``--max-train-samples``) runs again."""
+    import hashlib
+
+    digest = hashlib.sha1()
+    names = [p for p in (paths.split(",") if isinstance(paths, str) else paths) if p]
+    for name in names:
+        path = Path(name).expanduser()
+        files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+        for f in files:
+            digest.update(str(f).encode())
+            if not f.is_file():
+                continue
+            stat = f.stat()
+            digest.update(f.read_bytes() if stat.st_size <= 64 << 20
+                          else f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
 def _interrupted(folder: Path) -> bool:
     """Whether ``folder`` holds a stopped training run that ``--resume`` can continue (a step
     checkpoint, or its ``results.json`` when only ``stage.json`` is missing its results); a run
@@ -314,8 +336,8 @@ def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
             go_on = resume is not None and _interrupted(folder)
         else:
             key = changed[0]
-            what = "its input was produced again" if key == "input" else \
-                f"{key}: {old[key]!r}, now {settings[key]!r}"
+            what = {"input": "its input was produced again",
+                    "text": "its text changed"}.get(key, f"{key}: {old[key]!r}, now {settings[key]!r}")
             note = f" (settings changed since the last run, {what}: running it again"
             step = _last_step(folder) if not finished else None
             note += f"; the stopped run's checkpoint at step {step} is replaced)" if step else ")"
@@ -409,7 +431,8 @@ def extend_stage(cfg: AdaptConfig, model: str, ranking: list[str], folder: Path,
 
     res = run_stage("vocabulary extension", folder, {
         "model": model, "input": input_fingerprint(model), "add": cfg.extend_vocab,
-        "vocab": cfg.extend_vocab_from, "corpus": ranking}, extend, cfg.overwrite, console)
+        "vocab": cfg.extend_vocab_from, "corpus": ranking, "text": text_fingerprint(ranking)},
+        extend, cfg.overwrite, console)
     return str(out), {"model": str(out), **res}
 
 
@@ -437,7 +460,7 @@ def pretrain_stage(cfg: AdaptConfig, name: str, model: str, corpus: str, folder:
                             ("steps", "train", "valid", "valid_initial", "train_seconds",
                              "tokens_per_second", "masking"))
     settings = {k: v for k, v in dataclasses.asdict(pt).items() if k not in ("overwrite", "resume")}
-    settings["input"] = input_fingerprint(model)
+    settings["input"], settings["text"] = input_fingerprint(model), text_fingerprint(corpus)
     res = run_stage(f"{name.upper()} pretraining", folder, settings, run, cfg.overwrite, console,
                     resume)
     return str(folder / "model"), {"model": str(folder / "model"), **extra, **res}
@@ -506,8 +529,8 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
         model = _stages(cfg, root, base, text_file, summary, save, console)
     except RunStopped as stop:
         raise stop.continue_with(
-            f"the same bertkit adapt command again (output directory {root}): finished stages "
-            f"are skipped and this one continues from step {stop.step}") from None
+            f"the same bertkit adapt command with --output-dir {root}: finished stages are "
+            f"skipped and this one continues from step {stop.step}") from None
     if console:
         console.print(comparison_table(summary, f"{cfg.task}: {ft_probe.data}"))
         console.print(f"run directory: {root} (adapted encoder: {model}; summary.json)",

@@ -59,9 +59,14 @@ def _plain(data: Any) -> Any:
     return json.loads(json.dumps(data, default=str))
 
 
+NOT_VOCABULARY = frozenset({"out", "overwrite", "show_progress", "resume"})
+"""``vocab build`` settings that do not change the vocabulary: ``out`` (the folder that holds the
+record: a moved run still matches), ``overwrite`` and progress display."""
+
+
 def _where_free(settings: dict[str, Any]) -> dict[str, Any]:
-    """The settings but ``out`` (the folder that holds the record: a moved run still matches)."""
-    return {k: v for k, v in settings.items() if k != "out"}
+    """The settings that make the vocabulary (all but :data:`NOT_VOCABULARY`)."""
+    return {k: v for k, v in settings.items() if k not in NOT_VOCABULARY}
 
 
 def finished_vocab(name: str, settings: dict[str, Any]) -> dict | None:
@@ -77,7 +82,7 @@ def finished_vocab(name: str, settings: dict[str, Any]) -> dict | None:
     if not marker.is_file():
         return None
     done = json.loads(marker.read_text(encoding="utf-8"))
-    old, now = done.get("settings") or {}, _plain(_where_free(settings))
+    old, now = _where_free(done.get("settings") or {}), _plain(_where_free(settings))
     changed = [k for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)]
     if changed:
         key = changed[0]

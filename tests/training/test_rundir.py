@@ -53,6 +53,26 @@ def test_resume_refuses_other_settings_but_allows_output_ones(tmp_path):
     assert "logging_steps" not in msg and "config.yaml" in msg
 
 
+def test_resume_of_a_run_saved_before_a_setting_existed(tmp_path):
+    """A run saved by an older bertkit lacks settings added since (e.g. finetune re's
+    class_weights): at their default the resume goes on; at another value it is refused."""
+    from bertkit.config import dump_yaml, field_defaults
+    from bertkit.tasks.re.config import REConfig
+    from bertkit.training.rundir import check_run_dir
+
+    now = {"data": "chemprot", "lr": 2e-4, "class_weights": "none"}
+    saved = {k: v for k, v in now.items() if k != "class_weights"}
+    (tmp_path / "config.yaml").write_text(dump_yaml(saved))
+    write_json(tmp_path / "metrics.jsonl", {})
+    defaults = field_defaults(REConfig())
+    assert defaults["class_weights"] == "none"
+    check_run_dir(tmp_path, True, False, now, defaults)
+    with pytest.raises(BertkitError, match="class_weights: saved None, now 'balanced'"):
+        check_run_dir(tmp_path, True, False, {**now, "class_weights": "balanced"}, defaults)
+    with pytest.raises(BertkitError, match="class_weights: saved None, now 'none'"):
+        check_run_dir(tmp_path, True, False, now)  # without defaults: every difference counts
+
+
 def test_a_failed_start_is_not_a_run(tmp_path):
     (tmp_path / "config.yaml").write_text("lr: 1\n")
     (tmp_path / "environment.json").write_text("{}")

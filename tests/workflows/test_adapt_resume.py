@@ -62,7 +62,7 @@ def test_rerun_continues_a_stopped_tapt_stage_and_keeps_its_checkpoint(
     step = int(saved[0][5:])
     assert 0 < step < total
     assert f"stopped by SIGTERM at step {step}; checkpoint saved in {tapt / 'checkpoints'}" in text
-    assert f"to continue, run the same bertkit adapt command again (output directory {out})" in text
+    assert f"to continue, run the same bertkit adapt command with --output-dir {out}" in text
     assert "--resume" not in text  # adapt has no --resume: the same command continues
     assert json.loads((tapt / "stage.json").read_text())["results"] is None  # started, not done
     logged = (tapt / "metrics.jsonl").read_text()

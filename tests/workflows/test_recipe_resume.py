@@ -91,6 +91,22 @@ def test_a_vocab_stage_built_with_other_settings_is_refused(tmp_path):
     assert (out / "vocab" / "stage.json").is_file()  # nothing removed
 
 
+def test_a_vocab_stage_kept_when_only_overwrite_or_progress_differ(tmp_path):
+    """After ``--set overwrite=true`` the plain rerun keeps the vocabulary (overwrite and the
+    progress display do not make it); a real setting still refuses."""
+    from bertkit.errors import BertkitError
+    from bertkit.workflows.recipe_stages import finished_vocab, record_vocab
+
+    out = tmp_path / "vocab"
+    out.mkdir()
+    built = {"out": str(out), "size": 100, "overwrite": True, "show_progress": True}
+    record_vocab("vocab", built, {"size": 100})
+    again = {**built, "overwrite": None, "show_progress": False}
+    assert finished_vocab("vocab", again) == {"size": 100}
+    with pytest.raises(BertkitError, match=r"size: 100, now 200"):
+        finished_vocab("vocab", {**again, "size": 200})
+
+
 @pytest.mark.parametrize("holds", [False, True])
 def test_continue_settings_resumes_only_a_started_run(tmp_path, holds):
     from bertkit.workflows.recipe_stages import continue_settings

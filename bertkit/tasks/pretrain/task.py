@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from rich.console import Console
 
-from bertkit.config import dump_yaml, to_dict
+from bertkit.config import dump_yaml, field_defaults, to_dict
 from bertkit.encoders import default_model, load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path, write_json, write_text
@@ -66,7 +66,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("pretrain", _paths(cfg.corpus)[0])
     cfg.output_dir = str(run_dir)
     settings = {**to_dict(cfg), "sbo": cfg.use_sbo}
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings)
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg))
     runtime = make_runtime(cfg.device, cfg.precision)
     tokenizer = _tokenizer(cfg)
     with main_process_first(runtime.device):  # one process tokenises, the others read its cache

@@ -128,7 +128,7 @@ class RETask:
         negative = _negative(cfg.negative_label, labels, console)
         for split, xs in (("dev", dev_x), ("test", test_x)):
             warn_unseen(unseen_labels(full, xs), split, "label", console)
-        types = tuple(entity_types(train_x)) if cfg.typed_markers else ()
+        types = tuple(entity_types(full)) if cfg.typed_markers else ()  # as the labels
         if cfg.typed_markers and not types and console:
             console.print("[yellow]warning:[/] --typed-markers: the data gives no entity types; "
                           "untyped markers used", highlight=False)
