@@ -51,23 +51,41 @@ def warn_bad_lines(lines: Iterable[Any], console=None, shown: int = 20) -> int:
     return len(lines)
 
 
+def first_unseen(known: Iterable[str],
+                 uses: Iterable[tuple[str, str, int]]) -> dict[str, tuple[str, int]]:
+    """Labels of ``uses`` (``(label, file, 1-based line)`` in file order) that are not in
+    ``known``, each with the (file, line) of its first use.
+
+    >>> first_unseen({"a"}, [("a", "f", 1), ("b", "f", 2), ("b", "f", 3)])
+    {'b': ('f', 2)}
+    """
+    known, found = set(known), {}
+    for label, file, line in uses:
+        if label not in known and label not in found:
+            found[label] = (file, line)
+    return found
+
+
 def warn_unseen(found: Mapping[str, tuple[str, int]], split: str, what: str,
-                console=None) -> int:
-    """Warn, once per label, that a ``split`` (dev/test) label never occurs in the training data,
-    so the model cannot predict it and it is scored as missed. ``found`` maps each label to the
-    (file, 1-based line) of its first use; ``what`` names the label kind ("entity type",
-    "label", "relation"). Returns the number of such labels; prints nothing without a console.
+                console=None, against: str = "train") -> int:
+    """Warn, once per label, that a ``split`` label is unknown to the model, so it cannot be
+    predicted and is scored as missed: ``against`` ``"train"`` (fine-tuning: the label never
+    occurs in the training data) or ``"model"`` (evaluate: not among the saved model's labels).
+    ``found`` maps each label to the (file, 1-based line) of its first use (:func:`first_unseen`);
+    ``what`` names the label kind ("entity type", "label", "relation"). Returns the number of such
+    labels; prints nothing without a console.
 
     >>> warn_unseen({"Disease": ("test.tsv", 7)}, "test", "entity type")
     1
     """
     from rich.markup import escape
 
+    where = "not in train" if against == "train" else "not among the model's labels"
     if console:
         for label, (file, line) in found.items():
             console.print(f"[yellow]warning:[/] {file}:{line}: {what} '{escape(label)}' occurs in "
-                          f"{split} but not in train: the model cannot predict it (scored as "
-                          f"missed)", highlight=False)
+                          f"{split} but {where}: the model cannot predict it (scored as missed)",
+                          highlight=False)
     return len(found)
 
 

@@ -43,3 +43,39 @@ def test_label_examples_prefers_the_whole_training_file():
     assert data.label_examples == [1, 2]
     data.full_train = [1, 2, 3]
     assert data.label_examples == [1, 2, 3]
+
+
+def test_first_unseen_and_the_evaluate_wording():
+    from bertkit.tasks.common import first_unseen
+    from bertkit.tasks.ner.data import unseen_labels
+    from bertkit.data.conll import Sentence
+
+    uses = [("a", "f", 1), ("c", "f", 2), ("b", "f", 3), ("c", "f", 4)]
+    assert first_unseen(["a"], uses) == {"c": ("f", 2), "b": ("f", 3)}
+    sent = Sentence(["x", "y"], ["B-Chem", "B-Gene"])
+    assert list(unseen_labels({"Chem"}, [sent])) == ["Gene"]  # a set of known types
+    assert unseen_labels([sent], [sent]) == {}  # or the sentences they come from
+    console = Console(record=True, width=200)
+    warn_unseen({"Gene": ("t.tsv", 3)}, "dev", "entity type", console, against="model")
+    assert "t.tsv:3: entity type 'Gene' occurs in dev but not among the model's labels" in \
+        console.export_text()
+
+
+def test_evaluate_dep_names_a_relation_the_parser_lacks(tmp_path, tiny_encoder):
+    from typer.testing import CliRunner
+
+    from bertkit.cli import app
+    from tests.tasks.dep.conftest import TEXT, write_dep_dir
+
+    d = write_dep_dir(tmp_path / "d")
+    runner = CliRunner()
+    res = runner.invoke(app, ["finetune", "dep", "--data", str(d), "-m", tiny_encoder, "-o",
+                              str(tmp_path / "run"), "--epochs", "1", "--batch-size", "2",
+                              "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    (d / "test.conllu").write_text(TEXT.replace("\tcompound\t", "\tflat\t"), encoding="utf-8")
+    res = runner.invoke(app, ["evaluate", "dep", "-m", str(tmp_path / "run"), "--data", str(d),
+                              "--split", "test", "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "relation 'flat' occurs in test but not among the model's labels" in text

@@ -100,12 +100,10 @@ def relations(sentences: list[DepSentence]) -> list[str]:
     return sorted({r for s in sentences for r in s.rels})
 
 
-def unseen_relations(known: list[str], other: list[DepSentence]) -> dict[str, tuple[str, int]]:
-    """Relations (DEPREL) of ``other`` not in ``known``, each with (file, line) of its first use;
-    unlabelled sentences (``rels`` None) are skipped."""
-    known_set, found = set(known), {}
-    for s in other:
-        for k, rel in enumerate(s.rels or ()):
-            if rel not in known_set and rel not in found:
-                found[rel] = (s.file, s.line_of(k))
-    return found
+def unseen_relations(known, other: list[DepSentence]) -> dict[str, tuple[str, int]]:
+    """Relations (DEPREL) of ``other`` not in ``known`` (labels), each with (file, line) of its
+    first use; unlabelled sentences (``rels`` None) are skipped."""
+    from bertkit.tasks.common import first_unseen
+
+    return first_unseen(known, ((rel, s.file, s.line_of(k)) for s in other
+                                for k, rel in enumerate(s.rels or ())))

@@ -18,7 +18,7 @@ from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.dep import RULE_TEXT, punct_rule
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
-from bertkit.tasks.common import warn_unseen
+from bertkit.tasks.common import parse_split, warn_unseen
 from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations, unseen_relations
 from bertkit.tasks.dep.encoding import SentenceBatches, encode
 from bertkit.tasks.dep.model import DECODERS, BiaffineParser, build_parser, load_parser
@@ -205,9 +205,7 @@ def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "
     Raises:
         BertkitError: no saved model there, bad data, unknown split or decoder.
     """
-    split = {"valid": "dev", "validation": "dev"}.get(split, split)
-    if split not in ("train", "dev", "test"):
-        raise BertkitError(f"unknown split '{split}'", expected="train, dev (valid) or test")
+    split = parse_split(split)
     if decoder is not None and decoder not in DECODERS:
         raise BertkitError(f"unknown decoder '{decoder}'", expected="mst or eisner")
     parser, meta = load_parser(model_dir)
@@ -219,11 +217,8 @@ def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "
     if console and loaded.skipped_warning():
         console.print(f"[yellow]warning:[/] {loaded.skipped_warning()}", highlight=False)
     sents = loaded.splits[split]
-    known = set(parser.rels)
-    unseen = sorted({r for s in sents for r in s.rels} - known)
-    if console and unseen:
-        console.print(f"[yellow]warning:[/] relation(s) {', '.join(unseen)} not among the "
-                      f"model's labels (scored as wrong)", highlight=False)
+    warn_unseen(unseen_relations(parser.rels, sents), split, "relation", console,
+                against="model")
     max_length = fit_length(meta.get("max_length", 512), position_limit(parser.encoder.config),
                             console)
     heads, rels = parse_sentences(parser, tokenizer, sents, runtime, max_length,

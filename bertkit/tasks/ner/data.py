@@ -48,12 +48,12 @@ def entity_types(sentences: list[Sentence]) -> set[str]:
     return {t[2:] for s in sentences for t in s.tags if t != "O"}
 
 
-def unseen_labels(train: list[Sentence], other: list[Sentence]) -> dict[str, tuple[str, int]]:
-    """Entity types in ``other`` that never occur in ``train``, each with (file, line) of its first use."""
-    known = entity_types(train)
-    found: dict[str, tuple[str, int]] = {}
-    for s in other:
-        for k, tag in enumerate(s.tags):
-            if tag != "O" and tag[2:] not in known and tag[2:] not in found:
-                found[tag[2:]] = (s.file, s.line_of(k))
-    return found
+def unseen_labels(known: set[str] | list[Sentence],
+                  other: list[Sentence]) -> dict[str, tuple[str, int]]:
+    """Entity types in ``other`` that are not ``known`` (a set of types, or the sentences whose
+    types are known, e.g. train), each with (file, line) of its first use."""
+    from bertkit.tasks.common import first_unseen
+
+    known = known if isinstance(known, set) else entity_types(known)
+    return first_unseen(known, ((tag[2:], s.file, s.line_of(k)) for s in other
+                                for k, tag in enumerate(s.tags) if tag != "O"))

@@ -23,7 +23,7 @@ from bertkit.metrics.ner import entity_scores
 from bertkit.packing import Packer
 from bertkit.tasks.ner.config import METRICS, NERConfig
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
-from bertkit.tasks.common import warn_unseen
+from bertkit.tasks.common import parse_split, warn_unseen
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
 from bertkit.tasks.ner.encoding import WindowBatches, collate, encode
@@ -202,19 +202,13 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
     Raises:
         BertkitError: no saved model there, bad data, or an unknown split.
     """
-    split = {"valid": "dev", "validation": "dev"}.get(split, split)
-    if split not in ("train", "dev", "test"):
-        raise BertkitError(f"unknown split '{split}'", expected="train, dev (valid) or test")
+    split = parse_split(split)
     tagger, meta = load_tagger(model_dir)
     tokenizer = load_tokenizer(meta["path"])
     runtime = make_runtime(device, precision)
     sents = load_ner_data(data, (split,)).splits[split]
     known = {lab[2:] for lab in tagger.labels if lab != "O"}
-    if console:
-        for etype, (file, line) in unseen_labels(
-                [Sentence(["x"], [f"B-{t}"]) for t in known], sents).items():
-            console.print(f"[yellow]warning:[/] {file}:{line}: entity type '{etype}' is not among "
-                          f"the model's labels (scored as missed)", highlight=False)
+    warn_unseen(unseen_labels(known, sents), split, "entity type", console, against="model")
     max_length = fit_length(meta.get("max_length", 512), position_limit(tagger.encoder.config),
                             console)
     pred = tag_sentences(tagger, tokenizer, sents, runtime, max_length,

@@ -50,12 +50,12 @@ def entity_types(examples: list[RelationExample]) -> list[str]:
     return sorted({t for ex in examples for t in (ex.e1.type, ex.e2.type) if t})
 
 
-def unseen_labels(train: list[RelationExample],
+def unseen_labels(known: set[str] | list[RelationExample],
                   other: list[RelationExample]) -> dict[str, tuple[str, int]]:
-    """Labels of ``other`` absent from ``train``, each with (file, line) of its first use."""
-    known = {ex.label for ex in train}
-    found: dict[str, tuple[str, int]] = {}
-    for ex in other:
-        if ex.label is not None and ex.label not in known and ex.label not in found:
-            found[ex.label] = (ex.file, ex.line)
-    return found
+    """Labels of ``other`` that are not ``known`` (a set of labels, or the examples whose labels
+    are known, e.g. train), each with (file, line) of its first use; unlabelled examples skipped."""
+    from bertkit.tasks.common import first_unseen
+
+    known = known if isinstance(known, set) else {ex.label for ex in known}
+    return first_unseen(known, ((ex.label, ex.file, ex.line) for ex in other
+                                if ex.label is not None))

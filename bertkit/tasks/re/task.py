@@ -241,11 +241,7 @@ def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "a
     xs = read.splits[split]
     negative = meta.get("negative_label") if negative_label is None else \
         _negative(negative_label, labels, console)
-    if console:
-        known = [RelationExample("", xs[0].e1, xs[0].e2, lab) for lab in labels]
-        for lab, (file, line) in unseen_labels(known, xs).items():
-            console.print(f"[yellow]warning:[/] {file}:{line}: label '{escape(lab)}' is not among "
-                          f"the model's labels (scored as missed)", highlight=False)
+    warn_unseen(unseen_labels(set(labels), xs), split, "label", console, against="model")
     max_length = fit_length(meta.get("max_length", 512), position_limit(model.config),
                             console)
     items = encode(xs, tokenizer, marker_ids, markers, {}, max_length)
