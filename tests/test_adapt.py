@@ -164,6 +164,10 @@ def test_adapt_end_to_end_resumes_and_compares(tiny_encoder, ner_dir, tmp_path):
     assert res.exit_code == 0, res.output
     assert res.output.count("finished earlier, skipped") == 3
     assert (out / "finetune" / "results.json").stat().st_mtime == mtime
+    # another device (a setting --resume may change) keeps every finished stage too
+    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--compare", "--device", "auto"))
+    assert res.exit_code == 0, res.output
+    assert res.output.count("finished earlier, skipped") == 3
     # a changed pretraining setting reruns TAPT and the fine-tuning after it, not the baseline
     res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--compare", "--pretrain-lr", "1e-3"))
     assert res.exit_code == 0, res.output

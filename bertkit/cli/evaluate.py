@@ -40,7 +40,7 @@ def evaluate_saved(task_name: str, model: str, data: str, split: str, output: Pa
     task = get_task(task_name)
     console = Console()
     metrics, *rest = task.evaluate(model, data, split, console=console, **kwargs)
-    held_out_note(task_name, model, parse_split(split), console)
+    held_out_note(task_name, model, parse_split(split), console, data)
     title = f"{split}: {data}"
     console.print(task.report(metrics, title))
     if output:
@@ -50,12 +50,15 @@ def evaluate_saved(task_name: str, model: str, data: str, split: str, output: Pa
     return metrics
 
 
-def held_out_note(task_name: str, model: str, split: str, console: Console | None) -> str | None:
+def held_out_note(task_name: str, model: str, split: str, console: Console | None,
+                  data: str | None = None) -> str | None:
     """A warning when ``split`` is ``dev`` and the saved run was trained on its dev file less a
     held-out part (``split_from_dev`` in the run's ``results.json``): ``evaluate`` reads the
     whole dev file, so part of what it scores was trained on. The held-out part's scores are
-    ``results.json``'s ``dev``. A dependency parser of a set without a train file (GENIA) is the
-    exception: ``evaluate dep`` scores its held-out tenth itself (and says so).
+    ``results.json``'s ``dev``. A dependency parser of a set without a train file (GENIA; the run
+    says ``automatic``, or ``data`` has no train file) is the exception: ``evaluate dep`` scores
+    every 10th dev sentence itself (and says so), the held-out part of a run with fraction 0.1;
+    another fraction is warned about.
 
     Returns:
         the warning printed on ``console`` (None: nothing to warn about).
@@ -73,16 +76,40 @@ def held_out_note(task_name: str, model: str, split: str, console: Console | Non
             if found else None
     except (OSError, ValueError, AttributeError):
         return None
-    if not isinstance(held, dict) or (task_name == "dep" and held.get("automatic")):
+    if not isinstance(held, dict):
         return None
-    warning = (f"this model was trained on {held.get('source')} less every example held out as "
-               f"dev (fraction {held.get('fraction')}: {held.get('train')} trained on, "
-               f"{held.get('dev')} held out); the dev split scored here is the whole file, "
-               f"trained-on examples included. The held-out part's scores are \"dev\" in "
-               f"{found[0]}")
+    trained = held.get("split_train", held.get("train"))  # the split's own sizes
+    kept = held.get("split_dev", held.get("dev"))
+    if task_name == "dep" and (held.get("automatic") or not _has_train_file(data)):
+        if held.get("fraction") == 0.1:
+            return None  # evaluate dep scores the same held-out tenth
+        warning = (f"evaluate dep scores every 10th sentence of {held.get('source')} (a set "
+                   f"without a train file), but this model held out a fraction "
+                   f"{held.get('fraction')} ({trained} trained on, {kept} held out): some of the "
+                   f"sentences scored here were trained on. The held-out part's scores are "
+                   f"\"dev\" in {found[0]}")
+    else:
+        warning = (f"this model was trained on {held.get('source')} less every example held out "
+                   f"as dev (fraction {held.get('fraction')}: {trained} trained on, {kept} held "
+                   f"out); the dev split scored here is the whole file, trained-on examples "
+                   f"included. The held-out part's scores are \"dev\" in {found[0]}")
     if console is not None:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     return warning
+
+
+def _has_train_file(data: str | None) -> bool:
+    """Whether the dependency data ``data`` has a train file (True when unknown)."""
+    if data is None:
+        return True
+    from bertkit.data.sets import resolve_local
+    from bertkit.errors import BertkitError
+    from bertkit.tasks.dep.data import EXTENSIONS
+
+    try:
+        return bool(resolve_local(data, "dep", EXTENSIONS, ("train",)))
+    except BertkitError:
+        return False
 
 
 @evaluate_app.command("ner")

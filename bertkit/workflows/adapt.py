@@ -299,11 +299,12 @@ def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
     not count).
 
     ``stage.json`` is written when the stage starts (``results`` null) and again when it ends.
-    A stage that was stopped (SIGINT/SIGTERM, a crash) with the same settings, apart from those a
-    ``--resume`` may change (:data:`~bertkit.training.rundir.RESUME_MAY_CHANGE`), continues from
-    its last checkpoint through ``resume`` (a training stage's ``--resume``); so does a stopped
-    stage without ``stage.json`` (written by an older bertkit), whose run checks its own saved
-    settings. Nothing the stage wrote is removed then.
+    When the settings are the same apart from those a ``--resume`` may change
+    (:data:`~bertkit.training.rundir.RESUME_MAY_CHANGE`: device, logging, evaluation batch), a
+    finished stage is kept and a stopped one (SIGINT/SIGTERM, a crash) continues from its last
+    checkpoint through ``resume`` (a training stage's ``--resume``); so does a stopped stage
+    without ``stage.json`` (written by an older bertkit), whose run checks its own saved settings.
+    Nothing the stage wrote is removed then.
 
     A stage recorded with other settings runs again (its outputs replaced, a note names the
     setting), and so does every later stage, whose settings hold its input's
@@ -326,8 +327,9 @@ def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
     if done is not None and not overwrite:
         old = done.get("settings") or {}
         finished = done.get("results") is not None
+        # where and how often a run writes or shows things never changes what it made
         changed = [k for k in sorted(set(old) & set(settings)) if old[k] != settings[k]
-                   and (finished or k not in RESUME_MAY_CHANGE)]
+                   and k not in RESUME_MAY_CHANGE]
         if not changed and finished:
             if console:
                 console.print(f"stage {name}: finished earlier, skipped ({folder})", highlight=False)

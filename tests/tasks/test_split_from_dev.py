@@ -114,3 +114,18 @@ def test_evaluate_dev_after_split_from_dev_warns(tmp_path, ner_dir, tiny_encoder
     res = runner.invoke(app, ["evaluate", "ner", "-m", str(run), "--data", str(ner_dir),
                               "--split", "test", "--device", "cpu"])
     assert res.exit_code == 0 and "whole file" not in res.output
+
+
+def test_held_out_note_for_a_parser_of_a_set_without_a_train_file(tmp_path):
+    from bertkit.cli.evaluate import held_out_note
+    from tests.tasks.dep.conftest import write_dep_dir
+
+    no_train = write_dep_dir(tmp_path / "no-train", train=None)
+    with_train = write_dep_dir(tmp_path / "with-train")
+    tenth = _fake_run(tmp_path / "tenth", {**HELD, "split_train": 90, "split_dev": 10})
+    # evaluate dep scores every 10th dev sentence itself: the held-out part of a 0.1 split
+    assert held_out_note("dep", str(tenth), "dev", None, str(no_train)) is None
+    assert "whole file" in held_out_note("dep", str(tenth), "dev", None, str(with_train))
+    twentieth = _fake_run(tmp_path / "twentieth", {**HELD, "fraction": 0.05})
+    warning = held_out_note("dep", str(twentieth), "dev", None, str(no_train))
+    assert "every 10th sentence" in warning and "fraction 0.05" in warning
