@@ -1,0 +1,120 @@
+"""Choose each side's learning rate for ``re_vs_stock.py``'s ``-tuned`` rows on ChemProt dev only.
+
+For each learning rate of ``--lrs`` (and, for bertkit, each pooling of ``--poolings``) one run of
+each side in ``--sides``, exactly as ``benchmarks/re_vs_stock.py`` runs it (same functions, same
+epochs, batch size and seed): ``stock`` (the Trainer recipe, random batches, scored with its last
+epoch, as it keeps that one) and ``bertkit`` (``finetune_re`` with bertkit's recipe, scored with
+its best dev epoch, as it keeps that one). Only dev micro-F1 (and macro-F1) is printed and ranked;
+the test split is never read: the temporary data folder's ``test.jsonl`` holds only the first dev
+pair (``finetune_re`` needs the file). The sides alternate per grid point (``side_order``) and
+every run records the load average before and after. The best rate per side is printed as the
+``--stock-tuned-lr`` / ``--bertkit-tuned-lr`` flags for ``re_vs_stock.py``.
+
+Usage:
+    BERTKIT_DATA=../shared/data python benchmarks/re_dev_sweep.py --threads 1 \\
+        [--sides stock,bertkit --lrs 2e-5,5e-5,1e-4,2e-4 --poolings cls --seed 1 --epochs 3 \\
+         --batch-size 32 --max-train N --max-dev N] [--name re_dev_sweep] [--json OUT]
+Smoke:
+    ... re_dev_sweep.py --max-train 60 --max-dev 30 --epochs 1 --lrs 5e-5,2e-4 --threads 1 \\
+        --name /tmp/re_dev_sweep_smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _interleave import load1, shared_note, side_order  # noqa: E402
+from re_vs_stock import (FULL, bertkit_run, logger, source_dir, stock_run,  # noqa: E402
+                         subset_dir)
+from bertkit.tasks.re import REConfig  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="chemprot", help="under $BERTKIT_DATA/re/, or a folder")
+    ap.add_argument("--sides", default="stock,bertkit", help="stock, bertkit or both")
+    ap.add_argument("--lrs", default="2e-5,5e-5,1e-4,2e-4", help="comma-separated learning rates")
+    ap.add_argument("--poolings", default=REConfig.pooling,
+                    help="bertkit's poolings to try (comma-separated: cls,entity-start)")
+    ap.add_argument("--epochs", type=int, default=FULL["epochs"])
+    ap.add_argument("--batch-size", type=int, default=FULL["batch_size"])
+    ap.add_argument("--eval-batch-size", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--max-train", type=int, default=None, help="first N training pairs only")
+    ap.add_argument("--max-dev", type=int, default=None, help="first N dev pairs only")
+    ap.add_argument("--name", default="re_dev_sweep",
+                    help="log benchmarks/results/<name>.log (an absolute path goes there)")
+    ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
+    args = ap.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    threads = torch.get_num_threads()
+    sides = tuple(args.sides.split(","))
+    if any(s not in ("stock", "bertkit") for s in sides):
+        sys.exit(f"error: --sides {args.sides}: stock, bertkit or both")
+    lrs = [float(x) for x in args.lrs.split(",")]
+    poolings = args.poolings.split(",")
+    src = source_dir(args.data)
+    log = logger(args.name)
+    log(f"dev only (test never read); {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; command: python "
+        + " ".join(sys.argv))
+    log(f"torch {torch.__version__}, {threads} threads, {os.cpu_count()} CPUs; data {src}; "
+        f"train/dev first {args.max_train}/{args.max_dev} (None = all); epochs {args.epochs}, "
+        f"batch {args.batch_size}, seed {args.seed}; load {load1()}")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        d = subset_dir(src, Path(tmp) / "data", {"train": args.max_train, "dev": args.max_dev})
+        first_dev = (d / "dev.jsonl").read_text(encoding="utf-8").splitlines()[0]
+        (d / "test.jsonl").write_text(first_dev + "\n", encoding="utf-8")  # the test file: unused
+        points = [(side, lr, pooling) for lr in lrs for pooling in poolings
+                  for side in sides if side == "bertkit" or pooling == poolings[0]]
+        for k, lr in enumerate(lrs):
+            for side, _, pooling in side_order([p for p in points if p[1] == lr], k):
+                before, out = load1(), f"{tmp}/{side}-{lr}-{pooling}"
+                if side == "stock":
+                    r = stock_run(d, args, args.seed, lr, False, out, split="dev")
+                else:
+                    r = bertkit_run(d, args, args.seed, lr, out, pooling)
+                row = {"side": side, "lr": lr, "pooling": pooling if side == "bertkit" else None,
+                       "dev_micro_f1": 100 * r["dev"]["micro_f1"],
+                       "dev_macro_f1": 100 * r["dev"]["macro_f1"],
+                       "epoch": r.get("best_epoch", args.epochs),
+                       "train_seconds": r["train_seconds"], "load_before": before,
+                       "load_after": load1()}
+                rows.append(row)
+                what = f"bertkit ({pooling})" if side == "bertkit" else "stock"
+                log(f"{what:<22} lr {lr:.0e}  dev micro-F1 {row['dev_micro_f1']:6.2f}  macro-F1 "
+                    f"{row['dev_macro_f1']:6.2f}  ({'best' if side == 'bertkit' else 'last'} "
+                    f"epoch {row['epoch']})  train {row['train_seconds']:.0f} s  "
+                    f"{shared_note(before, row['load_after'], threads)}")
+                if args.json:  # after every point, so a stopped sweep keeps what it measured
+                    args.json.parent.mkdir(parents=True, exist_ok=True)
+                    args.json.write_text(json.dumps({"args": vars(args), "runs": rows},
+                                                    indent=2, default=str) + "\n")
+    best = {s: max((r for r in rows if r["side"] == s), key=lambda r: r["dev_micro_f1"])
+            for s in sides}
+    log("")
+    for s, b in best.items():
+        log(f"best on dev, {s}: lr {b['lr']:g}{', pooling ' + b['pooling'] if b['pooling'] else ''}"
+            f" (dev micro-F1 {b['dev_micro_f1']:.2f})")
+    log("re_vs_stock.py flags: " + " ".join(f"--{s}-tuned-lr {b['lr']:g}" for s, b in best.items())
+        + f"; load {load1()}; log {log.path}")
+    if args.json:
+        args.json.write_text(json.dumps({"args": vars(args), "runs": rows, "best": best},
+                                        indent=2, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()
