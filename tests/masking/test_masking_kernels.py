@@ -128,6 +128,18 @@ def test_wwm_kernel_is_berts_sequential_loop_with_ties_broken_by_position(vocab,
                 used += len(words[w])
                 expected.update(b * ids.shape[1] + t for t in words[w])
     assert chosen == expected
+    # the NumPy path breaks the same ties the same way (a stable sort of the keys)
+    from bertkit.masking.wwm import choose_words
+
+    all_words = _words_of(awkward, vocab)
+    W = max(map(len, all_words))
+    lengths = np.zeros((len(all_words), W), dtype=np.int64)
+    for b, words in enumerate(all_words):
+        lengths[b, :len(words)] = [len(w) for w in words]
+    taken = choose_words(lengths, np.asarray(k, dtype=np.int64), keys[:, :W])
+    numpy_chosen = {b * ids.shape[1] + t for b, w in zip(*np.nonzero(taken))
+                    for t in all_words[b][w]}
+    assert numpy_chosen == expected
 
 
 def test_span_kernel_is_spanberts_sequential_loop(vocab, awkward):
