@@ -27,6 +27,8 @@ Usage:
         [--max-train 2000 --max-dev 400 --max-test 1000 --epochs 1 --batch-size 16 \\
          --max-length 128 --seeds 1,2,3 --stock-padding max_length|dynamic --threads 1] \\
         [--bertkit-recipe scicite-cls-minilm | --lr 1e-4] [--stock-lr 5e-5] [--isolate] [--json OUT]
+        [--name LOG]   # printed lines also go to benchmarks/results/<LOG>.log
+    python benchmarks/cls_vs_stock.py --data acl-arc --from-json OUT  # reprint a saved run
 """
 
 from __future__ import annotations
@@ -44,7 +46,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+RESULTS = Path(__file__).resolve().parent / "results"
 
+from _interleave import load1, side_order  # noqa: E402
 from bertkit.data.sets import data_root  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.cls import label_scores  # noqa: E402
@@ -65,10 +70,6 @@ def subset_dir(src: Path, out: Path, sizes: dict[str, int | None]) -> Path:
 def read_split(d: Path, split: str) -> list[dict]:
     return [json.loads(x) for x in (d / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
             if x.strip()]
-
-
-def load1() -> float:
-    return round(os.getloadavg()[0], 2)
 
 
 def stock_recipe(d: Path, args, seed: int, out: str) -> dict:
@@ -162,6 +163,43 @@ def summary(values: list[float]) -> str:
     return f"median {statistics.median(values):7.2f} (min {min(values):.2f}, max {max(values):.2f})"
 
 
+def report(results: dict, seeds: list[int], log) -> tuple[float, float]:
+    """Print the per-side medians and the bertkit/stock gain and throughput ratio; return both."""
+    log(f"\nover seeds {seeds} (test macro-F1 in points, throughput in texts/s):")
+    med = {}
+    for side, runs in results.items():
+        f1 = [100 * runs[s]["test"]["macro_f1"] for s in seeds]
+        tp = [runs[s]["train_texts_per_second"] for s in seeds]
+        med[side] = (statistics.median(f1), statistics.median(tp))
+        log(f"{side:<22} macro-F1 {summary(f1)}  throughput {summary(tp)}")
+    gain = med["bertkit"][0] - med["stock"][0]
+    ratio = med["bertkit"][1] / med["stock"][1]
+    for side in [s for s in results if s != "stock"]:
+        f1 = {name: [results[name][s]["test"]["macro_f1"] for s in seeds] for name in (side, "stock")}
+        diff = [100 * (a - b) for a, b in zip(f1[side], f1["stock"])]
+        per = [results[side][s]["train_texts_per_second"]
+               / results["stock"][s]["train_texts_per_second"] for s in seeds]
+        log(f"{side:<22} per seed vs stock: macro-F1 {summary(diff)} points; training throughput "
+            f"ratio {summary(per)}")
+    log(f"bertkit/stock, ratio of the medians: macro-F1 {gain:+.2f} points (goal >= 0: "
+        f"{'met' if gain >= 0 else 'MISSED'}), training throughput {ratio:.2f}x "
+        f"(goal >= 1.5x: {'met' if ratio >= 1.5 else 'MISSED'})")
+    return gain, ratio
+
+
+def rerender(path: Path, log) -> None:
+    """Print the rows and summary of a run from its ``--json`` file (when its printout is lost)."""
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    log(f"re-rendered from {path} (figures as the run saved them); run arguments: "
+        f"{saved['args']}")
+    seeds = [int(s) for s in saved["args"]["seeds"].split(",")]
+    results = {side: {int(s): r for s, r in runs.items()} for side, runs in saved["runs"].items()}
+    for k, seed in enumerate(seeds):
+        for side in side_order(tuple(results), k):
+            log(row(side, seed, results[side][seed]))
+    report(results, seeds, log)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="scicite", help="name under $BERTKIT_DATA/cls/ or a directory")
@@ -189,7 +227,24 @@ def main() -> None:
                     help="max_length: run_glue.py's default (pad_to_max_length); dynamic: "
                          "DataCollatorWithPadding")
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
+    ap.add_argument("--name", default=None,
+                    help="log name (<log-dir>/<name>.log; default cls_vs_stock_<data>)")
+    ap.add_argument("--log-dir", type=Path, default=RESULTS)
+    ap.add_argument("--from-json", type=Path, default=None,
+                    help="only print (and log) the tables of an earlier run's --json file")
     args = ap.parse_args()
+    args.log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = args.log_dir / f"{args.name or 'cls_vs_stock_' + Path(args.data).name}.log"
+    lines: list[str] = []
+
+    def log(text: str = "") -> None:
+        print(text, flush=True)
+        lines.append(text)
+        log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    if args.from_json:
+        rerender(args.from_json, log)
+        return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -201,14 +256,15 @@ def main() -> None:
                      f"cls/{args.data}/")
         src = root / "cls" / args.data
     seeds = [int(s) for s in args.seeds.split(",")]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
+    log(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; command: python benchmarks/cls_vs_stock.py "
+        + " ".join(sys.argv[1:]))
+    log(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
           f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, stock lr "
           f"{args.stock_lr}, bertkit {bertkit_settings(args)} (recipe {args.bertkit_recipe}), "
           f"batch {args.batch_size}, eval batch {args.eval_batch_size}, max length "
           f"{args.max_length}, seeds {seeds}; stock padding {args.stock_padding}; bertkit length "
           f"group {args.length_group}; train/dev/test first "
-          f"{args.max_train}/{args.max_dev}/{args.max_test} (None = all); load {load1()}",
-          flush=True)
+          f"{args.max_train}/{args.max_dev}/{args.max_test} (None = all); load {load1()}")
     sides = ("stock", "bertkit") + (("bertkit-stock-settings",) if args.isolate else ())
     results: dict[str, dict[int, dict]] = {side: {} for side in sides}
     start = time.perf_counter()
@@ -216,28 +272,16 @@ def main() -> None:
         d = subset_dir(src, Path(tmp) / "data", {"train": args.max_train, "dev": args.max_dev,
                                                  "test": args.max_test})
         for k, seed in enumerate(seeds):
-            order = sides if k % 2 == 0 else tuple(reversed(sides))
-            for side in order:
+            for side in side_order(sides, k):
                 before = load1()
                 out = f"{tmp}/{side}-{seed}"
                 r = stock_recipe(d, args, seed, out) if side == "stock" else \
                     bertkit_run(d, args, seed, out, stock_settings=side != "bertkit")
                 r.update(load_before=before, load_after=load1())
                 results[side][seed] = r
-                print(row(side, seed, r), flush=True)
-    print(f"\nover seeds {seeds} (test macro-F1 in points, throughput in texts/s):")
-    med = {}
-    for side in sides:
-        f1 = [100 * results[side][s]["test"]["macro_f1"] for s in seeds]
-        tp = [results[side][s]["train_texts_per_second"] for s in seeds]
-        med[side] = (statistics.median(f1), statistics.median(tp))
-        print(f"{side:<22} macro-F1 {summary(f1)}  throughput {summary(tp)}")
-    gain = med["bertkit"][0] - med["stock"][0]
-    ratio = med["bertkit"][1] / med["stock"][1]
-    print(f"bertkit/stock: median macro-F1 {gain:+.2f} points (goal >= 0: "
-          f"{'met' if gain >= 0 else 'MISSED'}), median training throughput {ratio:.2f}x "
-          f"(goal >= 1.5x: {'met' if ratio >= 1.5 else 'MISSED'})")
-    print(f"total wall time {time.perf_counter() - start:.0f} s; load {load1()}", flush=True)
+                log(row(side, seed, r))
+    gain, ratio = report(results, seeds, log)
+    log(f"total wall time {time.perf_counter() - start:.0f} s; load {load1()}; log {log_path}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         slim = {side: {str(s): {**r, "test": {m: x for m, x in r["test"].items()

@@ -10,7 +10,8 @@ token macro-F1; not the same model or budget, a reference point only).
 
 Usage:
     BERTKIT_DATA=../shared/data python benchmarks/pico_ebmnlp.py --epochs 1 --seeds 1,2,3 \\
-        [--threads 1] [--max-train-samples N --max-eval-samples N] [--json OUT]
+        [--threads 1] [--max-train-samples N --max-eval-samples N] [--json OUT] [--name LOG]
+    python benchmarks/pico_ebmnlp.py --from-json OUT   # reprint a saved run
 """
 
 from __future__ import annotations
@@ -27,8 +28,28 @@ from pathlib import Path
 SCIBERT_PICO = 71.18
 
 
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
 def load1() -> float:
     return round(os.getloadavg()[0], 2)
+
+
+def report(summary: dict, epochs: int, wall: float, before: float, after: float, log) -> dict:
+    """Print the test figures of a ``summary.json`` (mean, sd, min-max in points); return them."""
+    test = summary["metrics"]["test"]
+    log(f"EBM-NLP test over seeds {summary['seeds']} ({epochs} epoch(s); selected by dev "
+        f"{summary['select_metric']}); wall {wall:.0f} s; load {before}->{after}")
+    rows = {}
+    for key, name in (("token_macro_f1", "token macro-F1 (PICO)"), ("f1", "span F1 (strict)")):
+        s = test[key]
+        values = [100 * v for v in s["values"]]
+        rows[key] = {"mean": 100 * s["mean"], "std": 100 * (s["std"] or 0.0),
+                     "min": min(values), "max": max(values), "values": values}
+        log(f"  {name:<24} mean {rows[key]['mean']:6.2f}  sd {rows[key]['std']:5.2f}  "
+            f"(min {rows[key]['min']:.2f}, max {rows[key]['max']:.2f})")
+    log(f"  SciBERT (BERT-base, full training data), token macro-F1: {SCIBERT_PICO}")
+    return rows
 
 
 def main() -> None:
@@ -39,7 +60,26 @@ def main() -> None:
     ap.add_argument("--max-train-samples", type=int, default=None)
     ap.add_argument("--max-eval-samples", type=int, default=None, help="smoke runs only")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--name", default="pico_ebmnlp", help="log name (<log-dir>/<name>.log)")
+    ap.add_argument("--log-dir", type=Path, default=RESULTS)
+    ap.add_argument("--from-json", type=Path, default=None,
+                    help="only print (and log) the figures of an earlier run's --json file")
     args = ap.parse_args()
+    args.log_dir.mkdir(parents=True, exist_ok=True)
+    log_path, lines = args.log_dir / f"{args.name}.log", []
+
+    def log(text: str = "") -> None:
+        print(text, flush=True)
+        lines.append(text)
+        log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text(encoding="utf-8"))
+        log(f"re-rendered from {args.from_json} (figures as the run saved them); run arguments: "
+            f"{saved['args']}")
+        report(saved["summary"], saved["args"]["epochs"], saved["wall_seconds"],
+               saved["load_before"], saved["load_after"], log)
+        return
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), TOKENIZERS_PARALLELISM="false")
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "bertkit", "finetune", "ner", "--data", "ebmnlp",
@@ -50,26 +90,16 @@ def main() -> None:
         if args.max_eval_samples:
             cmd += ["--max-eval-samples", str(args.max_eval_samples)]
         before, start = load1(), time.perf_counter()
-        print(f"{args.threads} thread(s), {os.cpu_count()} CPUs; load {before}; running: "
-              + " ".join(cmd[1:]).replace(tmp, "TMP"), flush=True)
+        log(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; {args.threads} thread(s), "
+            f"{os.cpu_count()} CPUs; load {before}; running: "
+            + " ".join(cmd[1:]).replace(tmp, "TMP"))
         done = subprocess.run(cmd, env=env, capture_output=True, text=True)
         wall, after = time.perf_counter() - start, load1()
         if done.returncode:
             sys.exit(f"finetune failed ({done.returncode}):\n{done.stdout[-3000:]}"
                      f"\n{done.stderr[-3000:]}")
         summary = json.loads(Path(f"{tmp}/run/summary.json").read_text(encoding="utf-8"))
-    test = summary["metrics"]["test"]
-    print(f"EBM-NLP test over seeds {summary['seeds']} ({args.epochs} epoch(s); selected by dev "
-          f"{summary['select_metric']}); wall {wall:.0f} s; load {before}->{after}")
-    rows = {}
-    for key, name in (("token_macro_f1", "token macro-F1 (PICO)"), ("f1", "span F1 (strict)")):
-        s = test[key]
-        values = [100 * v for v in s["values"]]
-        rows[key] = {"mean": 100 * s["mean"], "std": 100 * (s["std"] or 0.0),
-                     "min": min(values), "max": max(values), "values": values}
-        print(f"  {name:<24} mean {rows[key]['mean']:6.2f}  sd {rows[key]['std']:5.2f}  "
-              f"(min {rows[key]['min']:.2f}, max {rows[key]['max']:.2f})")
-    print(f"  SciBERT (BERT-base, full training data), token macro-F1: {SCIBERT_PICO}")
+    rows = report(summary, args.epochs, wall, before, after, log)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)},
