@@ -156,6 +156,9 @@ def _table_records(path: Path, cols: Columns, labelled: bool):
 
     ``line`` is the physical line where the record starts (a quoted field may hold line breaks,
     so a record can span several lines; the csv reader's ``line_num`` counts physical lines).
+    A quote left open joins the following rows into one field; where that changes the number of
+    fields the record is refused, and in a TSV file a field spanning lines that holds a tab (a
+    TSV writer cannot write one) is refused too, since it has the header's number of fields.
 
     Raises:
         BertkitError: a header without the text column (or, when ``labelled``, the label
@@ -195,6 +198,13 @@ def _table_records(path: Path, cols: Columns, labelled: bool):
             yield start, ValueError(f"{len(row)} fields, the header (line {header_line}) has "
                                     f"{len(header)}{span}")
             continue
+        if kind == "TSV" and reader.line_num > start:
+            merged = [h for h, field in zip(header, row) if "\n" in field and "\t" in field]
+            if merged:  # a TSV text holds no tab: rows joined by a quote left open
+                yield start, ValueError(
+                    f"column '{merged[0]}' holds a line break and a tab: the record runs over "
+                    f"lines {start}-{reader.line_num}, rows joined by a quote left open?")
+                continue
         yield start, dict(zip(header, row))
 
 

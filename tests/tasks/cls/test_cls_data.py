@@ -105,6 +105,21 @@ def test_tsv_blank_lines_and_a_header_without_the_named_columns(tmp_path):
     assert len(read_examples(p, Columns(text="sentence"), labelled=False).examples) == 3
 
 
+def test_tsv_quote_left_open_joining_rows_is_refused_not_merged(tmp_path):
+    # the open quote on line 3 runs to line 4; the joined record still has the header's two fields
+    p = tmp_path / "train.tsv"
+    p.write_text('sentence\tintent\none\tUses\n"two\tBackground\nthree"\tUses\nfour\tUses\n',
+                 encoding="utf-8")
+    with pytest.raises(BertkitError) as err:
+        read_examples(p, SENT)
+    assert str(err.value).startswith(
+        f"{p}:3: column 'sentence' holds a line break and a tab: the record runs over lines 3-4, "
+        f"rows joined by a quote left open?")
+    read = read_examples(p, SENT, skip_bad_lines=True)
+    assert [(x.line, x.text) for x in read.examples] == [(2, "one"), (5, "four")]
+    assert len(read.bad_lines) == 1 and read.bad_lines[0].startswith(f"{p}:3: column")
+
+
 def _with_bad_second_line(tmp_path, line):
     """``train.jsonl`` with one good line, then ``line``."""
     p = tmp_path / "train.jsonl"
