@@ -13,6 +13,28 @@ import numpy as np
 import torch
 
 
+def pad_right(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Right-pad integer sequences to the longest of them (no further), without a Python loop.
+
+    Args:
+        seqs: ``B`` non-empty sequences of ids (lists or 1-D arrays).
+        pad_id: the id written after each sequence.
+
+    Returns:
+        ``ids`` ``[B, T]`` int64 and ``mask`` ``[B, T]`` bool (True on real positions), T the
+        longest length.
+
+    >>> ids, mask = pad_right([[5, 6, 7], [8]], 0)
+    >>> ids.tolist(), mask.sum(1).tolist()
+    ([[5, 6, 7], [8, 0, 0]], [3, 1])
+    """
+    lengths = np.fromiter((len(x) for x in seqs), dtype=np.int64, count=len(seqs))
+    mask = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
+    ids = np.full(mask.shape, pad_id, dtype=np.int64)
+    ids[mask] = np.concatenate([np.asarray(x, dtype=np.int64) for x in seqs])
+    return ids, mask
+
+
 def length_grouped_batches(lengths: np.ndarray, batch_size: int, seed: int,
                            group: int = 50) -> list[np.ndarray]:
     """Shuffled batches of similar length (as Hugging Face's ``group_by_length``).

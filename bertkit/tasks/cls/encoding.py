@@ -20,6 +20,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from bertkit.batching import pad_right
+
 IGNORE = -100
 
 
@@ -138,12 +140,8 @@ def collate(items: Sequence[Encoded], pad_id: int, token_types: bool = True
         ``input_ids``, ``attention_mask`` (and ``token_type_ids`` when ``token_types``)
         ``[B, T]``; ``labels`` ``[B]`` long, or ``[B, C]`` float with multi-label data.
     """
-    B = len(items)
-    lengths = np.asarray([len(x.input_ids) for x in items])
-    T = int(lengths.max())
-    input_ids = np.full((B, T), pad_id, dtype=np.int64)
-    mask = np.arange(T)[None, :] < lengths[:, None]
-    input_ids[mask] = np.concatenate([x.input_ids for x in items])
+    input_ids, mask = pad_right([x.input_ids for x in items], pad_id)
+    T = input_ids.shape[1]
     out = {"input_ids": torch.from_numpy(input_ids),
            "attention_mask": torch.from_numpy(mask.astype(np.int64))}
     if token_types:

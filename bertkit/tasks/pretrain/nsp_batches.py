@@ -16,6 +16,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
+from bertkit.batching import pad_right
 from bertkit.masking import Masker
 from bertkit.tasks.pretrain.batches import batch_generator
 from bertkit.tasks.pretrain.nsp import PairInstance, epoch_pairs
@@ -26,12 +27,8 @@ GROUP_WINDOW = 50  # batches per length-sorting window
 def pad_pairs(pairs: Sequence[PairInstance], pad_id: int) -> dict[str, torch.Tensor]:
     """Pairs as ``input_ids``, ``token_type_ids``, ``attention_mask`` ``[B, L]`` (L: the longest
     pair; padding has id ``pad_id``, type 0, mask 0) and ``next_sentence_label`` ``[B]``."""
-    lengths = np.fromiter((len(p.input_ids) for p in pairs), dtype=np.int64, count=len(pairs))
-    width = int(lengths.max())
-    mask = np.arange(width) < lengths[:, None]
-    ids = np.full((len(pairs), width), pad_id, dtype=np.int64)
-    types = np.zeros((len(pairs), width), dtype=np.int64)
-    ids[mask] = np.concatenate([p.input_ids for p in pairs])
+    ids, mask = pad_right([p.input_ids for p in pairs], pad_id)
+    types = np.zeros(ids.shape, dtype=np.int64)
     types[mask] = np.concatenate([p.token_type_ids for p in pairs])
     return {"input_ids": torch.from_numpy(ids), "token_type_ids": torch.from_numpy(types),
             "attention_mask": torch.from_numpy(mask.astype(np.int64)),

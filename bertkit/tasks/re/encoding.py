@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from bertkit.data.relations import RelationExample
-from bertkit.batching import GroupedBatches
+from bertkit.batching import GroupedBatches, pad_right
 
 IGNORE = -100
 SPECIALS = 6  # [CLS] [E1] [/E1] [E2] [/E2] [SEP]
@@ -163,12 +163,7 @@ def collate(items: Sequence[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
     Returns:
         ``input_ids``, ``attention_mask`` ``[B, T]``; ``labels`` ``[B]``; ``entity_pos`` ``[B, 2]``.
     """
-    B = len(items)
-    lengths = np.asarray([len(x.input_ids) for x in items])
-    T = int(lengths.max())
-    input_ids = np.full((B, T), pad_id, dtype=np.int64)
-    mask = np.arange(T)[None, :] < lengths[:, None]
-    input_ids[mask] = np.concatenate([x.input_ids for x in items])
+    input_ids, mask = pad_right([x.input_ids for x in items], pad_id)
     return {"input_ids": torch.from_numpy(input_ids),
             "attention_mask": torch.from_numpy(mask.astype(np.int64)),
             "labels": torch.tensor([x.label for x in items], dtype=torch.long),
