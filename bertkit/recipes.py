@@ -296,10 +296,12 @@ def _load_attr(spec: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def run_stage(stage: Stage, output_dir: Path, console=None) -> tuple[dict, str]:
+def run_stage(stage: Stage, output_dir: Path, console=None,
+              restart: bool = False) -> tuple[dict, str, bool]:
     """Run one stage, writing to ``output_dir`` unless its settings name an output; returns
-    (its results, the path that ``@stage`` resolves to). A stage resumed (``resume: true``)
-    after it finished is kept as it is: its ``results.json`` is returned.
+    (its results, the path that ``@stage`` resolves to, whether it was kept). A stage that
+    finished earlier is kept as it is (its ``results.json`` or ``stage.json`` results returned);
+    ``restart`` starts it again instead, replacing its outputs (``overwrite``).
 
     Raises:
         BertkitError: from the stage's command.
@@ -307,16 +309,20 @@ def run_stage(stage: Stage, output_dir: Path, console=None) -> tuple[dict, str]:
     settings = dict(stage.settings)
     key, sub = _PRODUCT.get(stage.command, ("output_dir", "model"))
     settings.setdefault(key, str(output_dir))
+    kept = False
     if stage.command == "vocab build":
         from bertkit.vocab.build import build_vocab
         from bertkit.workflows.recipe_stages import finished_vocab, record_vocab
 
         settings.pop("resume", None)  # a rerun keeps a finished build (finished_vocab)
+        if restart:
+            settings["overwrite"] = True
         corpus = settings.pop("corpus", None)
         if not corpus:
             raise BertkitError(f"stage {stage.name}: vocab build needs a 'corpus' setting")
         results = finished_vocab(stage.name, {**settings, "corpus": corpus})
-        if results is not None and console:
+        kept = results is not None
+        if kept and console:
             console.print(f"stage {stage.name}: finished earlier, kept ({settings[key]})",
                           highlight=False)
         if results is None:
@@ -336,6 +342,8 @@ def run_stage(stage: Stage, output_dir: Path, console=None) -> tuple[dict, str]:
         fn: Callable = _load_attr(fn_spec)
         from bertkit.workflows.recipe_stages import continue_settings
 
+        if restart and "overwrite" in field_names(cls):
+            settings["overwrite"] = True
         # a rerun continues: a started run resumes, a finished one is kept, a new one starts
         cfg = build_config(cls, continue_settings(field_names(cls), settings, settings[key]),
                            source=f"recipe stage {stage.name}")
@@ -345,24 +353,35 @@ def run_stage(stage: Stage, output_dir: Path, console=None) -> tuple[dict, str]:
             if console:
                 console.print(f"stage {stage.name}: {done}", highlight=False)
             results = json.loads((done.path / "results.json").read_text(encoding="utf-8"))
+            kept = True
     product = Path(settings[key]) / sub if sub else Path(settings[key])
-    return results, str(product)
+    return results, str(product), kept
 
 
 def run_recipe(recipe: Recipe, output_root: Path, console=None) -> dict[str, dict]:
     """Run every stage of ``recipe`` in order, writing to ``output_root/<stage>`` (``output_root``
-    itself for a one-stage recipe) unless a stage sets its own output; ``"@stage"`` values become that stage's product (a vocabulary directory or a
-    saved model). Returns ``{stage name: results}``.
+    itself for a one-stage recipe) unless a stage sets its own output; ``"@stage"`` values become
+    that stage's product (a vocabulary directory or a saved model). Rerun over the same
+    ``output_root``, a finished stage is kept, a stopped one resumes; once a stage has run
+    rather than being kept (resumed, or started again with ``overwrite``), every later stage
+    starts again, as what it reads may have changed. Returns ``{stage name: results}``.
 
     Raises:
         BertkitError: from any stage; earlier stages' outputs stay in place.
     """
     products: dict[str, str] = {}
     results: dict[str, dict] = {}
+    ran: str | None = None  # the first stage that ran rather than being kept
     for stage in recipe.stages:
         stage = Stage(stage.name, stage.command, _resolve_refs(stage.settings, products))
         if console:
             console.rule(f"{recipe.name}: stage {stage.name} ({stage.command})")
+            if ran is not None:
+                console.print(f"stage {stage.name}: starts again, since stage {ran} ran again "
+                              "(what it reads may have changed)", highlight=False)
         out = output_root if len(recipe.stages) == 1 else output_root / stage.name
-        results[stage.name], products[stage.name] = run_stage(stage, out, console)
+        results[stage.name], products[stage.name], kept = run_stage(
+            stage, out, console, restart=ran is not None)
+        if not kept and ran is None:
+            ran = stage.name
     return results

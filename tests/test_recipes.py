@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -206,8 +207,43 @@ def test_a_complete_stage_is_kept_when_a_recipe_is_resumed(tmp_path, monkeypatch
                         (recipes.COMMANDS["finetune ner"][0], "tests.test_recipes:_complete"))
     monkeypatch.setattr(sys.modules[__name__], "_complete", complete, raising=False)
     stage = recipes.Stage("main", "finetune ner", {"resume": True})
-    results, product = recipes.run_stage(stage, out)
-    assert results == {"test": {"f1": 0.5}} and product == str(out / "model")
+    results, product, kept = recipes.run_stage(stage, out)
+    assert results == {"test": {"f1": 0.5}} and product == str(out / "model") and kept
+
+
+def test_stages_after_one_that_ran_again_start_again(tmp_path, monkeypatch):
+    """A finished stage is kept; once a stage runs again (here: --set pre.overwrite=true), the
+    stages after it start again (overwrite), since the model they read has changed."""
+    from bertkit.training.rundir import RunComplete
+
+    calls = []
+
+    def fake(cfg, console):
+        folder = Path(cfg.output_dir)
+        calls.append((folder.name, bool(cfg.resume), bool(cfg.overwrite)))
+        if cfg.resume and (folder / "results.json").is_file():
+            raise RunComplete(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "results.json").write_text('{"n": %d}' % len(calls))
+        return {"n": len(calls)}
+
+    monkeypatch.setitem(recipes.COMMANDS, "finetune ner",
+                        (recipes.COMMANDS["finetune ner"][0], "tests.test_recipes:_fake"))
+    monkeypatch.setattr(sys.modules[__name__], "_fake", fake, raising=False)
+    stages = [recipes.Stage("pre", "finetune ner", {}),
+              recipes.Stage("post", "finetune ner", {"model": "@pre"})]
+    rec = recipes.Recipe("two", tmp_path / "two.yaml", "", stages)
+    root = tmp_path / "run"
+    assert recipes.run_recipe(rec, root) == {"pre": {"n": 1}, "post": {"n": 2}}
+    calls.clear()  # the same command again: both kept
+    assert recipes.run_recipe(rec, root) == {"pre": {"n": 1}, "post": {"n": 2}}
+    assert calls == [("pre", True, False), ("post", True, False)]
+    calls.clear()  # the first stage built again: the second must not keep its old result
+    rec = recipes.Recipe("two", tmp_path / "two.yaml", "", [
+        recipes.Stage("pre", "finetune ner", {"overwrite": True}),
+        stages[1]])
+    assert recipes.run_recipe(rec, root) == {"pre": {"n": 1}, "post": {"n": 2}}
+    assert calls == [("pre", False, True), ("post", False, True)]
 
 
 @pytest.mark.parametrize("text, seeds", [("seeds: [1, 2, 3]", "1,2,3"), ("seeds: 7", "7"),
