@@ -89,6 +89,16 @@ def write_text(path: str | Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def json_plain(data: Any) -> Any:
+    """``data`` as written to JSON and read back: tuples as lists, keys as strings, anything else
+    that JSON lacks (paths, enums, ...) as its ``str``. Used to compare and save settings.
+
+    >>> json_plain({"out": Path("a/b"), 1: (2, 3)})
+    {'out': 'a/b', '1': [2, 3]}
+    """
+    return json.loads(json.dumps(data, default=str))
+
+
 def write_json(path: str | Path, data: Any) -> None:
     """Write ``data`` as indented JSON to ``path`` atomically."""
     write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

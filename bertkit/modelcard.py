@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from bertkit.io import write_text
+from bertkit.io import json_plain, write_text
 
 CARD_FILE = "README.md"
 ALWAYS_SHOWN = ("data", "corpus")  # settings the card's command line names even at their default
@@ -285,23 +285,12 @@ def model_card(task: str, results: dict, cfg: Any = None, remote_code: bool = Fa
     if dataclasses.is_dataclass(cfg):
         settings = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
         lines += ["", "Settings (the run directory's `config.yaml`):", "", "```yaml",
-                  yaml.safe_dump(_plain(settings), sort_keys=False, allow_unicode=True).rstrip(),
+                  yaml.safe_dump(json_plain(settings), sort_keys=False, allow_unicode=True).rstrip(),
                   "```"]
     if results.get("best_epoch") is not None:
         lines += ["", f"Best epoch on dev: {results['best_epoch']}; optimiser steps: "
                       f"{results.get('steps')}."]
     return "\n".join(lines) + "\n"
-
-
-def _plain(value: Any) -> Any:
-    """``value`` with paths and tuples turned into YAML-safe strings and lists."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
 
 
 def write_model_card(model_dir: str | Path, results: dict, cfg: Any = None) -> Path:

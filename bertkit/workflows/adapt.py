@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bertkit.errors import BertkitError
+from bertkit.io import json_plain
 from bertkit.workflows.scores import comparison_table, score_summary
 from bertkit.workflows.task_text import TASKS, task_text_lines
 
@@ -240,10 +241,6 @@ def tapt_steps(pt, text_file: str | Path, epochs: int) -> tuple[int, int]:
     return epochs * math.ceil(len(seqs) / per_step), len(seqs)
 
 
-def _plain(data: Any) -> Any:
-    return json.loads(json.dumps(data, default=str))
-
-
 def input_fingerprint(model: str | Path) -> str | None:
     """A short hash of the ``stage.json`` of the stage that produced ``model`` (``.../model``),
     or None for a model from elsewhere: a stage's settings include it, so a stage whose input
@@ -320,7 +317,7 @@ def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
     from bertkit.io import write_json
     from bertkit.training.rundir import RESUME_MAY_CHANGE
 
-    settings = _plain(settings)
+    settings = json_plain(settings)
     marker = folder / "stage.json"
     note, go_on = "", False
     done = json.loads(marker.read_text(encoding="utf-8")) if marker.is_file() else None
@@ -354,7 +351,7 @@ def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
             console.print(f"stage {name}: stopped earlier, continuing"
                           f"{f' from step {step}' if step else ''} ({folder})", highlight=False)
     write_json(marker, {"stage": name, "settings": settings, "results": None})
-    results = _plain(resume() if go_on else run())
+    results = json_plain(resume() if go_on else run())
     write_json(marker, {"stage": name, "settings": settings, "results": results})
     return results
 
@@ -507,7 +504,7 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
         pretrain_config(cfg, base, cfg.corpus, root / "pretrain" / "dapt")
     _check_root(root, cfg.overwrite)
     root.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {"settings": _plain(dataclasses.asdict(cfg)), "stages": {}}
+    summary: dict[str, Any] = {"settings": json_plain(dataclasses.asdict(cfg)), "stages": {}}
 
     def save() -> None:
         write_json(root / "summary.json", summary)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bertkit.errors import BertkitError
+from bertkit.io import json_plain
 
 
 def continue_settings(fields: list[str], settings: dict[str, Any],
@@ -55,10 +56,6 @@ def resumable(folder: str | Path) -> bool:
     return (folder / "results.json").is_file() or bool(list_checkpoints(folder / "checkpoints"))
 
 
-def _plain(data: Any) -> Any:
-    return json.loads(json.dumps(data, default=str))
-
-
 NOT_VOCABULARY = frozenset({"out", "overwrite", "show_progress", "resume"})
 """``vocab build`` settings that do not change the vocabulary: ``out`` (the folder that holds the
 record: a moved run still matches), ``overwrite`` and progress display."""
@@ -82,7 +79,7 @@ def finished_vocab(name: str, settings: dict[str, Any]) -> dict | None:
     if not marker.is_file():
         return None
     done = json.loads(marker.read_text(encoding="utf-8"))
-    old, now = _where_free(done.get("settings") or {}), _plain(_where_free(settings))
+    old, now = _where_free(done.get("settings") or {}), json_plain(_where_free(settings))
     changed = [k for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)]
     if changed:
         key = changed[0]
@@ -99,4 +96,4 @@ def record_vocab(name: str, settings: dict[str, Any], results: dict) -> None:
     from bertkit.io import write_json
 
     write_json(Path(settings["out"]).expanduser() / "stage.json",
-               {"stage": name, "settings": _plain(_where_free(settings)), "results": _plain(results)})
+               {"stage": name, "settings": json_plain(_where_free(settings)), "results": json_plain(results)})
