@@ -42,6 +42,14 @@ a run below the full budget is labelled REDUCED.
 Usage (full budget):
     BERTKIT_DATA=../shared/data python benchmarks/re_vs_stock.py --threads 1 \\
         --stock-tuned-lr LR --bertkit-tuned-lr LR --json benchmarks/results/re_vs_stock.json
+The full budget takes hours (one stock run of 3 epochs is about 80 minutes on one thread here,
+bertkit's about 30): run one seed per process (side by side on two cores, or in several
+sessions), each with its own ``--json``, then print the summary over all of them:
+    ... re_vs_stock.py --threads 1 --seeds 1 --name re_vs_stock_seed1 \
+        --json benchmarks/results/re_vs_stock_seed1.json      # likewise seeds 2 and 3
+    ... re_vs_stock.py --merge benchmarks/results/re_vs_stock_seed{1,2,3}.json
+Each seed's sides still alternate within its own run; the merge refuses files run with other
+settings or repeating a seed.
 Smoke:
     ... re_vs_stock.py --max-train 60 --max-dev 30 --max-test 30 --epochs 1 --seeds 1,2 \\
         --threads 1 --name /tmp/re_vs_stock_smoke
@@ -206,6 +214,94 @@ def logger(name: str):
     return log
 
 
+def summarise(results: dict[str, dict[int, dict]], seeds: list[int], label: str,
+              log) -> tuple[dict, dict]:
+    """Print the per-side medians, the bertkit - stock comparisons and the goals; return the
+    comparisons and goals (as saved in the JSON)."""
+    sides = tuple(results)
+
+    def per_seed(side: str, key: str) -> list[float]:
+        return [100 * results[side][s]["test"][key] if key.endswith("f1")
+                else results[side][s][key] for s in seeds]
+
+    log(f"\n{label}; over seeds {seeds}: test micro-F1, macro-F1 (points), training pairs/s")
+    for side in sides:
+        log(f"{side:<14} micro-F1 {spread(per_seed(side, 'micro_f1'))}  macro-F1 "
+            f"{spread(per_seed(side, 'macro_f1'))}  pairs/s "
+            f"{spread(per_seed(side, 'train_pairs_per_second'))}")
+    comparisons = {}
+    pairs = [(b, s) for b in ("bertkit", "bertkit-tuned") for s in ("stock", "stock-grouped",
+                                                                    "stock-tuned")
+             if b in sides and s in sides]
+    if pairs:
+        log("\nbertkit - stock, test micro-F1 per seed (points); throughput ratio of medians "
+            "(goal: +2 micro-F1)")
+    for b, s in pairs:
+        diffs = [x - y for x, y in zip(per_seed(b, "micro_f1"), per_seed(s, "micro_f1"))]
+        ratio = (statistics.median(per_seed(b, "train_pairs_per_second"))
+                 / statistics.median(per_seed(s, "train_pairs_per_second")))
+        met = statistics.median(diffs) >= 2
+        comparisons[f"{b} - {s}"] = {"micro_f1_diffs": diffs, "throughput_ratio": ratio,
+                                     "goal_met": met}
+        note = (" (every seed)" if min(diffs) >= 2 else
+                " (by the median; the per-seed spread includes 0)" if met and min(diffs) <= 0
+                else "")
+        log(f"{b + ' - ' + s:<28} {spread(diffs)}  {'met' if met else 'MISSED'}{note}; "
+            f"throughput {ratio:.2f}x")
+    goals = {}
+    if "bertkit" in sides:
+        own = [c for k, c in comparisons.items() if k.startswith("bertkit - ")]
+        if own:
+            goals["plus2_over_stock"] = all(c["goal_met"] for c in own)
+            log(f"goal: bertkit's recipe >= +2 micro-F1 over every stock row run (median per-seed "
+                f"difference): {'met' if goals['plus2_over_stock'] else 'MISSED'}")
+        m = statistics.median(per_seed("bertkit", "micro_f1"))
+        goals["at_least_70"] = m >= 70
+        log(f"goal: bertkit's recipe >= 70 test micro-F1: median {m:.2f} "
+            f"{'met' if m >= 70 else 'MISSED'}")
+    return comparisons, goals
+
+
+MERGE_FREE = {"seeds", "json", "name", "merge", "threads"}  # may differ between merged runs
+
+
+def merge(paths: list[Path], name: str) -> None:
+    """Print (and log) the summary over the seeds of several ``--json`` files of this script, run
+    with the same settings (one seed per run, e.g. in different sessions or side by side)."""
+    saved = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    first = {k: v for k, v in saved[0]["args"].items() if k not in MERGE_FREE}
+    results: dict[str, dict[int, dict]] = {}
+    log = logger(name)
+    log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
+    for path, run in zip(paths, saved):
+        now = {k: v for k, v in run["args"].items() if k not in MERGE_FREE}
+        changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
+        if changed:
+            sys.exit(f"error: {path} was run with other settings ({changed[0]}: "
+                     f"{now.get(changed[0])!r}, first file {first.get(changed[0])!r})")
+        for side, by_seed in run["runs"].items():
+            for seed, r in by_seed.items():
+                if int(seed) in results.get(side, {}):
+                    sys.exit(f"error: seed {seed} of {side} is in two of the files")
+                results.setdefault(side, {})[int(seed)] = r
+        log(f"  {path}: {run['label']}; seeds {run['args']['seeds']}; threads "
+            f"{run['args'].get('threads')}")
+    seeds = sorted({s for by_seed in results.values() for s in by_seed})
+    missing = [f"{side} seed {s}" for side in results for s in seeds if s not in results[side]]
+    if missing:
+        sys.exit(f"error: the files lack {', '.join(missing)}")
+    for side, by_seed in results.items():
+        for seed in seeds:
+            r, t = by_seed[seed], by_seed[seed]["test"]
+            log(f"seed {seed} {side:<14} test micro-F1 {100 * t['micro_f1']:6.2f}  macro-F1 "
+                f"{100 * t['macro_f1']:6.2f}  train {r['train_seconds']:7.1f} s "
+                f"{r['train_pairs_per_second']:6.2f} pairs/s  load {r['load_before']}->"
+                f"{r['load_after']}")
+    full = all(saved[0]["args"].get(k) == v for k, v in FULL.items()) and len(seeds) >= 3
+    summarise(results, seeds, "full budget" if full else
+              "REDUCED BUDGET (not the issue's measurement)", log)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="chemprot", help="under $BERTKIT_DATA/re/, or a folder")
@@ -227,7 +323,13 @@ def main() -> None:
     ap.add_argument("--name", default="re_vs_stock",
                     help="log benchmarks/results/<name>.log (an absolute path goes there)")
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="only summarise the --json files of earlier runs with the same settings "
+                         "(e.g. one seed each) over all their seeds")
     args = ap.parse_args()
+    if args.merge:
+        merge(args.merge, args.name)
+        return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -273,45 +375,7 @@ def main() -> None:
                     f"{r['predict_seconds']:6.1f} s  "
                     f"{shared_note(before, r['load_after'], threads)}")
 
-    def per_seed(side: str, key: str) -> list[float]:
-        return [100 * results[side][s]["test"][key] if key.endswith("f1")
-                else results[side][s][key] for s in seeds]
-
-    log(f"\n{label}; over seeds {seeds}: test micro-F1, macro-F1 (points), training pairs/s")
-    for side in sides:
-        log(f"{side:<14} micro-F1 {spread(per_seed(side, 'micro_f1'))}  macro-F1 "
-            f"{spread(per_seed(side, 'macro_f1'))}  pairs/s "
-            f"{spread(per_seed(side, 'train_pairs_per_second'))}")
-    comparisons = {}
-    pairs = [(b, s) for b in ("bertkit", "bertkit-tuned") for s in ("stock", "stock-grouped",
-                                                                    "stock-tuned")
-             if b in sides and s in sides]
-    if pairs:
-        log("\nbertkit - stock, test micro-F1 per seed (points); throughput ratio of medians "
-            "(goal: +2 micro-F1)")
-    for b, s in pairs:
-        diffs = [x - y for x, y in zip(per_seed(b, "micro_f1"), per_seed(s, "micro_f1"))]
-        ratio = (statistics.median(per_seed(b, "train_pairs_per_second"))
-                 / statistics.median(per_seed(s, "train_pairs_per_second")))
-        met = statistics.median(diffs) >= 2
-        comparisons[f"{b} - {s}"] = {"micro_f1_diffs": diffs, "throughput_ratio": ratio,
-                                     "goal_met": met}
-        note = (" (every seed)" if min(diffs) >= 2 else
-                " (by the median; the per-seed spread includes 0)" if met and min(diffs) <= 0
-                else "")
-        log(f"{b + ' - ' + s:<28} {spread(diffs)}  {'met' if met else 'MISSED'}{note}; "
-            f"throughput {ratio:.2f}x")
-    goals = {}
-    if "bertkit" in sides:
-        own = [c for k, c in comparisons.items() if k.startswith("bertkit - ")]
-        if own:
-            goals["plus2_over_stock"] = all(c["goal_met"] for c in own)
-            log(f"goal: bertkit's recipe >= +2 micro-F1 over every stock row run (median per-seed "
-                f"difference): {'met' if goals['plus2_over_stock'] else 'MISSED'}")
-        m = statistics.median(per_seed("bertkit", "micro_f1"))
-        goals["at_least_70"] = m >= 70
-        log(f"goal: bertkit's recipe >= 70 test micro-F1: median {m:.2f} "
-            f"{'met' if m >= 70 else 'MISSED'}")
+    comparisons, goals = summarise(results, seeds, label, log)
     log(f"total wall time {time.perf_counter() - start:.0f} s; load {load1()}; log {log.path}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
