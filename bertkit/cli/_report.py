@@ -26,7 +26,7 @@ def entity_table(metrics: dict, title: str) -> Table:
     return table
 
 
-def label_table(metrics: dict, title: str) -> Table:
+def label_scores_table(metrics: dict, title: str) -> Table:
     """Per-label precision/recall/F1 (percent) and the averages of a classification-style task,
     every average named, with the majority-class baseline (:func:`baseline_row`).
 

@@ -234,10 +234,10 @@ class CLSTask:
             "scoring": SCORING})
 
     def report(self, results: dict, title: str):
-        """Per-label and averaged scores (:func:`bertkit.cli._report.label_table`)."""
-        from bertkit.cli._report import label_table
+        """Per-label and averaged scores (:func:`bertkit.cli._report.label_scores_table`)."""
+        from bertkit.cli._report import label_scores_table
 
-        return label_table(results["test"] if "test" in results else results, title)
+        return label_scores_table(results["test"] if "test" in results else results, title)
 
     @staticmethod
     def evaluate(*args, **kwargs):
