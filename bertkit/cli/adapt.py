@@ -32,7 +32,7 @@ def adapt_cli(
     max_seq_length: Annotated[Optional[int], typer.Option("--max-seq-length", help="Pretraining tokens per packed sequence. \\[default: 128]", min=8)] = None,
     head_warmup_steps: Annotated[Optional[int], typer.Option("--head-warmup-steps", help="Train a new MLM head alone for N steps first (where this bertkit's pretraining has it).", min=0)] = None,
     pretrain_recipe: Annotated[Optional[Path], typer.Option("--pretrain-recipe", help="A pretrain recipe (file or name) under the pretraining options above.")] = None,
-    epochs: Annotated[Optional[int], typer.Option("--epochs", help="Fine-tuning epochs. \\[default: the task's, 3]", min=1)] = None,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", help="Fine-tuning epochs. \\[default: the task's (3; dep 6)]", min=1)] = None,
     lr: Annotated[Optional[float], typer.Option("--lr", help="Fine-tuning peak learning rate. \\[default: the task's]")] = None,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", "-b", help="Fine-tuning batch size. \\[default: the task's]", min=1)] = None,
     max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Fine-tune on the first N training examples only (TAPT on the task's own data reads the same N).", min=1)] = None,

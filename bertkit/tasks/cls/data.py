@@ -193,8 +193,10 @@ def _table_records(path: Path, cols: Columns, labelled: bool):
             continue
         if len(row) != len(header):
             end = reader.line_num
+            delimiter = "\t" if kind == "TSV" else ","
             span = (f" (the record runs over lines {start}-{end}: is a quote left open?)"
-                    if end > start else "")
+                    if end > start else " (a field holds the delimiter: is a quote left open?)"
+                    if any(delimiter in field for field in row) else "")
             yield start, ValueError(f"{len(row)} fields, the header (line {header_line}) has "
                                     f"{len(header)}{span}")
             continue

@@ -120,6 +120,15 @@ def test_tsv_quote_left_open_joining_rows_is_refused_not_merged(tmp_path):
     assert len(read.bad_lines) == 1 and read.bad_lines[0].startswith(f"{p}:3: column")
 
 
+def test_a_quote_left_open_on_the_last_line_is_named(tmp_path):
+    p = tmp_path / "dev.tsv"
+    p.write_text('sentence\tintent\none\tUses\n"two\tBackground\n', encoding="utf-8")
+    with pytest.raises(BertkitError) as err:
+        read_examples(p, SENT)
+    assert str(err.value).startswith(f"{p}:3: 1 fields, the header (line 1) has 2 (a field holds "
+                                     f"the delimiter: is a quote left open?)")
+
+
 def _with_bad_second_line(tmp_path, line):
     """``train.jsonl`` with one good line, then ``line``."""
     p = tmp_path / "train.jsonl"
