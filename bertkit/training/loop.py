@@ -310,10 +310,11 @@ def evaluate_and_select(parts: Parts, state: TrainState,
 
 def describe_eval(record: dict[str, Any], score: float | None, state: TrainState,
                   select_metric: str | None, parts: Parts, epoch: int) -> str:
-    """The console line for an evaluation: ``epoch 2/3: dev f1 0.8123 (best 0.8200, epoch 1)``
-    (``step N/M`` with ``eval_steps``); without selection, every float metric."""
+    """The console line for an evaluation: ``epoch 2/3: dev f1 81.23 (best 82.00, epoch 1)``
+    (``step N/M`` with ``eval_steps``); without selection, every float metric. Scores are shown
+    in points (x100), as the result tables show them; losses as they are."""
     if select_metric is None:
-        shown = ", ".join(f"{k} {v:.4f}" for k, v in record.items()
+        shown = ", ".join(f"{k} {_points(k, v)}" for k, v in record.items()
                           if isinstance(v, float) and k != "time_s")
         return f"step {state.step}/{parts.total_steps}: dev {shown}"
     best = state.history[state.best_index] if state.best_index is not None else {}
@@ -321,8 +322,15 @@ def describe_eval(record: dict[str, Any], score: float | None, state: TrainState
         where, best_at = f"step {state.step}/{parts.total_steps}", f"step {best.get('step', '?')}"
     else:
         where, best_at = f"epoch {epoch + 1}/{parts.n_epochs}", f"epoch {state.best_epoch}"
-    return (f"{where}: dev {select_metric} {score:.4f} "
-            f"(best {state.best_metric:.4f}, {best_at})")
+    return (f"{where}: dev {select_metric} {_points(select_metric, score)} "
+            f"(best {_points(select_metric, state.best_metric)}, {best_at})")
+
+
+def _points(name: str, value: float) -> str:
+    """A score in [0, 1] as points with two decimals; a loss or perplexity as it is."""
+    if "loss" in name or "perplexity" in name:
+        return f"{value:.4f}"
+    return f"{100 * value:.2f}"
 
 
 def sync_model(parts: Parts) -> None:

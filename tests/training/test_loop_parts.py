@@ -134,12 +134,15 @@ def test_evaluate_and_select_keeps_the_best_weights(tmp_path):
         assert rec["type"] == "eval" and "name" not in rec
         if epoch == 1:
             assert describe_eval(rec, 0.4, state, "f1", parts, epoch) == \
-                "epoch 2/3: dev f1 0.4000 (best 0.5000, epoch 1)"
+                "epoch 2/3: dev f1 40.00 (best 50.00, epoch 1)"
     assert (state.best_metric, state.best_epoch, state.best_index) == (0.7, 3, 2)
     best = torch.load(tmp_path / "checkpoints" / "best.pt", weights_only=True)
     assert best["net.bias"].item() == 2.0
     assert describe_eval({"loss": 1.25, "step": 3}, None, state, None, parts, 0) == \
         "step 3/12: dev loss 1.2500"
+    assert describe_eval({"loss": 1.25, "perplexity": 3.49, "accuracy": 0.4125}, None, state,
+                         None, parts, 0) == \
+        "step 3/12: dev loss 1.2500, perplexity 3.4900, accuracy 41.25"
 
 
 def test_save_step_then_resume_restores_everything(tmp_path):
