@@ -11,12 +11,28 @@ from __future__ import annotations
 
 import os
 import statistics
-from typing import Sequence
+from pathlib import Path
+from typing import Callable, Sequence
 
 
 def load1() -> float:
     """The 1-minute load average, rounded to 0.01."""
     return round(os.getloadavg()[0], 2)
+
+
+def logger(path: Path) -> Callable[[str], None]:
+    """A ``log(text)`` that prints ``text`` and rewrites the log file ``path`` with every line so
+    far (a run cut off keeps what it printed). ``log.path`` is ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines: list[str] = []
+
+    def log(text: str = "") -> None:
+        print(text, flush=True)
+        lines.append(text)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    log.path = path
+    return log
 
 
 def side_order(sides: Sequence[str], repeat: int) -> tuple[str, ...]:

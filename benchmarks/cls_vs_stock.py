@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 RESULTS = Path(__file__).resolve().parent / "results"
 
-from _interleave import load1, side_order  # noqa: E402
+from _interleave import load1, logger, side_order, spread  # noqa: E402
 from bertkit.data.sets import data_root  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.cls import label_scores  # noqa: E402
@@ -159,10 +159,6 @@ def row(name: str, seed: int, r: dict) -> str:
             f"load {r['load_before']}->{r['load_after']}")
 
 
-def summary(values: list[float]) -> str:
-    return f"median {statistics.median(values):7.2f} (min {min(values):.2f}, max {max(values):.2f})"
-
-
 def report(results: dict, seeds: list[int], log) -> tuple[float, float]:
     """Print the per-side medians and the bertkit/stock gain and throughput ratio; return both."""
     log(f"\nover seeds {seeds} (test macro-F1 in points, throughput in texts/s):")
@@ -171,7 +167,7 @@ def report(results: dict, seeds: list[int], log) -> tuple[float, float]:
         f1 = [100 * runs[s]["test"]["macro_f1"] for s in seeds]
         tp = [runs[s]["train_texts_per_second"] for s in seeds]
         med[side] = (statistics.median(f1), statistics.median(tp))
-        log(f"{side:<22} macro-F1 {summary(f1)}  throughput {summary(tp)}")
+        log(f"{side:<22} macro-F1 {spread(f1)}  throughput {spread(tp)}")
     gain = med["bertkit"][0] - med["stock"][0]
     ratio = med["bertkit"][1] / med["stock"][1]
     for side in [s for s in results if s != "stock"]:
@@ -179,8 +175,8 @@ def report(results: dict, seeds: list[int], log) -> tuple[float, float]:
         diff = [100 * (a - b) for a, b in zip(f1[side], f1["stock"])]
         per = [results[side][s]["train_texts_per_second"]
                / results["stock"][s]["train_texts_per_second"] for s in seeds]
-        log(f"{side:<22} per seed vs stock: macro-F1 {summary(diff)} points; training throughput "
-            f"ratio {summary(per)}")
+        log(f"{side:<22} per seed vs stock: macro-F1 {spread(diff)} points; training throughput "
+            f"ratio {spread(per)}")
     log(f"bertkit/stock, ratio of the medians: macro-F1 {gain:+.2f} points (goal >= 0: "
         f"{'met' if gain >= 0 else 'MISSED'}), training throughput {ratio:.2f}x "
         f"(goal >= 1.5x: {'met' if ratio >= 1.5 else 'MISSED'})")
@@ -233,14 +229,7 @@ def main() -> None:
     ap.add_argument("--from-json", type=Path, default=None,
                     help="only print (and log) the tables of an earlier run's --json file")
     args = ap.parse_args()
-    args.log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = args.log_dir / f"{args.name or 'cls_vs_stock_' + Path(args.data).name}.log"
-    lines: list[str] = []
-
-    def log(text: str = "") -> None:
-        print(text, flush=True)
-        lines.append(text)
-        log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    log = logger(args.log_dir / f"{args.name or 'cls_vs_stock_' + Path(args.data).name}.log")
 
     if args.from_json:
         rerender(args.from_json, log)
@@ -281,7 +270,7 @@ def main() -> None:
                 results[side][seed] = r
                 log(row(side, seed, r))
     gain, ratio = report(results, seeds, log)
-    log(f"total wall time {time.perf_counter() - start:.0f} s; load {load1()}; log {log_path}")
+    log(f"total wall time {time.perf_counter() - start:.0f} s; load {load1()}; log {log.path}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         slim = {side: {str(s): {**r, "test": {m: x for m, x in r["test"].items()

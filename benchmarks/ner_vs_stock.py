@@ -84,7 +84,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _interleave import load1, shared_note, side_order, spread  # noqa: E402
+from _interleave import load1, logger, shared_note, side_order, spread  # noqa: E402
 from bertkit.config import build_config  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.ner import entity_scores  # noqa: E402
@@ -296,13 +296,7 @@ def main() -> None:
     import datasets
 
     datasets.disable_progress_bars()
-    args.log_dir.mkdir(parents=True, exist_ok=True)
-    log_path, lines = args.log_dir / f"{args.name}.log", []
-
-    def log(text: str = "") -> None:
-        print(text, flush=True)
-        lines.append(text)
-        log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    log = logger(args.log_dir / f"{args.name}.log")
 
     seeds = [int(s) for s in args.seeds.split(",")]
     isolate = {"packing": "bertkit-no-pack", "loss": "bertkit-batch-mean"}
@@ -336,7 +330,7 @@ def main() -> None:
                     results["bertkit-argmax"][seed] = r
                     log(row("bertkit-argmax", seed, r, threads))
     summary = summarise(results, seeds, log)
-    log(f"\ntotal wall time {time.perf_counter() - start:.0f} s; load {load1()}; log {log_path}")
+    log(f"\ntotal wall time {time.perf_counter() - start:.0f} s; load {load1()}; log {log.path}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         slim = {side: {str(s): {**r, "test": {m: x for m, x in r["test"].items()

@@ -29,10 +29,9 @@ SCIBERT_PICO = 71.18
 
 
 RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def load1() -> float:
-    return round(os.getloadavg()[0], 2)
+from _interleave import load1, logger  # noqa: E402
 
 
 def report(summary: dict, epochs: int, wall: float, before: float, after: float, log) -> dict:
@@ -65,13 +64,7 @@ def main() -> None:
     ap.add_argument("--from-json", type=Path, default=None,
                     help="only print (and log) the figures of an earlier run's --json file")
     args = ap.parse_args()
-    args.log_dir.mkdir(parents=True, exist_ok=True)
-    log_path, lines = args.log_dir / f"{args.name}.log", []
-
-    def log(text: str = "") -> None:
-        print(text, flush=True)
-        lines.append(text)
-        log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    log = logger(args.log_dir / f"{args.name}.log")
 
     if args.from_json:
         saved = json.loads(args.from_json.read_text(encoding="utf-8"))

@@ -72,7 +72,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _interleave import load1, shared_note, side_order, spread  # noqa: E402
+from _interleave import load1, logger, shared_note, side_order, spread  # noqa: E402
 from bertkit.data.sets import data_root  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.re import relation_scores  # noqa: E402
@@ -200,20 +200,6 @@ def slim(scores: dict) -> dict:
     return {k: v for k, v in scores.items() if k not in ("per_label", "confusion")}
 
 
-def logger(name: str):
-    """A ``log(text)`` that prints and rewrites ``benchmarks/results/<name>.log`` each time."""
-    path, lines = RESULTS / f"{name}.log", []
-    path.parent.mkdir(parents=True, exist_ok=True)
-
-    def log(text: str = "") -> None:
-        print(text, flush=True)
-        lines.append(text)
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-    log.path = path
-    return log
-
-
 def summarise(results: dict[str, dict[int, dict]], seeds: list[int], label: str,
               log) -> tuple[dict, dict]:
     """Print the per-side medians, the bertkit - stock comparisons and the goals; return the
@@ -268,10 +254,14 @@ MERGE_FREE = {"seeds", "json", "name", "merge", "threads"}  # may differ between
 def merge(paths: list[Path], name: str) -> None:
     """Print (and log) the summary over the seeds of several ``--json`` files of this script, run
     with the same settings (one seed per run, e.g. in different sessions or side by side)."""
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        sys.exit(f"error: no such --merge file: {', '.join(missing)} (expected the --json files "
+                 f"of earlier runs of this script)")
     saved = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
     first = {k: v for k, v in saved[0]["args"].items() if k not in MERGE_FREE}
     results: dict[str, dict[int, dict]] = {}
-    log = logger(name)
+    log = logger(RESULTS / f"{name}.log")
     log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
     for path, run in zip(paths, saved):
         now = {k: v for k, v in run["args"].items() if k not in MERGE_FREE}
@@ -346,7 +336,7 @@ def main() -> None:
     src = source_dir(args.data)
     reduced = any(getattr(args, k) != v for k, v in FULL.items()) or len(seeds) < 3
     label = "REDUCED BUDGET (not the issue's measurement)" if reduced else "full budget"
-    log = logger(args.name)
+    log = logger(RESULTS / f"{args.name}.log")
     log(f"{label}; {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; command: python "
         + " ".join(sys.argv))
     log(f"torch {torch.__version__}, {threads} threads, {os.cpu_count()} CPUs, cuda="
