@@ -374,12 +374,12 @@ def run_recipe(recipe: Recipe, output_root: Path, console=None) -> dict[str, dic
     ran: str | None = None  # the first stage that ran rather than being kept
     for stage in recipe.stages:
         stage = Stage(stage.name, stage.command, _resolve_refs(stage.settings, products))
+        out = output_root if len(recipe.stages) == 1 else output_root / stage.name
         if console:
             console.rule(f"{recipe.name}: stage {stage.name} ({stage.command})")
-            if ran is not None:
+            if ran is not None and out.is_dir() and any(out.iterdir()):
                 console.print(f"stage {stage.name}: starts again, since stage {ran} ran again "
                               "(what it reads may have changed)", highlight=False)
-        out = output_root if len(recipe.stages) == 1 else output_root / stage.name
         results[stage.name], products[stage.name], kept = run_stage(
             stage, out, console, restart=ran is not None)
         if not kept and ran is None:

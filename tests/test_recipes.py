@@ -8,6 +8,7 @@ import types
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from bertkit import recipes
@@ -234,7 +235,9 @@ def test_stages_after_one_that_ran_again_start_again(tmp_path, monkeypatch):
               recipes.Stage("post", "finetune ner", {"model": "@pre"})]
     rec = recipes.Recipe("two", tmp_path / "two.yaml", "", stages)
     root = tmp_path / "run"
-    assert recipes.run_recipe(rec, root) == {"pre": {"n": 1}, "post": {"n": 2}}
+    console = Console(record=True, width=200)
+    assert recipes.run_recipe(rec, root, console) == {"pre": {"n": 1}, "post": {"n": 2}}
+    assert "starts again" not in console.export_text()  # a first run restarts nothing
     calls.clear()  # the same command again: both kept
     assert recipes.run_recipe(rec, root) == {"pre": {"n": 1}, "post": {"n": 2}}
     assert calls == [("pre", True, False), ("post", True, False)]
@@ -242,8 +245,9 @@ def test_stages_after_one_that_ran_again_start_again(tmp_path, monkeypatch):
     rec = recipes.Recipe("two", tmp_path / "two.yaml", "", [
         recipes.Stage("pre", "finetune ner", {"overwrite": True}),
         stages[1]])
-    assert recipes.run_recipe(rec, root) == {"pre": {"n": 1}, "post": {"n": 2}}
+    assert recipes.run_recipe(rec, root, console) == {"pre": {"n": 1}, "post": {"n": 2}}
     assert calls == [("pre", False, True), ("post", False, True)]
+    assert "stage post: starts again, since stage pre ran again" in console.export_text()
 
 
 @pytest.mark.parametrize("text, seeds", [("seeds: [1, 2, 3]", "1,2,3"), ("seeds: 7", "7"),
