@@ -49,7 +49,8 @@ sessions), each with its own ``--json``, then print the summary over all of them
         --json benchmarks/results/re_vs_stock_seed1.json      # likewise seeds 2 and 3
     ... re_vs_stock.py --merge benchmarks/results/re_vs_stock_seed{1,2,3}.json
 Each seed's sides still alternate within its own run; the merge refuses files run with other
-settings or repeating a seed.
+settings or repeating a seed of a side, and leaves out (saying so) a side that lacks a seed. The
+``--json`` file is rewritten after every run, so a run cut off part-way keeps what it finished.
 Smoke:
     ... re_vs_stock.py --max-train 60 --max-dev 30 --max-test 30 --epochs 1 --seeds 1,2 \\
         --threads 1 --name /tmp/re_vs_stock_smoke
@@ -248,7 +249,7 @@ def summarise(results: dict[str, dict[int, dict]], seeds: list[int], label: str,
     return comparisons, goals
 
 
-MERGE_FREE = {"seeds", "json", "name", "merge", "threads"}  # may differ between merged runs
+MERGE_FREE = {"seeds", "sides", "json", "name", "merge", "threads"}  # may differ between merged runs
 
 
 def merge(paths: list[Path], name: str) -> None:
@@ -277,9 +278,12 @@ def merge(paths: list[Path], name: str) -> None:
         log(f"  {path}: {run['label']}; seeds {run['args']['seeds']}; threads "
             f"{run['args'].get('threads')}")
     seeds = sorted({s for by_seed in results.values() for s in by_seed})
-    missing = [f"{side} seed {s}" for side in results for s in seeds if s not in results[side]]
-    if missing:
-        sys.exit(f"error: the files lack {', '.join(missing)}")
+    for side in [side for side in results if set(results[side]) != set(seeds)]:
+        lacks = ", ".join(str(s) for s in seeds if s not in results[side])
+        log(f"  {side} left out of the summary: no run for seed {lacks} (cut off, or not run)")
+        del results[side]
+    if not results:
+        sys.exit("error: no side has a run for every seed in the files")
     for side, by_seed in results.items():
         for seed in seeds:
             r, t = by_seed[seed], by_seed[seed]["test"]
@@ -364,16 +368,27 @@ def main() -> None:
                     f"{r['train_pairs_per_second']:6.2f} pairs/s  predict "
                     f"{r['predict_seconds']:6.1f} s  "
                     f"{shared_note(before, r['load_after'], threads)}")
+                save_json(args, label, results)  # after every run: a cut-off run keeps its seeds
 
     comparisons, goals = summarise(results, seeds, label, log)
     log(f"total wall time {time.perf_counter() - start:.0f} s; load {load1()}; log {log.path}")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        runs = {side: {str(s): {**r, **{k: slim(r[k]) for k in ("test", "dev") if k in r}}
-                       for s, r in by_seed.items()} for side, by_seed in results.items()}
-        args.json.write_text(json.dumps({"label": label, "args": vars(args), "runs": runs,
-                                         "comparisons": comparisons, "goals": goals},
-                                        indent=2, default=str) + "\n")
+    save_json(args, label, results, comparisons, goals)
+
+
+def save_json(args, label: str, results: dict[str, dict[int, dict]],
+              comparisons: dict | None = None, goals: dict | None = None) -> None:
+    """Write ``--json`` (atomically): the runs finished so far; comparisons and goals at the end.
+    ``--merge`` reads only the finished runs, so a partly finished file can be merged."""
+    if not args.json:
+        return
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    runs = {side: {str(s): {**r, **{k: slim(r[k]) for k in ("test", "dev") if k in r}}
+                   for s, r in by_seed.items()} for side, by_seed in results.items() if by_seed}
+    tmp = args.json.with_name(args.json.name + ".tmp")
+    tmp.write_text(json.dumps({"label": label, "args": vars(args), "runs": runs,
+                               "comparisons": comparisons, "goals": goals, "finished":
+                               comparisons is not None}, indent=2, default=str) + "\n")
+    tmp.replace(args.json)
 
 
 if __name__ == "__main__":
