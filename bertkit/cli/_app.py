@@ -11,8 +11,8 @@ from bertkit import __version__
 
 
 def _readable_metavars() -> None:
-    """Make ``--help`` show value types as click does (``TEXT``, ``INT``, ``FLOAT``, ``PATH``, short
-    choice lists) and nothing for switches (``--crf/--no-crf``), where typer 0.2x shows
+    """Make ``--help`` show value types as click does (``TEXT``, ``INT``, ``FLOAT``, ``PATH``,
+    ``CHOICE``) and nothing for switches (``--crf/--no-crf``), where typer 0.2x shows
     ``<str>``, ``<int range> [x>=1]``, ``<bool>``; with one space between the table's columns
     the longest option names (``--gradient-accumulation``) fit at 80 columns, where they were
     cut (issue 16). Ranges are still enforced; a value out of range names it. A no-op if
@@ -47,8 +47,8 @@ def _patch_display_type(cls) -> None:
         if not isinstance(shown, str) or not (shown.startswith("<") and ">" in shown):
             return shown
         label, rest = shown[1:].split(">", 1)
-        if "|" in label:  # a choice list: shown when short, else named by the help text
-            return (label if len(label) <= 12 else "CHOICE") + rest
+        if "|" in label:  # a choice list: the help text names the values; the column stays
+            return "CHOICE" + rest  # narrow, so the longest option names fit at 80 columns
         return names.get(label, label.upper()) + rest
 
     display_type_rich._bertkit = True

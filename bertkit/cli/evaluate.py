@@ -161,7 +161,7 @@ def dep_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
     data: Annotated[str, typer.Option("--data", "-d", help=opt.data_help("dep", "under $BERTKIT_DATA/dep/") + " or a directory with .conllu split files.")],
     split: Annotated[str, typer.Option("--split", help="train, dev or test (genia: dev is the held-out tenth of dev.conllu).")] = "test",
-    decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
+    decoder: Annotated[Optional[opt.Decoder], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write the parses as CoNLL-U here.")] = None,
     skip_bad_sentences: Annotated[bool, typer.Option("--skip-bad-sentences", help="Leave out gold sentences that are malformed or not trees, counted in the metrics, instead of stopping.")] = False,

@@ -79,7 +79,7 @@ def dep_cli(
     input: Annotated[Path, typer.Option("--input", "-i", help="CoNLL-U file (HEAD/DEPREL may be _) or plain text, one sentence a line.")],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
     input_format: Annotated[Literal["auto", "conllu", "text"], typer.Option("--input-format", help="auto, conllu or text.")] = "auto",
-    decoder: Annotated[Optional[str], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
+    decoder: Annotated[Optional[opt.Decoder], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
     device: opt.InferenceDevice = "auto",
     precision: opt.InferencePrecision = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sentences per batch.", min=1)] = 64,

@@ -23,7 +23,7 @@ def pretrain_cli(
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Continue pretraining this masked-LM or encoder (directory or hub id). \\[default: the packaged MiniLM encoder]")] = None,
     config: Annotated[Optional[str], typer.Option("--config", help="Pretrain from scratch: tiny, small, base or large (needs --vocab).")] = None,
     vocab: Annotated[Optional[str], typer.Option("--vocab", help="Vocabulary of a from-scratch model: scivocab-uncased, scivocab-cased, a tokenizer folder or vocab.txt.")] = None,
-    masking: Annotated[Optional[str], typer.Option("--masking", help="token (BERT), wwm (whole-word) or span (SpanBERT). \\[default: span]")] = None,
+    masking: Annotated[Optional[opt.Masking], typer.Option("--masking", help="token (BERT), wwm (whole-word) or span (SpanBERT). \\[default: span]")] = None,
     mask_prob: Annotated[Optional[float], typer.Option("--mask-prob", help="Share of real tokens to predict. \\[default: 0.15]")] = None,
     mask_replace_prob: Annotated[Optional[float], typer.Option("--mask-replace-prob", help="Chosen tokens (spans) replaced by [MASK]. \\[default: 0.8]")] = None,
     random_replace_prob: Annotated[Optional[float], typer.Option("--random-replace-prob", help="Chosen tokens (spans) replaced by random tokens. \\[default: 0.1]")] = None,

@@ -9,6 +9,7 @@ from typing import Annotated, List, Optional
 import typer
 from rich.console import Console
 
+from bertkit.cli import _options as opt
 from bertkit.cli._app import app, user_errors
 
 vocab_app = typer.Typer(
@@ -34,11 +35,11 @@ def build_cli(
     more: Annotated[Optional[List[Path]], typer.Argument(help="More corpus paths.", show_default=False)] = None,
     size: Annotated[int, typer.Option("--size", help="Vocabulary size, special tokens included.", min=1)] = 30000,
     uncased: Annotated[bool, typer.Option("--uncased/--cased", help="Lower-case and strip accents (uncased) or keep both (cased).")] = True,
-    algorithm: Annotated[str, typer.Option("--algorithm", help="wordpiece (tokenizers' trainer) or sentencepiece (SentencePiece BPE converted to WordPiece, SciBERT's route).")] = "wordpiece",
+    algorithm: Annotated[opt.Algorithm, typer.Option("--algorithm", help="wordpiece (tokenizers' trainer) or sentencepiece (SentencePiece BPE converted to WordPiece, SciBERT's route).")] = "wordpiece",
     min_frequency: Annotated[int, typer.Option("--min-frequency", help="Minimum count of a merge (wordpiece).", min=0)] = 2,
     limit_alphabet: Annotated[Optional[int], typer.Option("--limit-alphabet", help="Keep at most this many characters; the rarest others become [UNK] (wordpiece). \\[default: all]", min=1)] = None,
     special_tokens: Annotated[str, typer.Option("--special-tokens", help="Comma-separated special tokens, placed first; must include BERT's five.")] = "[PAD],[UNK],[CLS],[SEP],[MASK]",
-    normalize: Annotated[str, typer.Option("--normalize", help="Unicode normalisation before BERT's normaliser, in training and in the saved tokenizer.json (AutoTokenizer applies it): none, nfc, nfkc, nfd or nfkd. BERT's normaliser alone keeps look-alikes apart: MICRO SIGN µ (U+00B5) vs Greek mu μ (U+03BC), ℃ vs °C, ² vs 2, ﬁ vs fi, full-width Ａ vs A (and, cased, ANGSTROM SIGN Å vs Å); nfkc maps each pair to one form, nfc only the canonical ones (Å -> Å).", case_sensitive=False)] = "none",
+    normalize: Annotated[opt.Normalization, typer.Option("--normalize", help="Unicode normalisation before BERT's normaliser, in training and in the saved tokenizer.json (AutoTokenizer applies it): none, nfc, nfkc, nfd or nfkd. BERT's normaliser alone keeps look-alikes apart: MICRO SIGN µ (U+00B5) vs Greek mu μ (U+03BC), ℃ vs °C, ² vs 2, ﬁ vs fi, full-width Ａ vs A (and, cased, ANGSTROM SIGN Å vs Å); nfkc maps each pair to one form, nfc only the canonical ones (Å -> Å).", case_sensitive=False)] = "none",
     skip_bad_lines: SkipBad = False,
     overwrite: Overwrite = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bars on stderr.")] = True,

@@ -1,0 +1,59 @@
+"""Options with a fixed set of values are Choice options: the command line refuses another value
+(exit 2, the choices named) before anything runs, and the CLI's lists equal the library's."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+from typer.testing import CliRunner
+
+from bertkit.cli import _options as opt
+from bertkit.cli import app
+
+runner = CliRunner()
+
+
+def test_choice_lists_equal_the_library_constants():
+    from bertkit.heads.relation import POOLINGS
+    from bertkit.tasks.cls.config import LONG_TEXT
+    from bertkit.tasks.dep.model import DECODERS
+    from bertkit.tasks.dep.task import WORD_REPRS
+    from bertkit.tasks.ner.config import METRICS
+
+    for shown, library in ((opt.Decoder, tuple(DECODERS)), (opt.WordRepr, WORD_REPRS),
+                           (opt.NERMetric, tuple(METRICS)), (opt.Pooling, POOLINGS),
+                           (opt.LongText, LONG_TEXT)):
+        assert typing.get_args(shown) == tuple(library)
+
+
+@pytest.mark.parametrize("command, option, choices", [
+    (["pretrain"], "--masking", "'token', 'wwm', 'span'"),
+    (["adapt"], "--masking", "'token', 'wwm', 'span'"),
+    (["adapt"], "--precision", "'auto', 'fp32', 'bf16', 'fp16'"),
+    (["finetune", "ner"], "--metric", "'span', 'token-macro'"),
+    (["finetune", "re"], "--pooling", "'cls', 'entity-start'"),
+    (["finetune", "re"], "--class-weights", "'none', 'balanced'"),
+    (["finetune", "cls"], "--class-weights", "'none', 'balanced'"),
+    (["finetune", "cls"], "--long-text", "'head-tail', 'windows'"),
+    (["finetune", "dep"], "--word-repr", "'first', 'mean'"),
+    (["finetune", "dep"], "--decoder", "'mst', 'eisner'"),
+    (["evaluate", "dep"], "--decoder", "'mst', 'eisner'"),
+    (["predict", "dep"], "--decoder", "'mst', 'eisner'"),
+    (["vocab", "build"], "--algorithm", "'wordpiece', 'sentencepiece'"),
+    (["vocab", "build"], "--normalize", "'none', 'nfc', 'nfkc', 'nfd', 'nfkd'"),
+])
+def test_other_values_are_refused_by_the_command_line(command, option, choices, tmp_path):
+    out = ["-o", str(tmp_path / "run")] if command[0] in ("pretrain", "finetune") else []
+    res = runner.invoke(app, [*command, option, "bogus", *out])
+    text = " ".join(res.output.replace("│", " ").split())
+    assert res.exit_code == 2, text
+    assert f"Invalid value for '{option}'" in text and f"'bogus' is not one of {choices}" in text
+    assert not (tmp_path / "run").exists()
+
+
+def test_normalize_is_case_insensitive():
+    res = runner.invoke(app, ["vocab", "build", "--normalize", "NFKC", "--corpus", "/nonexistent",
+                              "--out", "/nonexistent-out"])
+    text = " ".join(res.output.replace("│", " ").split())
+    assert res.exit_code == 1 and "Invalid value" not in text  # past parsing: the corpus is missing
