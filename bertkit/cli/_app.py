@@ -13,7 +13,8 @@ from bertkit import __version__
 def _readable_metavars() -> None:
     """Make ``--help`` show value types as click does (``TEXT``, ``INT``, ``FLOAT``, ``PATH``,
     ``CHOICE``) and nothing for switches (``--crf/--no-crf``), where typer 0.2x shows
-    ``<str>``, ``<int range> [x>=1]``, ``<bool>``; with one space between the table's columns
+    ``<str>``, ``<int range> [x>=1]``, ``<bool>``; arguments in the usage line as click
+    writes them (``A B [MORE]...``, not ``{a} {b}``); with one space between the table's columns
     the longest option names (``--gradient-accumulation``) fit at 80 columns, where they were
     cut (issue 16). Ranges are still enforced; a value out of range names it. A no-op if
     typer's classes change (the help is then typer's own); tests/cli/test_help.py checks it."""
@@ -23,6 +24,12 @@ def _readable_metavars() -> None:
         return
     for cls in (TyperOption, TyperArgument):
         _patch_display_type(cls)
+    if hasattr(TyperArgument, "_usage_display_name"):  # usage: "A B [MORE]...", not "{a} {b}"
+        def usage_name(self) -> str:
+            name = self.display_name_raw.upper()
+            return (name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")
+
+        TyperArgument._usage_display_name = usage_name
     from typer import rich_utils
 
     # one space between the option table's columns instead of two: the names fit at 80 columns

@@ -19,8 +19,7 @@ vocab_app = typer.Typer(
 app.add_typer(vocab_app, name="vocab")
 
 CorpusOpt = Annotated[Optional[List[Path]], typer.Option(
-    "--corpus", "-c", help="Text file, .gz file or directory of them (repeatable; further "
-                           "paths may follow as arguments).")]
+    "--corpus", "-c", help="Text file, .gz file or directory of them (repeatable).")]
 SkipBad = Annotated[bool, typer.Option(
     "--skip-bad-lines", help="Drop lines that are not UTF-8 (or binary) instead of failing.")]
 Overwrite = Annotated[bool, typer.Option(
@@ -32,7 +31,7 @@ Overwrite = Annotated[bool, typer.Option(
 def build_cli(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (vocab.txt, tokenizer files, stats.json).")],
     corpus: CorpusOpt = None,
-    more: Annotated[Optional[List[Path]], typer.Argument(help="More corpus paths.", show_default=False)] = None,
+    more: Annotated[Optional[List[Path]], typer.Argument(help="More corpus paths (as --corpus).", show_default=False)] = None,
     size: Annotated[int, typer.Option("--size", help="Vocabulary size, special tokens included.", min=1)] = 30000,
     uncased: Annotated[bool, typer.Option("--uncased/--cased", help="Lower-case and strip accents (uncased) or keep both (cased).")] = True,
     algorithm: Annotated[opt.Algorithm, typer.Option("--algorithm", help="wordpiece (tokenizers' trainer) or sentencepiece (SentencePiece BPE converted to WordPiece, SciBERT's route).")] = "wordpiece",

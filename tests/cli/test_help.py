@@ -92,3 +92,13 @@ def test_loop_option_help_defaults_come_from_train_config(monkeypatch):
     assert shown_default("epochs", TrainConfig.epochs) == "3"
     assert shown_default("fsdp", False) == "no-fsdp" and shown_default("resume", False) is None
     assert set(LOOP_OPTIONS) <= {f.name for f in dataclasses.fields(TrainConfig)}
+
+
+def test_usage_names_arguments_as_click_does():
+    """Required arguments read A B, optional ones [MORE]... (typer 0.2x writes {a} {b})."""
+    out = " ".join(runner.invoke(app, ["vocab", "compare", "--help"],
+                                 env={"COLUMNS": "100"}).output.split())
+    assert "Usage: bertkit vocab compare [OPTIONS] A B " in out and "{a}" not in out
+    out = " ".join(runner.invoke(app, ["vocab", "build", "--help"],
+                                 env={"COLUMNS": "100"}).output.split())
+    assert "Usage: bertkit vocab build [OPTIONS] [MORE]..." in out
