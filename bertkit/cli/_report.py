@@ -67,12 +67,13 @@ def label_scores_table(metrics: dict, title: str) -> Table:
 
 
 def baseline_row(table: Table, metrics: dict) -> None:
-    """Add the majority-class baseline (macro-F1 in the F1 column, accuracy in a note) when the
-    metrics carry one (:func:`bertkit.metrics.cls.collapse_report`)."""
+    """Add the majority-class baseline, ``baseline (all LABEL)``: every example given the majority
+    label, its macro-F1 in the F1 column and accuracy in the last, when the metrics carry one
+    (:func:`bertkit.metrics.cls.collapse_report`); the row fits at 80 columns."""
     base = metrics.get("baseline")
     if not base or base.get("majority_label") is None:
         return
-    table.add_row(f"majority baseline ({base['majority_label']}) macro", "", "",
+    table.add_row(f"baseline (all {base['majority_label']})", "", "",
                   f"{100 * base['baseline_macro_f1']:.2f}",
                   f"acc {100 * base['baseline_accuracy']:.2f}")
 

@@ -116,7 +116,8 @@ def label_table(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str] 
                                                  zero_division=0)
     out["per_label"] = {lab: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
                               "support": int(s[i])} for i, lab in enumerate(every)}
-    out["confusion"] = confusion_matrix(gold, pred, labels=every).tolist()
+    out["confusion"] = ([[len(gold)]] if len(every) == 1  # scikit-learn warns on one label
+                        else confusion_matrix(gold, pred, labels=every).tolist())
     return out
 
 

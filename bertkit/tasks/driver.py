@@ -300,7 +300,8 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
                "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds])
                            for split in ("dev", "test")},
                "interval": "95% interval of the mean: mean ± t(0.975, n-1) · std / sqrt(n); "
-                           "std is the sample standard deviation (n-1)"}
+                           "std is the sample standard deviation (n-1); not clipped to a "
+                           "score's range (with few seeds it can pass 0 or 1)"}
     write_json(root / "summary.json", summary)
     return summary
 

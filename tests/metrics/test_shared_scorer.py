@@ -51,3 +51,4 @@ def test_label_table_leaves_the_negative_label_out_of_the_averages():
     assert t["per_label"]["n"] == {"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2}
     only_negative = label_table(["n", "n"], ["n", "n"], negative_label="n")
     assert only_negative["micro_f1"] == 0.0 and only_negative["accuracy"] == 1.0
+    assert only_negative["confusion"] == [[2]]

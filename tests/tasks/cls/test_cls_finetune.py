@@ -43,7 +43,8 @@ def test_finetune_evaluate_predict_and_plain_transformers(tmp_path, tiny_encoder
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "m.json").read_text())["macro_f1"] == \
         pytest.approx(test["macro_f1"])
-    assert "majority baseline" in res.output
+    row = [line for line in res.output.splitlines() if "baseline (all " in line]
+    assert len(row) == 1 and "acc " in row[0], res.output  # one unwrapped row at 80 columns
     res = runner.invoke(app, ["predict", "cls", "-m", str(run), "-i", str(d / "test.jsonl"),
                               "--device", "cpu"])
     assert res.exit_code == 0, res.output
