@@ -1,5 +1,6 @@
-"""What the side-by-side benchmarks share: the machine's load, the interleaved order of the sides
-and the median (min-max) summary of repeated measurements.
+"""What the side-by-side benchmarks share: the machine's load, the interleaved order of the sides,
+the median (min-max) summary of repeated measurements, and the same first N examples of a JSONL
+data set for every side.
 
 Fairness rules (benchmarks/README.md): the sides alternate within one run (repeat 1: A, B, C;
 repeat 2: C, B, A; ...), so a change of machine load hits every side; each measurement records
@@ -9,6 +10,7 @@ seeds or repeats, and a ratio is the ratio of the medians.
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 from pathlib import Path
@@ -58,3 +60,21 @@ def shared_note(before: float, after: float, threads: int) -> str:
     threads the benchmark itself uses (plus 0.5 for noise), before or after, marks it."""
     shared = max(before, after) > threads + 0.5
     return f"load {before}->{after}" + (" (SHARED: other work on the machine)" if shared else "")
+
+
+def subset_dir(src: Path, out: Path, sizes: dict[str, int | None]) -> Path:
+    """Copy the first N non-blank lines of each ``<split>.jsonl`` of ``src`` into ``out`` (a
+    temporary folder; N None: all), so every side reads the same examples. Returns ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    for split, n in sizes.items():
+        lines = [x for x in (src / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
+                 if x.strip()]
+        (out / f"{split}.jsonl").write_text("\n".join(lines[:n] if n else lines) + "\n",
+                                            encoding="utf-8")
+    return out
+
+
+def read_split(d: Path, split: str) -> list[dict]:
+    """The records of ``d/<split>.jsonl`` (blank lines skipped)."""
+    return [json.loads(x) for x in (d / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
+            if x.strip()]

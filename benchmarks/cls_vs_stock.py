@@ -49,27 +49,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 RESULTS = Path(__file__).resolve().parent / "results"
 
-from _interleave import load1, logger, side_order, spread  # noqa: E402
+from _interleave import load1, logger, read_split, side_order, spread, subset_dir  # noqa: E402
 from bertkit.data.sets import data_root  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.cls import label_scores  # noqa: E402
 from bertkit.tasks.cls import CLSConfig, finetune_cls  # noqa: E402
-
-
-def subset_dir(src: Path, out: Path, sizes: dict[str, int | None]) -> Path:
-    """Copy the first N lines of each split of ``src`` into ``out`` (a temporary folder)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for split, n in sizes.items():
-        lines = [x for x in (src / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
-                 if x.strip()]
-        (out / f"{split}.jsonl").write_text("\n".join(lines[:n] if n else lines) + "\n",
-                                            encoding="utf-8")
-    return out
-
-
-def read_split(d: Path, split: str) -> list[dict]:
-    return [json.loads(x) for x in (d / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
-            if x.strip()]
 
 
 def stock_recipe(d: Path, args, seed: int, out: str) -> dict:

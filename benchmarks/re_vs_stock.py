@@ -73,7 +73,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _interleave import load1, logger, shared_note, side_order, spread  # noqa: E402
+from _interleave import (load1, logger, read_split, shared_note, side_order,  # noqa: E402
+                         spread, subset_dir)
 from bertkit.data.sets import data_root  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.re import relation_scores  # noqa: E402
@@ -84,22 +85,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 SIDES = ("stock", "stock-grouped", "bertkit", "stock-tuned", "bertkit-tuned")
 FULL = {"epochs": 3, "batch_size": 32, "max_train": None, "max_dev": None, "max_test": None}
 BERTKIT_RECIPE = {"warmup": 0.1, "weight_decay": 0.01, "max_grad_norm": 1.0}  # + lr, epochs
-
-
-def subset_dir(src: Path, out: Path, sizes: dict[str, int | None]) -> Path:
-    """Copy the first N lines of each split of ``src`` into ``out`` (a temporary folder)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for split, n in sizes.items():
-        lines = [x for x in (src / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
-                 if x.strip()]
-        (out / f"{split}.jsonl").write_text("\n".join(lines[:n] if n else lines) + "\n",
-                                            encoding="utf-8")
-    return out
-
-
-def read_split(d: Path, split: str) -> list[dict]:
-    return [json.loads(x) for x in (d / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
-            if x.strip()]
 
 
 def source_dir(name: str) -> Path:
