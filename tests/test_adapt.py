@@ -134,7 +134,7 @@ def test_adapt_tapt_reads_the_same_max_train_samples(tiny_encoder, ner_dir, tmp_
     assert res.exit_code == 0, res.output
     assert "stage TAPT pretraining (settings changed since the last run" in \
         " ".join(res.output.split())
-    from bertkit.workflows.adapt import text_fingerprint
+    from bertkit.workflows.stages import text_fingerprint
 
     tapt = json.loads((out / "pretrain" / "tapt" / "stage.json").read_text())["settings"]
     assert tapt["text"] == text_fingerprint(str(out / "pretrain" / "task_text.txt"))
@@ -229,7 +229,7 @@ def test_adapt_reduced_budget_on_bc5cdr(tmp_path):
 
 
 def test_run_stage_skips_done_stages_and_reruns_changed_ones(tmp_path):
-    from bertkit.workflows.adapt import run_stage
+    from bertkit.workflows.stages import run_stage
 
     calls = []
 
@@ -246,7 +246,7 @@ def test_run_stage_skips_done_stages_and_reruns_changed_ones(tmp_path):
 
 
 def test_input_fingerprint_follows_the_producing_stage(tmp_path):
-    from bertkit.workflows.adapt import input_fingerprint, run_stage
+    from bertkit.workflows.stages import input_fingerprint, run_stage
 
     assert input_fingerprint(tmp_path / "elsewhere" / "model") is None
     run_stage("s", tmp_path, {"lr": 1}, lambda: {"loss": 1.0}, False)

@@ -89,7 +89,7 @@ def test_rerun_continues_a_stopped_tapt_stage_and_keeps_its_checkpoint(
 
 
 def test_a_stopped_stage_with_a_changed_setting_runs_again_and_says_so(tmp_path):
-    from bertkit.workflows.adapt import run_stage
+    from bertkit.workflows.stages import run_stage
 
     folder = tmp_path / "s"
     (folder / "checkpoints" / "step_7").mkdir(parents=True)
@@ -135,7 +135,7 @@ def test_a_stage_stopped_by_an_older_bertkit_continues_and_one_without_checkpoin
     """No ``stage.json`` (the stage was stopped by a bertkit that wrote it only at the end): a
     checkpoint there is continued (the run checks its own saved settings); a run that stopped
     before its first checkpoint has nothing to continue and starts again."""
-    from bertkit.workflows.adapt import run_stage
+    from bertkit.workflows.stages import run_stage
 
     folder = tmp_path / "old"
     (folder / "checkpoints" / "step_91").mkdir(parents=True)
