@@ -180,6 +180,8 @@ def main() -> None:
           f"({n} sequences) per pass, {args.repeats} interleaved passes, {args.threads} thread(s); "
           f"load average before {before['load_1m']:.2f}, after {after['load_1m']:.2f} "
           f"({before['cpus']} CPUs)")
+    print("order: each pass rotates the sides by one (pass 1 starts with the first side, pass 2 "
+          "with the second, ...), as section 1 lists them")
     show("1. masking only, same [B, T] tensors (sequences/s, CPU time of the thread):", masking)
     show("2. full collate path, Python lists -> masked tensors (sequences/s):", collate)
     jit = maskers["wwm"].jit

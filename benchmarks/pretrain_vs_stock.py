@@ -175,6 +175,8 @@ def main() -> None:
           f"{args.steps} interleaved steps per side after {args.warmup} warm-up; MiniLM-L6-H384 "
           f"(new MLM head), fp32 CPU, AdamW lr {args.lr}; load average before "
           f"{before['load_1m']:.2f}, after {after['load_1m']:.2f} ({before['cpus']} CPUs)")
+    print("order: each step rotates the sides by one (step 1 starts with the first row below, "
+          "step 2 with the second, ...)")
     width = max(map(len, results))
     print(f"  {'':<{width}}  {'real tok/s':>10}  {'min-max':>13}  {'s/step':>7}  {'batch ms':>8}  "
           f"{'tok/step':>8}  {'x stock default':>15}")
