@@ -45,8 +45,8 @@ a run below the full budget is labelled REDUCED.
 Usage (full budget):
     BERTKIT_DATA=../shared/data python benchmarks/re_vs_stock.py --threads 1 \\
         --stock-tuned-lr LR --bertkit-tuned-lr LR --json benchmarks/results/re_vs_stock.json
-The full budget takes hours (one stock run of 3 epochs is about 80 minutes on one thread here,
-bertkit's about 30): run one seed per process (side by side on two cores, or in several
+The full budget takes hours (one stock run of 3 epochs is about 42 minutes of training on one
+thread here, 17 with length-grouped batches, bertkit's about 18: results/re_vs_stock_interleaved.log): run one seed per process (side by side on two cores, or in several
 sessions), each with its own ``--json``, then print the summary over all of them:
     ... re_vs_stock.py --threads 1 --seeds 1 --name re_vs_stock_seed1 \
         --json benchmarks/results/re_vs_stock_seed1.json      # likewise seeds 2 and 3
