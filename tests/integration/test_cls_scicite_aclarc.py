@@ -28,7 +28,7 @@ def test_finetune_cls_registered_sets(tmp_path, name, n_labels, extra):
         test["accuracy"])
     assert test["micro_f1"] == pytest.approx(test["accuracy"])
     # the majority baseline beside the scores, in results.json and in the printed table
-    assert 0 < test["baseline"]["majority_share"] <= 1 and "majority baseline" in res.output
+    assert 0 < test["baseline"]["majority_share"] <= 1 and "baseline (all " in res.output
     assert results["shortened_texts"]["train"] >= 0 and (run / "test_confusion.png").is_file()
     res = CliRunner().invoke(app, ["evaluate", "cls", "-m", str(run), "--data", name,
                                    "--split", "test", "--device", "cpu",
