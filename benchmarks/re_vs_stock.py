@@ -46,8 +46,9 @@ Usage (full budget):
     BERTKIT_DATA=../shared/data python benchmarks/re_vs_stock.py --threads 1 \\
         --stock-tuned-lr LR --bertkit-tuned-lr LR --json benchmarks/results/re_vs_stock.json
 The full budget takes hours (one stock run of 3 epochs is about 42 minutes of training on one
-thread here, 17 with length-grouped batches, bertkit's about 18: results/re_vs_stock_interleaved.log): run one seed per process (side by side on two cores, or in several
-sessions), each with its own ``--json``, then print the summary over all of them:
+thread here, 17 with length-grouped batches, bertkit's about 18:
+results/re_vs_stock_interleaved.log): run one seed per process (side by side on two cores, or in
+several sessions), each with its own ``--json``, then print the summary over all of them:
     ... re_vs_stock.py --threads 1 --seeds 1 --name re_vs_stock_seed1 \
         --json benchmarks/results/re_vs_stock_seed1.json      # likewise seeds 2 and 3
     ... re_vs_stock.py --merge benchmarks/results/re_vs_stock_seed{1,2,3}.json
