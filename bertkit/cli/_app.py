@@ -35,6 +35,29 @@ def _readable_metavars() -> None:
     # one space between the option table's columns instead of two: the names fit at 80 columns
     if getattr(rich_utils, "STYLE_OPTIONS_TABLE_PADDING", None) == (0, 1):
         rich_utils.STYLE_OPTIONS_TABLE_PADDING = (0, 1, 0, 0)
+    _plain_value_errors()
+
+
+def _plain_value_errors() -> None:
+    """typer 0.29 validates choices through pydantic, whose message for a refused value starts
+    with "Value error, " ("Invalid value for '--masking': Value error, 'foo' is not one of ...");
+    drop that prefix. A no-op where typer's modules differ."""
+    import importlib
+
+    for name in ("typer._coercion", "typer._param_types"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # pragma: no cover - another typer
+            continue
+        original = getattr(module, "get_error_msg", None)
+        if original is None or getattr(original, "_bertkit", False):
+            continue
+
+        def get_error_msg(exc, _original=original) -> str:
+            return _original(exc).removeprefix("Value error, ")
+
+        get_error_msg._bertkit = True
+        module.get_error_msg = get_error_msg
 
 
 def _patch_display_type(cls) -> None:
