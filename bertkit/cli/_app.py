@@ -35,6 +35,15 @@ def _readable_metavars() -> None:
     # one space between the option table's columns instead of two: the names fit at 80 columns
     if getattr(rich_utils, "STYLE_OPTIONS_TABLE_PADDING", None) == (0, 1):
         rich_utils.STYLE_OPTIONS_TABLE_PADDING = (0, 1, 0, 0)
+    # typer 0.29 keeps a docstring's single line breaks after the first paragraph, so a
+    # command's description wrapped at 100 columns in the source wraps unevenly at 80: join
+    # them, as click does (a paragraph starting with \b keeps its lines, as in click)
+    if getattr(rich_utils, "_fix_linebreaks", None) is not None:
+        def fix_linebreaks(paragraphs, markup_mode) -> str:
+            return "\n\n".join(p if p.startswith("\b") else " ".join(p.split("\n"))
+                                 for p in paragraphs)
+
+        rich_utils._fix_linebreaks = fix_linebreaks
     _plain_value_errors()
 
 

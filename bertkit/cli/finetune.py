@@ -132,7 +132,7 @@ def re_cli(
 @user_errors
 @opt.training_options(epochs=6, lr=2e-4, batch_size=16)
 def dep_cli(
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help=opt.data_help("dep", "under $BERTKIT_DATA as dep/genia/{dev,test}.conllu: trains on dev less every 10th sentence, held out for model selection, reports on test") + " or a directory with train/dev/test .conllu files. \\[default: genia]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help=opt.data_help("dep", "under $BERTKIT_DATA as dep/genia/dev.conllu and test.conllu: trains on dev less every 10th sentence, held out for model selection, reports on test") + " or a directory with train/dev/test .conllu files. \\[default: genia]")] = None,
     model: opt.Model = None,
     word_repr: Annotated[Optional[opt.WordRepr], typer.Option("--word-repr", help="Word vector: first (first subword) or mean (mean of subwords). \\[default: first]")] = None,
     scalar_mix: Annotated[Optional[bool], typer.Option("--scalar-mix/--no-scalar-mix", help="Learned scalar mix of all encoder layers. \\[default: no-scalar-mix]")] = None,

@@ -37,7 +37,7 @@ def build_cli(
     algorithm: Annotated[opt.Algorithm, typer.Option("--algorithm", help="wordpiece (tokenizers' trainer) or sentencepiece (SentencePiece BPE converted to WordPiece, SciBERT's route).")] = "wordpiece",
     min_frequency: Annotated[int, typer.Option("--min-frequency", help="Minimum count of a merge (wordpiece).", min=0)] = 2,
     limit_alphabet: Annotated[Optional[int], typer.Option("--limit-alphabet", help="Keep at most this many characters; the rarest others become [UNK] (wordpiece). \\[default: all]", min=1)] = None,
-    special_tokens: Annotated[str, typer.Option("--special-tokens", help="Comma-separated special tokens, placed first; must include BERT's five.")] = "[PAD],[UNK],[CLS],[SEP],[MASK]",
+    special_tokens: Annotated[str, typer.Option("--special-tokens", help="Comma-separated special tokens, placed first; must include BERT's five.")] = "[PAD], [UNK], [CLS], [SEP], [MASK]",
     normalize: Annotated[opt.Normalization, typer.Option("--normalize", help="Unicode normalisation before BERT's normaliser, in training and in the saved tokenizer.json (AutoTokenizer applies it): none, nfc, nfkc, nfd or nfkd. BERT's normaliser alone keeps look-alikes apart: MICRO SIGN µ (U+00B5) vs Greek mu μ (U+03BC), ℃ vs °C, ² vs 2, ﬁ vs fi, full-width Ａ vs A (and, cased, ANGSTROM SIGN Å vs Å); nfkc maps each pair to one form, nfc only the canonical ones (Å -> Å).", case_sensitive=False)] = "none",
     skip_bad_lines: SkipBad = False,
     overwrite: Overwrite = False,

@@ -36,6 +36,7 @@ def test_help_at_80_columns_shows_every_option_name_and_plain_types(path, comman
     names = [o for p in command.params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
     cut = [n for n in names if not re.search(re.escape(n) + r"(?![\w-])", out)]
     assert not cut, f"cut at 80 columns: {cut}"
+    assert "\u2026" not in out, "a word too long for its column is cut with an ellipsis"
     assert not re.findall(r"<(?:str|bool|int|float|path)[^>]*>", out)
 
 
@@ -102,3 +103,13 @@ def test_usage_names_arguments_as_click_does():
     out = " ".join(runner.invoke(app, ["vocab", "build", "--help"],
                                  env={"COLUMNS": "100"}).output.split())
     assert "Usage: bertkit vocab build [OPTIONS] [MORE]..." in out
+
+
+def test_description_paragraphs_are_rewrapped_at_80_columns():
+    """A docstring's body wrapped at 100 columns in the source reads as one paragraph at 80."""
+    out = runner.invoke(app, ["finetune", "dep", "--help"], env={"COLUMNS": "80"}).output
+    body = " ".join(out.split())
+    assert "test_predictions.conllu and model/ (encoder + tokenizer loadable with" in body
+    lines = [line.strip() for line in out.splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("Writes a run directory"))
+    assert len(lines[start]) >= 60 and len(lines[start + 1]) >= 60  # filled, not cut per line
