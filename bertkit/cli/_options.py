@@ -18,25 +18,29 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from bertkit.masking import STRATEGIES as MASKING_STRATEGIES
+from bertkit.tasks.cls.config import LONG_TEXT
 from bertkit.tasks.common import CLASS_WEIGHTS
+from bertkit.tasks.dep.config import DECODER_NAMES, WORD_REPRS
+from bertkit.tasks.ner.config import METRICS as NER_METRICS
 from bertkit.training.config import REPORT_TO
 from bertkit.training.devices import PRECISIONS
 from bertkit.vocab.build import ALGORITHMS
 from bertkit.vocab.coverage import NORMALIZATIONS
 
 # Options with a fixed set of values are typed with it, so the command line checks them (exit 2,
-# the choices in the message) and --help shows short lists. A constant that lives in a task
-# package (slow to import: the model code comes with it) is repeated here, and
-# tests/cli/test_choices.py checks that the two agree.
+# the choices in the message) and --help shows short lists. The task packages' config modules
+# are light (the packages export lazily); only the relation head's poolings are repeated here,
+# as bertkit/heads/relation.py is a self-contained remote-code module that imports transformers'
+# model code (tests/cli/test_choices.py checks the two agree).
 Masking = Literal[tuple(MASKING_STRATEGIES)]
 ClassWeights = Literal[CLASS_WEIGHTS]
 Algorithm = Literal[ALGORITHMS]
 Normalization = Literal[NORMALIZATIONS]
-Decoder = Literal["mst", "eisner"]  # bertkit.tasks.dep.model.DECODERS
-WordRepr = Literal["first", "mean"]  # bertkit.tasks.dep.task.WORD_REPRS
-NERMetric = Literal["span", "token-macro"]  # bertkit.tasks.ner.config.METRICS
+Decoder = Literal[DECODER_NAMES]
+WordRepr = Literal[WORD_REPRS]
+NERMetric = Literal[tuple(NER_METRICS)]
 Pooling = Literal["cls", "entity-start"]  # bertkit.heads.relation.POOLINGS
-LongText = Literal["head-tail", "windows"]  # bertkit.tasks.cls.config.LONG_TEXT
+LongText = Literal[tuple(LONG_TEXT)]
 
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", help="Subword pieces per window incl. [CLS]/[SEP]; longer input is windowed, never truncated. \\[default: 512]", min=8)]
 Recipe = Annotated[Optional[Path], typer.Option("--recipe", help="A recipe: YAML file or name from `bertkit recipes` (keys as flags in snake_case); flags override it.")]

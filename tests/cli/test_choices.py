@@ -18,13 +18,26 @@ def test_choice_lists_equal_the_library_constants():
     from bertkit.heads.relation import POOLINGS
     from bertkit.tasks.cls.config import LONG_TEXT
     from bertkit.tasks.dep.model import DECODERS
-    from bertkit.tasks.dep.task import WORD_REPRS
+    from bertkit.tasks.dep.config import DECODER_NAMES, WORD_REPRS
     from bertkit.tasks.ner.config import METRICS
 
     for shown, library in ((opt.Decoder, tuple(DECODERS)), (opt.WordRepr, WORD_REPRS),
                            (opt.NERMetric, tuple(METRICS)), (opt.Pooling, POOLINGS),
                            (opt.LongText, LONG_TEXT)):
         assert typing.get_args(shown) == tuple(library)
+    assert tuple(DECODERS) == DECODER_NAMES  # the decoders and the config's light list of names
+
+
+def test_the_command_line_imports_no_task_model_code():
+    """The task packages export lazily, so the CLI's choice lists come from the light config
+    modules without the model code (each task is imported when its command runs)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, bertkit.cli; print(sorted(m for m in sys.modules if m.startswith("
+            "'bertkit.tasks.') and m.endswith(('.task', '.model'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("command, option, choices", [

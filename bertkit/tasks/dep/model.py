@@ -24,7 +24,7 @@ from bertkit.heads.biaffine import BiaffineHead
 
 META_FILE = "bertkit.json"
 HEAD_FILE = "parser.safetensors"
-DECODERS = {"mst": mst_decode, "eisner": eisner_decode}
+DECODERS = {"mst": mst_decode, "eisner": eisner_decode}  # keys: config.DECODER_NAMES
 
 
 class BiaffineParser(nn.Module):
