@@ -240,6 +240,7 @@ def summarise(results: dict[str, dict[int, dict]], seeds: list[int], label: str,
 
 
 MERGE_FREE = {"seeds", "sides", "json", "name", "merge", "threads"}  # may differ between merged runs
+LR_ARGS = {"stock_lr", "bertkit_lr", "stock_tuned_lr", "bertkit_tuned_lr"}  # compared per side
 
 
 def merge(paths: list[Path], name: str) -> None:
@@ -250,23 +251,30 @@ def merge(paths: list[Path], name: str) -> None:
         sys.exit(f"error: no such --merge file: {', '.join(missing)} (expected the --json files "
                  f"of earlier runs of this script)")
     saved = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
-    first = {k: v for k, v in saved[0]["args"].items() if k not in MERGE_FREE}
+    first = {k: v for k, v in saved[0]["args"].items() if k not in MERGE_FREE | LR_ARGS}
     results: dict[str, dict[int, dict]] = {}
+    lrs: dict[str, tuple[float, Path]] = {}  # side -> its learning rate, the first file with it
     log = logger(RESULTS / f"{name}.log")
     log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
     for path, run in zip(paths, saved):
-        now = {k: v for k, v in run["args"].items() if k not in MERGE_FREE}
+        now = {k: v for k, v in run["args"].items() if k not in MERGE_FREE | LR_ARGS}
         changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
         if changed:
             sys.exit(f"error: {path} was run with other settings ({changed[0]}: "
                      f"{now.get(changed[0])!r}, first file {first.get(changed[0])!r})")
         for side, by_seed in run["runs"].items():
+            lr = side_lr(side, argparse.Namespace(**run["args"]))
+            if side in lrs and lrs[side][0] != lr:  # a side's rate must agree; unused ones may not
+                sys.exit(f"error: {path} ran {side} at lr {lr:g}, {lrs[side][1]} at "
+                         f"{lrs[side][0]:g}")
+            lrs.setdefault(side, (lr, path))
             for seed, r in by_seed.items():
                 if int(seed) in results.get(side, {}):
                     sys.exit(f"error: seed {seed} of {side} is in two of the files")
                 results.setdefault(side, {})[int(seed)] = r
         log(f"  {path}: {run['label']}; seeds {run['args']['seeds']}; threads "
-            f"{run['args'].get('threads')}")
+            f"{run['args'].get('threads')}; " + ", ".join(
+                f"{side} lr {lrs[side][0]:g}" for side in run["runs"]))
     seeds = sorted({s for by_seed in results.values() for s in by_seed})
     for side in [side for side in results if set(results[side]) != set(seeds)]:
         lacks = ", ".join(str(s) for s in seeds if s not in results[side])
