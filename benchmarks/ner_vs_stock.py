@@ -61,8 +61,9 @@ decoding on the tokenised test set. The printed lines go to ``benchmarks/results
 Usage:
     BERTKIT_DATA=../shared/data python benchmarks/ner_vs_stock.py [--seeds 1,2,3 --threads 1
         --epochs 2 --lr 5e-5 --batch-size 32] [--isolate [packing,loss]] [--recipe]
-        [--max-train N --max-test N] [--name ner_vs_stock --log-dir benchmarks/results]
-        [--json OUT]
+        [--max-train N --max-test N] [--no-stock] [--name ner_vs_stock
+        --log-dir benchmarks/results] [--json OUT]
+    ... ner_vs_stock.py --merge A.json B.json --name NAME   (seeds run in separate processes)
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 NAMES = {"stock": "stock HF recipe", "bertkit": "bertkit",
          "bertkit-argmax": "bertkit, argmax decoding", "bertkit-no-pack": "bertkit, no packing",
          "bertkit-batch-mean": "bertkit, batch-mean loss", "recipe": "bertkit default recipe"}
+ISOLATING = ("bertkit-argmax", "bertkit-no-pack", "bertkit-batch-mean")  # bertkit less one thing
 CAPTION = ("bertkit differs from the stock recipe at same settings in: (1) constrained Viterbi "
            "decoding (row 'argmax decoding': same weights, stock prediction path); (2) loss "
            "weighting: summed over the batch's labelled words / their mean per batch, vs the "
@@ -239,8 +241,30 @@ def row(name: str, seed: int, r: dict, threads: int) -> str:
             f"{shared_note(r['load_before'], r['load_after'], threads)}")
 
 
+def differences(results: dict, seeds: list[int], ref: str, log, out: dict) -> None:
+    """Per seed, each side minus ``ref`` (F1 points) and side/``ref`` training throughput."""
+    base = results[ref]
+    log(f"\nper seed, side - {NAMES[ref]} (F1 points) and side/{NAMES[ref]} training throughput:")
+    for side, runs in results.items():
+        if side == ref or (ref != "stock" and side not in ISOLATING):
+            continue
+        d_def = [100 * (runs[s]["test"]["conlleval_f1"] - base[s]["test"]["conlleval_f1"])
+                 for s in seeds]
+        d_strict = [100 * (runs[s]["test"]["f1"] - base[s]["test"]["f1"]) for s in seeds]
+        line = f"{NAMES[side]:<25} default mode {spread(d_def)}  strict {spread(d_strict)}"
+        key = "" if ref == "stock" else f"_vs_{ref}"
+        out[side].update({f"diff_default{key}": d_def, f"diff_strict{key}": d_strict})
+        if "train_seconds" in runs[seeds[0]]:
+            ratios = [runs[s]["train_sentences_per_second"] / base[s]["train_sentences_per_second"]
+                      for s in seeds]
+            line += f"  throughput x {spread(ratios)}"
+            out[side][f"throughput_ratios{key}"] = ratios
+        log(line)
+
+
 def summarise(results: dict, seeds: list[int], log) -> dict:
-    """Medians (min-max) per side, per-seed differences and ratios against stock; returns them."""
+    """Medians (min-max) per side; per-seed differences and ratios against stock (when run) and,
+    for the rows that isolate one of bertkit's differences, against bertkit; returns them."""
     log(f"\nover seeds {seeds}: medians (min, max); F1 in points\n{CAPTION}")
     out = {}
     for side, runs in results.items():
@@ -251,23 +275,45 @@ def summarise(results: dict, seeds: list[int], log) -> dict:
             line += f"  sent/s {spread([runs[s]['train_sentences_per_second'] for s in seeds])}"
         log(line)
         out[side] = {"f1": statistics.median(f1), "strict": statistics.median(strict)}
-    stock = results["stock"]
-    log("\nper seed, side - stock (F1 points) and side/stock training throughput:")
-    for side, runs in results.items():
-        if side == "stock":
-            continue
-        d_def = [100 * (runs[s]["test"]["conlleval_f1"] - stock[s]["test"]["conlleval_f1"])
-                 for s in seeds]
-        d_strict = [100 * (runs[s]["test"]["f1"] - stock[s]["test"]["f1"]) for s in seeds]
-        line = f"{NAMES[side]:<25} default mode {spread(d_def)}  strict {spread(d_strict)}"
-        out[side].update(diff_default=d_def, diff_strict=d_strict)
-        if "train_seconds" in runs[seeds[0]]:
-            ratios = [runs[s]["train_sentences_per_second"] / stock[s]["train_sentences_per_second"]
-                      for s in seeds]
-            line += f"  throughput x {spread(ratios)}"
-            out[side]["throughput_ratios"] = ratios
-        log(line)
+    if "stock" in results:
+        differences(results, seeds, "stock", log, out)
+    if "bertkit" in results and any(side in ISOLATING for side in results):
+        differences(results, seeds, "bertkit", log, out)
     return out
+
+
+def merge(paths: list[Path], log) -> dict:
+    """Summarise several ``--json`` files of this script (e.g. seeds run side by side in two
+    processes); every setting but the seeds, name, threads and JSON path must agree."""
+    free = {"seeds", "name", "json", "merge", "threads", "log_dir"}
+    saved = []
+    for p in paths:
+        if not p.is_file():
+            sys.exit(f"error: no such --merge file: {p} (expected a --json file of this script)")
+        saved.append(json.loads(p.read_text(encoding="utf-8")))
+    first = {k: v for k, v in saved[0]["args"].items() if k not in free}
+    results: dict[str, dict[int, dict]] = {}
+    log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
+    for p, run in zip(paths, saved):
+        now = {k: v for k, v in run["args"].items() if k not in free}
+        changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
+        if changed:
+            sys.exit(f"error: {p} was run with other settings ({changed[0]}: "
+                     f"{now.get(changed[0])!r}, first file {first.get(changed[0])!r})")
+        log(f"  {p}: seeds {run['args']['seeds']}, threads {run['args'].get('threads')}")
+        for side, by_seed in run["runs"].items():
+            for seed, r in by_seed.items():
+                if int(seed) in results.get(side, {}):
+                    sys.exit(f"error: seed {seed} of {side} is in two of the files")
+                results.setdefault(side, {})[int(seed)] = r
+    seeds = sorted({s for by_seed in results.values() for s in by_seed})
+    for side in [side for side in results if set(results[side]) != set(seeds)]:
+        log(f"  {NAMES[side]} left out: no run for every seed")
+        del results[side]
+    for side, by_seed in results.items():
+        for seed in seeds:
+            log(row(side, seed, by_seed[seed], saved[0]["args"].get("threads") or 1))
+    return summarise(results, seeds, log)
 
 
 def main() -> None:
@@ -284,6 +330,11 @@ def main() -> None:
     ap.add_argument("--isolate", nargs="?", const="packing,loss", default="",
                     help="add training sides isolating packing and/or the loss weighting")
     ap.add_argument("--recipe", action="store_true", help="add bertkit's default recipe")
+    ap.add_argument("--no-stock", action="store_true",
+                    help="leave out the stock side (e.g. --isolate alone: its rows are compared "
+                         "with bertkit's)")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="summarise these --json files of earlier runs (no training)")
     ap.add_argument("--name", default="ner_vs_stock", help="log name (<log-dir>/<name>.log)")
     ap.add_argument("--log-dir", type=Path, default=RESULTS)
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
@@ -297,10 +348,16 @@ def main() -> None:
 
     datasets.disable_progress_bars()
     log = logger(args.log_dir / f"{args.name}.log")
+    if args.merge:
+        summary = merge(args.merge, log)
+        if args.json:
+            args.json.write_text(json.dumps({"args": vars(args), "summary": summary}, indent=2,
+                                            default=str) + "\n")
+        return
 
     seeds = [int(s) for s in args.seeds.split(",")]
     isolate = {"packing": "bertkit-no-pack", "loss": "bertkit-batch-mean"}
-    sides = ("stock", "bertkit") + tuple(isolate[k] for k in args.isolate.split(",") if k) \
+    sides = (() if args.no_stock else ("stock",)) + ("bertkit",) + tuple(isolate[k] for k in args.isolate.split(",") if k) \
         + (("recipe",) if args.recipe else ())
     data = load_ner_data(args.data)
     train_s = data.splits["train"][:args.max_train]
@@ -311,9 +368,21 @@ def main() -> None:
         f"batch {args.batch_size}, seeds {seeds}; sides {', '.join(sides)}; load {load1()}")
     log(f"bertkit loss_scale over its first-epoch batches (seed {seeds[0]}): "
         f"{loss_scale_spread(train_s, args, seeds[0])}")
-    results: dict[str, dict[int, dict]] = {s: {} for s in sides[:2] + ("bertkit-argmax",)
-                                           + sides[2:]}
+    first = sides.index("bertkit") + 1
+    results: dict[str, dict[int, dict]] = {s: {} for s in sides[:first] + ("bertkit-argmax",)
+                                           + sides[first:]}
     start = time.perf_counter()
+
+    def save(summary=None) -> None:  # after every run, so a stopped process keeps what it measured
+        if not args.json:
+            return
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        slim = {side: {str(s): {**r, "test": {m: x for m, x in r["test"].items()
+                                              if m != "per_type"}}
+                       for s, r in runs.items()} for side, runs in results.items()}
+        args.json.write_text(json.dumps({"args": vars(args), "runs": slim, "summary": summary},
+                                        indent=2, default=str) + "\n")
+
     with tempfile.TemporaryDirectory() as tmp:
         for k, seed in enumerate(seeds):
             for side in side_order(sides, k):
@@ -329,15 +398,10 @@ def main() -> None:
                     r.update(load_before=before, load_after=load1())
                     results["bertkit-argmax"][seed] = r
                     log(row("bertkit-argmax", seed, r, threads))
+                save()
     summary = summarise(results, seeds, log)
     log(f"\ntotal wall time {time.perf_counter() - start:.0f} s; load {load1()}; log {log.path}")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        slim = {side: {str(s): {**r, "test": {m: x for m, x in r["test"].items()
-                                              if m != "per_type"}}
-                       for s, r in runs.items()} for side, runs in results.items()}
-        args.json.write_text(json.dumps({"args": vars(args), "runs": slim, "summary": summary},
-                                        indent=2, default=str) + "\n")
+    save(summary)
 
 
 if __name__ == "__main__":
