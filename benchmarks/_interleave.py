@@ -78,3 +78,61 @@ def read_split(d: Path, split: str) -> list[dict]:
     """The records of ``d/<split>.jsonl`` (blank lines skipped)."""
     return [json.loads(x) for x in (d / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
             if x.strip()]
+
+
+def merge_runs(paths: Sequence[Path], free: set[str], log,
+               side_setting: Callable[[dict, str], object] | None = None
+               ) -> tuple[dict[str, dict[int, dict]], list[int], list[dict]]:
+    """Read several ``--json`` files of one benchmark (e.g. seeds run side by side in separate
+    processes) into ``results[side][seed]``, logging each file.
+
+    Every saved argument but those in ``free`` must agree between the files; a side in several
+    files must agree in ``side_setting(args, side)`` (e.g. its learning rate) where given. A side
+    without a run for every seed found is left out, and the log says so.
+
+    Returns:
+        (results, the sorted seeds, the files' contents).
+
+    Raises:
+        SystemExit: a missing file, other settings, or a seed of a side in two files.
+    """
+    import sys
+
+    missing = [str(p) for p in paths if not Path(p).is_file()]
+    if missing:
+        sys.exit(f"error: no such --merge file: {', '.join(missing)} (expected the --json files "
+                 f"of earlier runs of this script)")
+    saved = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    first = {k: v for k, v in saved[0]["args"].items() if k not in free}
+    results: dict[str, dict[int, dict]] = {}
+    per_side: dict[str, tuple[object, Path]] = {}
+    log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
+    for path, run in zip(paths, saved):
+        now = {k: v for k, v in run["args"].items() if k not in free}
+        changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
+        if changed:
+            sys.exit(f"error: {path} was run with other settings ({changed[0]}: "
+                     f"{now.get(changed[0])!r}, first file {first.get(changed[0])!r})")
+        for side, by_seed in run["runs"].items():
+            if side_setting is not None:
+                value = side_setting(run["args"], side)
+                if side in per_side and per_side[side][0] != value:
+                    sys.exit(f"error: {path} ran {side} with {value!r}, {per_side[side][1]} "
+                             f"with {per_side[side][0]!r}")
+                per_side.setdefault(side, (value, path))
+            for seed, r in by_seed.items():
+                if int(seed) in results.get(side, {}):
+                    sys.exit(f"error: seed {seed} of {side} is in two of the files")
+                results.setdefault(side, {})[int(seed)] = r
+        note = "" if side_setting is None else "; " + ", ".join(
+            f"{side} {per_side[side][0]}" for side in run["runs"])
+        log(f"  {path}: {run.get('label', '')}{'; ' if run.get('label') else ''}seeds "
+            f"{run['args']['seeds']}; threads {run['args'].get('threads')}{note}")
+    seeds = sorted({s for by_seed in results.values() for s in by_seed})
+    for side in [side for side in results if set(results[side]) != set(seeds)]:
+        lacks = ", ".join(str(s) for s in seeds if s not in results[side])
+        log(f"  {side} left out of the summary: no run for seed {lacks} (cut off, or not run)")
+        del results[side]
+    if not results:
+        sys.exit("error: no side has a run for every seed in the files")
+    return results, seeds, saved

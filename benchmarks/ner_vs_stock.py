@@ -85,7 +85,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _interleave import load1, logger, shared_note, side_order, spread  # noqa: E402
+from _interleave import load1, logger, merge_runs, shared_note, side_order, spread  # noqa: E402
 from bertkit.config import build_config  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.ner import entity_scores  # noqa: E402
@@ -286,30 +286,7 @@ def merge(paths: list[Path], log) -> dict:
     """Summarise several ``--json`` files of this script (e.g. seeds run side by side in two
     processes); every setting but the seeds, name, threads and JSON path must agree."""
     free = {"seeds", "name", "json", "merge", "threads", "log_dir"}
-    saved = []
-    for p in paths:
-        if not p.is_file():
-            sys.exit(f"error: no such --merge file: {p} (expected a --json file of this script)")
-        saved.append(json.loads(p.read_text(encoding="utf-8")))
-    first = {k: v for k, v in saved[0]["args"].items() if k not in free}
-    results: dict[str, dict[int, dict]] = {}
-    log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
-    for p, run in zip(paths, saved):
-        now = {k: v for k, v in run["args"].items() if k not in free}
-        changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
-        if changed:
-            sys.exit(f"error: {p} was run with other settings ({changed[0]}: "
-                     f"{now.get(changed[0])!r}, first file {first.get(changed[0])!r})")
-        log(f"  {p}: seeds {run['args']['seeds']}, threads {run['args'].get('threads')}")
-        for side, by_seed in run["runs"].items():
-            for seed, r in by_seed.items():
-                if int(seed) in results.get(side, {}):
-                    sys.exit(f"error: seed {seed} of {side} is in two of the files")
-                results.setdefault(side, {})[int(seed)] = r
-    seeds = sorted({s for by_seed in results.values() for s in by_seed})
-    for side in [side for side in results if set(results[side]) != set(seeds)]:
-        log(f"  {NAMES[side]} left out: no run for every seed")
-        del results[side]
+    results, seeds, saved = merge_runs(paths, free, log)
     for side, by_seed in results.items():
         for seed in seeds:
             log(row(side, seed, by_seed[seed], saved[0]["args"].get("threads") or 1))

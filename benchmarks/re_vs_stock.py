@@ -77,7 +77,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _interleave import (load1, logger, read_split, shared_note, side_order,  # noqa: E402
+from _interleave import (load1, logger, merge_runs, read_split, shared_note, side_order,  # noqa: E402
                          spread, subset_dir)
 from bertkit.data.sets import data_root  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
@@ -246,42 +246,10 @@ LR_ARGS = {"stock_lr", "bertkit_lr", "stock_tuned_lr", "bertkit_tuned_lr"}  # co
 def merge(paths: list[Path], name: str) -> None:
     """Print (and log) the summary over the seeds of several ``--json`` files of this script, run
     with the same settings (one seed per run, e.g. in different sessions or side by side)."""
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        sys.exit(f"error: no such --merge file: {', '.join(missing)} (expected the --json files "
-                 f"of earlier runs of this script)")
-    saved = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
-    first = {k: v for k, v in saved[0]["args"].items() if k not in MERGE_FREE | LR_ARGS}
-    results: dict[str, dict[int, dict]] = {}
-    lrs: dict[str, tuple[float, Path]] = {}  # side -> its learning rate, the first file with it
     log = logger(RESULTS / f"{name}.log")
-    log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
-    for path, run in zip(paths, saved):
-        now = {k: v for k, v in run["args"].items() if k not in MERGE_FREE | LR_ARGS}
-        changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
-        if changed:
-            sys.exit(f"error: {path} was run with other settings ({changed[0]}: "
-                     f"{now.get(changed[0])!r}, first file {first.get(changed[0])!r})")
-        for side, by_seed in run["runs"].items():
-            lr = side_lr(side, argparse.Namespace(**run["args"]))
-            if side in lrs and lrs[side][0] != lr:  # a side's rate must agree; unused ones may not
-                sys.exit(f"error: {path} ran {side} at lr {lr:g}, {lrs[side][1]} at "
-                         f"{lrs[side][0]:g}")
-            lrs.setdefault(side, (lr, path))
-            for seed, r in by_seed.items():
-                if int(seed) in results.get(side, {}):
-                    sys.exit(f"error: seed {seed} of {side} is in two of the files")
-                results.setdefault(side, {})[int(seed)] = r
-        log(f"  {path}: {run['label']}; seeds {run['args']['seeds']}; threads "
-            f"{run['args'].get('threads')}; " + ", ".join(
-                f"{side} lr {lrs[side][0]:g}" for side in run["runs"]))
-    seeds = sorted({s for by_seed in results.values() for s in by_seed})
-    for side in [side for side in results if set(results[side]) != set(seeds)]:
-        lacks = ", ".join(str(s) for s in seeds if s not in results[side])
-        log(f"  {side} left out of the summary: no run for seed {lacks} (cut off, or not run)")
-        del results[side]
-    if not results:
-        sys.exit("error: no side has a run for every seed in the files")
+    results, seeds, saved = merge_runs(
+        paths, MERGE_FREE | LR_ARGS, log,
+        lambda args, side: f"lr {side_lr(side, argparse.Namespace(**args)):g}")
     for side, by_seed in results.items():
         for seed in seeds:
             r, t = by_seed[seed], by_seed[seed]["test"]
