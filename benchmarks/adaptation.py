@@ -9,6 +9,10 @@ Variants (Gururangan et al. 2020, "Don't Stop Pretraining"; Beltagy et al. 2019 
                   relation markers stripped) for --tapt-epochs passes
   (d) DAPT+TAPT   (c) starting from (b)'s model
   (e) vocab+DAPT  `vocab extend` (--extend-vocab SciVocab words, ranked by the corpus), then (b)
+  (v) vocab only  `vocab extend` alone, no pretraining: each new word's embedding is the mean of
+                  the pieces the encoder split it into ("adaptive tokenization", Sachidananda et
+                  al. 2021, "Efficient Domain Adaptation of Language Models via Adaptive
+                  Tokenization", sec. 3), the cheapest adaptation (minutes, no MLM head needed)
   (f) the best of (b)-(e) again with the other masking (span + SBO <-> token)
 
 Each variant is fine-tuned with the same settings and seeds (NER: the bc5cdr-ner-minilm recipe,
@@ -70,6 +74,7 @@ VARIANTS = {  # key -> (label, stages)
     "c": ("(c) TAPT", ("tapt",)),
     "d": ("(d) DAPT+TAPT", ("dapt", "tapt")),
     "e": ("(e) vocab+DAPT", ("vocab", "dapt")),
+    "v": ("(v) vocab only", ("vocab",)),
 }
 
 
@@ -138,11 +143,12 @@ class Bench:
     def variant(self, task: str, key: str, label: str, stages: tuple, masking: str) -> dict:
         model, seconds, records = self.adapted(task, stages, masking)
         load0 = load()
-        name = key if not stages else f"{key}-{masking}"
+        masked = any(stage != "vocab" for stage in stages)  # a pretraining stage: masking matters
+        name = f"{key}-{masking}" if masked else key
         runs = finetune_runs(self.cfg(task, masking), model, self.root / task / name, label)
         scores = score_summary(TASK_METRICS[task], runs)
         main = next(iter(scores))
-        rec = {"label": label, "masking": masking if stages else None, "model": model,
+        rec = {"label": label, "masking": masking if masked else None, "model": model,
                "adapt_minutes": seconds / 60, "scores": scores, "stages": records,
                "finetune_load": [load0, load()],
                "finetune_minutes": sum(r["train_seconds"] for r in runs) / 60}
@@ -174,7 +180,7 @@ def table(task: str, rows: list[dict]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", default="ner,re", help="ner, re or ner,re.")
-    ap.add_argument("--variants", default="a,b,c,d,e,f", help="Subset of a,b,c,d,e,f.")
+    ap.add_argument("--variants", default="a,b,c,d,e,v,f", help="Subset of a,b,c,d,e,v,f.")
     ap.add_argument("--model", default=None, help="Encoder (default: the packaged MiniLM).")
     ap.add_argument("--masking", default="span", choices=("span", "token", "wwm"),
                     help="Masking of (b)-(e); (f) reruns the best with the other of span/token.")
