@@ -69,7 +69,7 @@ def train(
             in eval mode, returns metrics. None: no evaluation.
         select_metric: keep the weights with the highest value of this metric (higher is
             better); None: keep the last weights.
-        console: where the progress bar draws.
+        console: where the progress bar draws (none when it is not a terminal).
 
     Returns:
         a :class:`TrainResult`. On return, the model holds the best (or last) weights.
@@ -88,7 +88,10 @@ def train(
                            keep_until_step=state.step if cfg.resume else None,
                            tensorboard=cfg.report_to == "tensorboard")
     accum, stop_seen = cfg.gradient_accumulation, False
-    progress = make_progress(console, disable=not parts.out.main or console is None)
+    # a bar only where it redraws: into a file or pipe rich would print it once, at the end,
+    # after the epoch lines (the log has those and the final throughput line)
+    progress = make_progress(console, disable=not parts.out.main or console is None
+                             or not console.is_terminal)
     with contextlib.closing(parts.log), progress, StopRequest() as stop:
         bar = progress.add_task("train", total=parts.total_steps, completed=state.step, rate="")
         for epoch in range(state.epoch, parts.n_epochs):

@@ -257,3 +257,17 @@ def test_sigint_during_the_last_evaluation_stops_with_a_checkpoint(tmp_path):
     assert res.steps == 30
     for a, b in zip(model_full.state_dict().values(), model_res.state_dict().values()):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_progress_bar_only_on_a_terminal(tmp_path, terminal):
+    """Into a file or pipe rich would print the bar once, at the end, after the epoch lines."""
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=terminal, width=100)
+    cfg = TrainConfig(epochs=1, lr=1e-2, logging_steps=1)
+    train(Toy(), Source(n=3), cfg, make_runtime("cpu", "fp32"), tmp_path, console=console)
+    assert ("ex/s" in out.getvalue()) is terminal
