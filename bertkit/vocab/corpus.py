@@ -221,16 +221,19 @@ def count_words(files: Iterable[str | Path], *, skip_bad_lines: bool = False,
 
 @contextmanager
 def progress_bar(description: str, total: int | None, enabled: bool) -> Iterator[ProgressFn | None]:
-    """A rich progress bar over bytes; yields its ``advance(n)`` callback, or ``None``."""
-    if not enabled:
+    """A rich progress bar over bytes on stderr; yields its ``advance(n)`` callback, or ``None``
+    (not ``enabled``, or stderr is not a terminal, where the bar could not redraw)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
         yield None
         return
-    from rich.console import Console
     from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
                                TimeRemainingColumn, TransferSpeedColumn)
 
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                   TransferSpeedColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True)) as bar:
+                  console=console) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n: bar.advance(task, n)
