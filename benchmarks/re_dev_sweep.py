@@ -16,6 +16,8 @@ Usage:
     BERTKIT_DATA=../shared/data python benchmarks/re_dev_sweep.py --threads 1 \\
         [--sides stock,bertkit --lrs 2e-5,5e-5,1e-4,2e-4 --poolings cls --seed 1 --epochs 3 \\
          --batch-size 32 --max-train N --max-dev N] [--name re_dev_sweep] [--json OUT]
+Merge (a point added to a sweep whose best rate was at the edge of its grid):
+    ... re_dev_sweep.py --merge A.json B.json --name NAME [--json OUT]
 Smoke:
     ... re_dev_sweep.py --max-train 60 --max-dev 30 --epochs 1 --lrs 5e-5,2e-4 --threads 1 \\
         --name /tmp/re_dev_sweep_smoke
@@ -58,7 +60,12 @@ def main() -> None:
     ap.add_argument("--name", default="re_dev_sweep",
                     help="log benchmarks/results/<name>.log (an absolute path goes there)")
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="rank the points of these --json files together (no training)")
     args = ap.parse_args()
+    if args.merge:
+        merge(args.merge, args.name, args.json)
+        return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -105,20 +112,55 @@ def main() -> None:
                     args.json.parent.mkdir(parents=True, exist_ok=True)
                     args.json.write_text(json.dumps({"args": vars(args), "runs": rows},
                                                     indent=2, default=str) + "\n")
+    report_best(rows, sides, log, args.json, vars(args))
+
+
+def report_best(rows: list[dict], sides, log, json_path: Path | None, saved_args: dict) -> None:
+    """Log the best learning rate per side (dev micro-F1) and the flags for re_vs_stock.py."""
     best = {s: max((r for r in rows if r["side"] == s), key=lambda r: r["dev_micro_f1"])
             for s in sides}
     log("")
     for s, b in best.items():
+        lrs = sorted({r["lr"] for r in rows if r["side"] == s})
+        edge = " (at the edge of the grid)" if len(lrs) > 1 and b["lr"] in (lrs[0], lrs[-1]) else ""
         log(f"best on dev, {s}: lr {b['lr']:g}{', pooling ' + b['pooling'] if b['pooling'] else ''}"
-            f" (dev micro-F1 {b['dev_micro_f1']:.2f})")
+            f" (dev micro-F1 {b['dev_micro_f1']:.2f}){edge}")
     flag = {"stock": "--stock-tuned-lr", "bertkit": "--bertkit-tuned-lr",
             "stock-grouped": "--stock-tuned-lr (for the stock-grouped-tuned side)"}
     log("re_vs_stock.py flags: " + "; ".join(f"{flag[s]} {b['lr']:g}" for s, b in best.items())
         + f"; load {load1()}; log {log.path}")
-    if args.json:
-        args.json.write_text(json.dumps({"args": vars(args), "runs": rows, "best": best},
+    if json_path:
+        json_path.write_text(json.dumps({"args": saved_args, "runs": rows, "best": best},
                                         indent=2, default=str) + "\n")
 
+
+def merge(paths: list[Path], name: str, json_path: Path | None) -> None:
+    """Rank the grid points of several ``--json`` files of this script together (e.g. a point
+    added to a sweep whose best rate was at the edge of its grid); every setting but the rates,
+    sides, poolings, name, threads and JSON path must agree."""
+    free = {"lrs", "sides", "poolings", "name", "json", "threads", "merge"}
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        sys.exit(f"error: no such --merge file: {', '.join(missing)}")
+    saved = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    first = {k: v for k, v in saved[0]["args"].items() if k not in free}
+    log = logger(RESULTS / f"{name}.log")
+    log(f"dev only; merged {len(paths)} sweeps: " + ", ".join(str(p) for p in paths))
+    rows = []
+    for p, run in zip(paths, saved):
+        now = {k: v for k, v in run["args"].items() if k not in free}
+        changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
+        if changed:
+            sys.exit(f"error: {p} was run with other settings ({changed[0]}: "
+                     f"{now.get(changed[0])!r}, first file {first.get(changed[0])!r})")
+        rows += run["runs"]
+    sides = list(dict.fromkeys(r["side"] for r in rows))
+    for r in sorted(rows, key=lambda r: (sides.index(r["side"]), r["lr"])):
+        what = f"bertkit ({r['pooling']})" if r["side"] == "bertkit" else r["side"]
+        log(f"{what:<22} lr {r['lr']:.0e}  dev micro-F1 {r['dev_micro_f1']:6.2f}  macro-F1 "
+            f"{r['dev_macro_f1']:6.2f}  (epoch {r['epoch']})  train {r['train_seconds']:.0f} s  "
+            f"load {r['load_before']}->{r['load_after']}")
+    report_best(rows, sides, log, json_path, {"merge": [str(p) for p in paths], **first})
 
 if __name__ == "__main__":
     main()
