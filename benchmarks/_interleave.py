@@ -80,6 +80,28 @@ def read_split(d: Path, split: str) -> list[dict]:
             if x.strip()]
 
 
+def read_same_settings(paths: Sequence[Path], free: set[str]) -> list[dict]:
+    """The contents of several ``--json`` files of one benchmark, whose saved arguments agree
+    except those in ``free``.
+
+    Raises:
+        SystemExit: a missing file, or a file run with other settings (the first one named).
+    """
+    missing = [str(p) for p in paths if not Path(p).is_file()]
+    if missing:
+        raise SystemExit(f"error: no such --merge file: {', '.join(missing)} (expected the --json "
+                         f"files of earlier runs of this script)")
+    saved = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    first = {k: v for k, v in saved[0]["args"].items() if k not in free}
+    for path, run in zip(paths, saved):
+        now = {k: v for k, v in run["args"].items() if k not in free}
+        changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
+        if changed:
+            raise SystemExit(f"error: {path} was run with other settings ({changed[0]}: "
+                             f"{now.get(changed[0])!r}, first file {first.get(changed[0])!r})")
+    return saved
+
+
 def merge_runs(paths: Sequence[Path], free: set[str], log,
                side_setting: Callable[[dict, str], object] | None = None
                ) -> tuple[dict[str, dict[int, dict]], list[int], list[dict]]:
@@ -96,33 +118,21 @@ def merge_runs(paths: Sequence[Path], free: set[str], log,
     Raises:
         SystemExit: a missing file, other settings, or a seed of a side in two files.
     """
-    import sys
-
-    missing = [str(p) for p in paths if not Path(p).is_file()]
-    if missing:
-        sys.exit(f"error: no such --merge file: {', '.join(missing)} (expected the --json files "
-                 f"of earlier runs of this script)")
-    saved = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
-    first = {k: v for k, v in saved[0]["args"].items() if k not in free}
+    saved = read_same_settings(paths, free)
     results: dict[str, dict[int, dict]] = {}
     per_side: dict[str, tuple[object, Path]] = {}
     log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
     for path, run in zip(paths, saved):
-        now = {k: v for k, v in run["args"].items() if k not in free}
-        changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
-        if changed:
-            sys.exit(f"error: {path} was run with other settings ({changed[0]}: "
-                     f"{now.get(changed[0])!r}, first file {first.get(changed[0])!r})")
         for side, by_seed in run["runs"].items():
             if side_setting is not None:
                 value = side_setting(run["args"], side)
                 if side in per_side and per_side[side][0] != value:
-                    sys.exit(f"error: {path} ran {side} with {value!r}, {per_side[side][1]} "
-                             f"with {per_side[side][0]!r}")
+                    raise SystemExit(f"error: {path} ran {side} with {value!r}, "
+                                     f"{per_side[side][1]} with {per_side[side][0]!r}")
                 per_side.setdefault(side, (value, path))
             for seed, r in by_seed.items():
                 if int(seed) in results.get(side, {}):
-                    sys.exit(f"error: seed {seed} of {side} is in two of the files")
+                    raise SystemExit(f"error: seed {seed} of {side} is in two of the files")
                 results.setdefault(side, {})[int(seed)] = r
         note = "" if side_setting is None else "; " + ", ".join(
             f"{side} {per_side[side][0]}" for side in run["runs"])
@@ -134,5 +144,5 @@ def merge_runs(paths: Sequence[Path], free: set[str], log,
         log(f"  {side} left out of the summary: no run for seed {lacks} (cut off, or not run)")
         del results[side]
     if not results:
-        sys.exit("error: no side has a run for every seed in the files")
+        raise SystemExit("error: no side has a run for every seed in the files")
     return results, seeds, saved

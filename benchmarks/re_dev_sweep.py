@@ -37,7 +37,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _interleave import load1, logger, shared_note, side_order, subset_dir  # noqa: E402
+from _interleave import (load1, logger, read_same_settings, shared_note, side_order,  # noqa: E402
+                         subset_dir)
 from re_vs_stock import FULL, RESULTS, bertkit_run, source_dir, stock_run  # noqa: E402
 from bertkit.tasks.re import REConfig  # noqa: E402
 
@@ -139,20 +140,12 @@ def merge(paths: list[Path], name: str, json_path: Path | None) -> None:
     added to a sweep whose best rate was at the edge of its grid); every setting but the rates,
     sides, poolings, name, threads and JSON path must agree."""
     free = {"lrs", "sides", "poolings", "name", "json", "threads", "merge"}
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        sys.exit(f"error: no such --merge file: {', '.join(missing)}")
-    saved = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    saved = read_same_settings(paths, free)
     first = {k: v for k, v in saved[0]["args"].items() if k not in free}
     log = logger(RESULTS / f"{name}.log")
     log(f"dev only; merged {len(paths)} sweeps: " + ", ".join(str(p) for p in paths))
     rows = []
-    for p, run in zip(paths, saved):
-        now = {k: v for k, v in run["args"].items() if k not in free}
-        changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
-        if changed:
-            sys.exit(f"error: {p} was run with other settings ({changed[0]}: "
-                     f"{now.get(changed[0])!r}, first file {first.get(changed[0])!r})")
+    for run in saved:
         rows += run["runs"]
     sides = list(dict.fromkeys(r["side"] for r in rows))
     for r in sorted(rows, key=lambda r: (sides.index(r["side"]), r["lr"])):
