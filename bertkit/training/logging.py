@@ -72,9 +72,12 @@ class MetricsLog:
 
 
 def make_progress(console: Console | None = None, disable: bool = False) -> Progress:
-    """A progress bar with step count, throughput (set in the ``rate`` field), elapsed time and ETA."""
+    """A progress bar with step count, throughput (set in the ``rate`` field), elapsed time and ETA;
+    disabled without a console or where the console is not a terminal (into a file or pipe rich
+    could not redraw it and would print it once, at the end, after the run's own lines)."""
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"),
-        TimeRemainingColumn(), console=console, disable=disable, transient=False,
+        TimeRemainingColumn(), console=console, transient=False,
+        disable=disable or console is None or not console.is_terminal,
     )

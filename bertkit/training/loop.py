@@ -88,10 +88,7 @@ def train(
                            keep_until_step=state.step if cfg.resume else None,
                            tensorboard=cfg.report_to == "tensorboard")
     accum, stop_seen = cfg.gradient_accumulation, False
-    # a bar only where it redraws: into a file or pipe rich would print it once, at the end,
-    # after the epoch lines (the log has those and the final throughput line)
-    progress = make_progress(console, disable=not parts.out.main or console is None
-                             or not console.is_terminal)
+    progress = make_progress(console, disable=not parts.out.main)
     with contextlib.closing(parts.log), progress, StopRequest() as stop:
         bar = progress.add_task("train", total=parts.total_steps, completed=state.step, rate="")
         for epoch in range(state.epoch, parts.n_epochs):

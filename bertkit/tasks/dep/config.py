@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from bertkit.tasks.finetune_config import FinetuneConfig
 
 WORD_REPRS = ("first", "mean")
-DECODER_NAMES = ("mst", "eisner")  # bertkit.tasks.dep.model.DECODERS (checked there)
+DECODER_NAMES = ("mst", "eisner")  # the keys of bertkit.tasks.dep.model.DECODERS (a test checks)
 
 
 @dataclass
@@ -54,8 +54,8 @@ class DepConfig(FinetuneConfig):
     skip_bad_sentences: bool = False
 
     def task_checks(self) -> tuple:
-        return (("word_repr", self.word_repr in WORD_REPRS, "first or mean"),
-                ("decoder", self.decoder in DECODER_NAMES, "mst or eisner"),
+        return (("word_repr", self.word_repr in WORD_REPRS, " or ".join(WORD_REPRS)),
+                ("decoder", self.decoder in DECODER_NAMES, " or ".join(DECODER_NAMES)),
                 ("arc_mlp", self.arc_mlp >= 1, "an integer >= 1"),
                 ("rel_mlp", self.rel_mlp >= 1, "an integer >= 1"),
                 ("mlp_dropout", 0 <= self.mlp_dropout < 1, "a number in [0, 1)"),
