@@ -12,7 +12,7 @@ Variants (Gururangan et al. 2020, "Don't Stop Pretraining"; Beltagy et al. 2019 
   (v) vocab only  `vocab extend` alone, no pretraining: each new word's embedding is the mean of
                   the pieces the encoder split it into ("adaptive tokenization", Sachidananda et
                   al. 2021, "Efficient Domain Adaptation of Language Models via Adaptive
-                  Tokenization", sec. 3), the cheapest adaptation (minutes, no MLM head needed)
+                  Tokenization"), the cheapest adaptation (minutes, no MLM head needed)
   (f) the best of (b)-(e) again with the other masking (span + SBO <-> token)
 
 Each variant is fine-tuned with the same settings and seeds (NER: the bc5cdr-ner-minilm recipe,

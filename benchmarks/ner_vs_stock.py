@@ -334,8 +334,9 @@ def main() -> None:
 
     seeds = [int(s) for s in args.seeds.split(",")]
     isolate = {"packing": "bertkit-no-pack", "loss": "bertkit-batch-mean"}
-    sides = (() if args.no_stock else ("stock",)) + ("bertkit",) + tuple(isolate[k] for k in args.isolate.split(",") if k) \
-        + (("recipe",) if args.recipe else ())
+    sides = ((() if args.no_stock else ("stock",)) + ("bertkit",)
+             + tuple(isolate[k] for k in args.isolate.split(",") if k)
+             + (("recipe",) if args.recipe else ()))
     data = load_ner_data(args.data)
     train_s = data.splits["train"][:args.max_train]
     test_s = data.splits["test"][:args.max_test]
