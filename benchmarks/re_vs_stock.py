@@ -222,7 +222,7 @@ def summarise(results: dict[str, dict[int, dict]], seeds: list[int], label: str,
                                      "goal_met": met}
         note = (" (every seed)" if min(diffs) >= 2 else
                 " (by the median; the per-seed spread includes 0)" if met and min(diffs) <= 0
-                else "")
+                else f" (by the median only; per-seed minimum {min(diffs):+.2f})" if met else "")
         log(f"{b + ' - ' + s:<28} {spread(diffs)}  {'met' if met else 'MISSED'}{note}; "
             f"throughput {ratio:.2f}x")
     goals = {}
