@@ -95,5 +95,7 @@ def test_cli_finetune_evaluate_predict_and_errors(tmp_path, dep_dir, tiny_encode
     assert f"{bad / 'test.conllu'}:5: HEAD 9 out of range" in res.output
     with pytest.raises(BertkitError, match="no saved bertkit dependency parser"):
         evaluate_dep(str(tmp_path), str(dep_dir))
-    with pytest.raises(BertkitError, match="--word-repr"):
+    with pytest.raises(BertkitError, match="--word-repr.*first or mean"):
         DepConfig(word_repr="last").validate()
+    with pytest.raises(BertkitError, match="--decoder.*mst or eisner"):
+        DepConfig(decoder="greedy").validate()
