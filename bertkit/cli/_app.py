@@ -44,6 +44,19 @@ def _readable_metavars() -> None:
                                  for p in paragraphs)
 
         rich_utils._fix_linebreaks = fix_linebreaks
+    # the same for a command's first paragraph in its group's command list
+    if getattr(rich_utils, "_make_command_help", None) is not None:
+        import inspect
+
+        make_command_help = rich_utils._make_command_help
+
+        def joined_command_help(*, help_text: str, markup_mode):
+            first, sep, rest = inspect.cleandoc(help_text).partition("\n\n")
+            if not first.startswith("\b"):
+                first = " ".join(first.split("\n"))
+            return make_command_help(help_text=first + sep + rest, markup_mode=markup_mode)
+
+        rich_utils._make_command_help = joined_command_help
     _plain_value_errors()
 
 

@@ -113,3 +113,12 @@ def test_description_paragraphs_are_rewrapped_at_80_columns():
     lines = [line.strip() for line in out.splitlines()]
     start = next(i for i, line in enumerate(lines) if line.startswith("Writes a run directory"))
     assert len(lines[start]) >= 60 and len(lines[start + 1]) >= 60  # filled, not cut per line
+
+
+def test_command_list_rows_are_rewrapped_at_80_columns():
+    """A command's first paragraph in its group's list wraps as one paragraph (``bertkit run``'s
+    spans several source lines)."""
+    out = runner.invoke(app, ["--help"], env={"COLUMNS": "80"}).output
+    lines = [line.strip("│ ").strip() for line in out.splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("run "))
+    assert len(lines[start]) >= 60 and len(lines[start + 1]) >= 50, lines[start:start + 3]
