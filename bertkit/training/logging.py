@@ -81,3 +81,49 @@ def make_progress(console: Console | None = None, disable: bool = False) -> Prog
         TimeRemainingColumn(), console=console, transient=False,
         disable=disable or console is None or not console.is_terminal,
     )
+
+
+class PlainProgress:
+    """Plain progress lines for a console that is not a terminal (output into a file or pipe),
+    where :func:`make_progress` draws nothing: at most one line every ``interval`` seconds, at the
+    loop's logging steps, e.g. ``step 150/1170 (epoch 1/3): loss 0.4120, 812.3 ex/s, elapsed
+    1:05, ETA 7:20``. The ETA assumes the remaining steps run at the mean pace since the start.
+
+    Args:
+        console: where the lines go; None or a terminal console: print nothing.
+        total_steps: the run's optimiser steps; ``start_step``: where it starts (a resume).
+        n_epochs: the run's epochs, for the ``epoch e/n`` part.
+        interval: minimum seconds between two lines (the first line comes at the first logging
+            step).
+    """
+
+    def __init__(self, console: Console | None, total_steps: int, n_epochs: int,
+                 start_step: int = 0, interval: float = 30.0) -> None:
+        self.console = console if console is not None and not console.is_terminal else None
+        self.total, self.n_epochs, self.start_step = total_steps, n_epochs, start_step
+        self.interval, self.start, self.last = interval, time.monotonic(), None
+
+    def line(self, record: dict[str, Any] | None) -> str | None:
+        """Print (and return) the line for one ``train`` record of :class:`MetricsLog` if the
+        interval has passed; None otherwise or without a record."""
+        now = time.monotonic()
+        if self.console is None or record is None or (
+                self.last is not None and now - self.last < self.interval):
+            return None
+        self.last = now
+        step, elapsed = record["step"], now - self.start
+        done = step - self.start_step
+        eta = elapsed / done * (self.total - step) if done > 0 else None
+        losses = ", ".join(f"{k} {v:.4f}" for k, v in record.items() if k.endswith("loss"))
+        text = (f"step {step}/{self.total} (epoch {record['epoch']}/{self.n_epochs}): {losses}, "
+                f"{record['examples_per_s']:.1f} ex/s, elapsed {_clock(elapsed)}, ETA "
+                f"{_clock(eta) if eta is not None else '?'}")
+        self.console.print(text, highlight=False, markup=False, soft_wrap=True)
+        return text
+
+
+def _clock(seconds: float) -> str:
+    """``h:mm:ss`` or ``m:ss``."""
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"

@@ -38,7 +38,7 @@ from bertkit.training.distributed import (barrier, broadcast_flag, init_distribu
                                           is_distributed, reduce_batch, shard_batch, wrap_model)
 from bertkit.training.fsdp import (full_model_state, full_optimizer_state, load_full_state,
                                    shard_model)
-from bertkit.training.logging import MetricsLog, make_progress
+from bertkit.training.logging import MetricsLog, PlainProgress, make_progress
 from bertkit.training.optim import build_optimizer, build_scheduler
 from bertkit.training.rundir import RunWriter, check_free_space, checkpoint_bytes
 from bertkit.training.signals import StopRequest
@@ -69,7 +69,8 @@ def train(
             in eval mode, returns metrics. None: no evaluation.
         select_metric: keep the weights with the highest value of this metric (higher is
             better); None: keep the last weights.
-        console: where the progress bar draws (none when it is not a terminal).
+        console: where the progress bar draws on a terminal; into a file or pipe, a plain
+            line at a logging step every 30 s at most (:class:`PlainProgress`).
 
     Returns:
         a :class:`TrainResult`. On return, the model holds the best (or last) weights.
@@ -89,6 +90,8 @@ def train(
                            tensorboard=cfg.report_to == "tensorboard")
     accum, stop_seen = cfg.gradient_accumulation, False
     progress = make_progress(console, disable=not parts.out.main)
+    plain = PlainProgress(console if parts.out.main else None, parts.total_steps, parts.n_epochs,
+                          start_step=state.step)  # into a file: a line every 30 s at most
     with contextlib.closing(parts.log), progress, StopRequest() as stop:
         bar = progress.add_task("train", total=parts.total_steps, completed=state.step, rate="")
         for epoch in range(state.epoch, parts.n_epochs):
@@ -112,7 +115,7 @@ def train(
                 progress.update(bar, advance=1, rate=f"{parts.meter.rate():.1f} ex/s")
                 last = state.step >= parts.total_steps
                 if state.step % cfg.logging_steps == 0:
-                    parts.meter.flush(parts, state, epoch)
+                    plain.line(parts.meter.flush(parts, state, epoch))
                 if evaluate is not None and cfg.eval_steps and (
                         state.step % cfg.eval_steps == 0 or last):
                     evaluate_and_select(parts, state, evaluate, select_metric, epoch)
