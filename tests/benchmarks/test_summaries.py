@@ -1,8 +1,10 @@
-"""The benchmark scripts' summary wording: a goal met by the median only says so, and a
-difference inside the seed spread is marked as no gain (benchmarks/re_vs_stock.py,
-benchmarks/adaptation.py)."""
+"""The benchmark scripts' summaries: a goal met by the median only says so, a difference inside
+the seed spread is marked as no gain, and the dev curves are averaged per epoch
+(benchmarks/re_vs_stock.py, adaptation.py, adaptation_curves.py)."""
 
 import importlib.util
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,3 +60,37 @@ def test_adaptation_table_marks_a_gain_inside_the_spread():
     assert "+1.00*" in tapt and "73.00 75.00 77.00" in tapt
     assert "+3.00 " in dapt and "+3.00*" not in dapt
     assert lines[-1].startswith("* inside the larger seed spread")
+
+
+def _runs(root: Path, task: str, variant: str, curves: dict[int, list[float]]) -> None:
+    for seed, curve in curves.items():
+        run = root / task / variant / f"seed-{seed}"
+        run.mkdir(parents=True)
+        lines = [{"type": "train", "step": 1, "loss": 1.0}]
+        lines += [{"type": "eval", "split": "dev", "step": 10 * (e + 1), "f1": v / 100}
+                  for e, v in enumerate(curve)]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+
+def test_adaptation_curves_per_epoch_means_and_checks(tmp_path, monkeypatch, capsys):
+    """Dev F1 per epoch, mean over seeds, and the difference from (a); (a)'s copies must agree;
+    a line that is not JSON names the file and line."""
+    curves = _script("adaptation_curves")
+    _runs(tmp_path / "one", "ner", "a", {1: [50.0, 70.0], 2: [54.0, 72.0]})
+    _runs(tmp_path / "one", "ner", "c-token", {1: [56.0, 73.0], 2: [58.0, 73.0]})
+    _runs(tmp_path / "two", "ner", "a", {1: [50.0, 70.0], 2: [54.0, 72.0]})
+    monkeypatch.setattr(sys, "argv", ["x", str(tmp_path / "one"), str(tmp_path / "two")])
+    curves.main()
+    out = capsys.readouterr().out.splitlines()
+    a = next(line for line in out if line.strip().startswith("a "))
+    tapt = next(line for line in out if "one/c-token" in line)
+    assert "52.0 /  71.0" in a and "(seed 1: 50.0/70.0; seed 2: 54.0/72.0)" in a
+    assert "57.0 /  73.0" in tapt and "vs (a)  +5.0 /  +2.0" in tapt
+    _runs(tmp_path / "three", "ner", "a", {1: [50.0, 71.0], 2: [54.0, 72.0]})
+    monkeypatch.setattr(sys, "argv", ["x", str(tmp_path / "one"), str(tmp_path / "three")])
+    with pytest.raises(SystemExit, match="differs from the \\(a\\) runs read first"):
+        curves.main()
+    (tmp_path / "one" / "ner" / "a" / "seed-1" / "metrics.jsonl").write_text('{"type": "eval"\n')
+    monkeypatch.setattr(sys, "argv", ["x", str(tmp_path / "one")])
+    with pytest.raises(SystemExit, match=r"seed-1/metrics.jsonl:1: not a JSON object"):
+        curves.main()
