@@ -83,41 +83,48 @@ def make_progress(console: Console | None = None, disable: bool = False) -> Prog
     )
 
 
+PLAIN_INTERVAL_S = 30.0  # seconds between two plain progress lines (PlainProgress)
+
+
 class PlainProgress:
     """Plain progress lines for a console that is not a terminal (output into a file or pipe),
-    where :func:`make_progress` draws nothing: at most one line every ``interval`` seconds, at the
-    loop's logging steps, e.g. ``step 150/1170 (epoch 1/3): loss 0.4120, 812.3 ex/s, elapsed
-    1:05, ETA 7:20``. The ETA assumes the remaining steps run at the mean pace since the start.
+    where :func:`make_progress` draws nothing: one line every ``interval`` seconds of the run,
+    checked after each optimiser step, e.g. ``step 150/1170 (epoch 1/3): loss 0.4120, 812.3
+    ex/s, elapsed 1:05, ETA 7:20``. The losses are the means over the batches since the last
+    ``metrics.jsonl`` record, ex/s the pace over the same window; the ETA (training only, not the
+    final scoring) assumes the remaining steps take the mean time per step since the start.
 
     Args:
         console: where the lines go; None or a terminal console: print nothing.
         total_steps: the run's optimiser steps; ``start_step``: where it starts (a resume).
         n_epochs: the run's epochs, for the ``epoch e/n`` part.
-        interval: minimum seconds between two lines (the first line comes at the first logging
-            step).
+        interval: seconds between two lines (None: ``PLAIN_INTERVAL_S``, 30).
     """
 
     def __init__(self, console: Console | None, total_steps: int, n_epochs: int,
-                 start_step: int = 0, interval: float = 30.0) -> None:
+                 start_step: int = 0, interval: float | None = None) -> None:
         self.console = console if console is not None and not console.is_terminal else None
         self.total, self.n_epochs, self.start_step = total_steps, n_epochs, start_step
-        self.interval, self.start, self.last = interval, time.monotonic(), None
+        self.interval = PLAIN_INTERVAL_S if interval is None else interval
+        self.start = self.last = time.monotonic()
 
-    def line(self, record: dict[str, Any] | None) -> str | None:
-        """Print (and return) the line for one ``train`` record of :class:`MetricsLog` if the
-        interval has passed; None otherwise or without a record."""
+    def update(self, step: int, epoch: int, meter: Any) -> str | None:
+        """After optimiser step ``step`` of epoch ``epoch`` (1-based): print (and return) a line
+        if ``interval`` seconds have passed since the last one (or the start); None otherwise.
+        ``meter`` (a :class:`~bertkit.training.state.Meter`) gives ``means()``, the mean losses
+        by name (``loss``, ``mlm_loss``, ...), and ``rate()``, examples/s; read only when a line
+        is due."""
+        if self.console is None:
+            return None
         now = time.monotonic()
-        if self.console is None or record is None or (
-                self.last is not None and now - self.last < self.interval):
+        if now - self.last < self.interval:
             return None
         self.last = now
-        step, elapsed = record["step"], now - self.start
-        done = step - self.start_step
-        eta = elapsed / done * (self.total - step) if done > 0 else None
-        losses = ", ".join(f"{k} {v:.4f}" for k, v in record.items() if k.endswith("loss"))
-        text = (f"step {step}/{self.total} (epoch {record['epoch']}/{self.n_epochs}): {losses}, "
-                f"{record['examples_per_s']:.1f} ex/s, elapsed {_clock(elapsed)}, ETA "
-                f"{_clock(eta) if eta is not None else '?'}")
+        elapsed, done = now - self.start, step - self.start_step
+        eta = _clock(elapsed / done * (self.total - step)) if done > 0 else "?"
+        shown = "".join(f"{k} {v:.4f}, " for k, v in meter.means().items() if k.endswith("loss"))
+        text = (f"step {step}/{self.total} (epoch {epoch}/{self.n_epochs}): {shown}"
+                f"{meter.rate():.1f} ex/s, elapsed {_clock(elapsed)}, ETA {eta}")
         self.console.print(text, highlight=False, markup=False, soft_wrap=True)
         return text
 

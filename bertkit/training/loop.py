@@ -70,7 +70,7 @@ def train(
         select_metric: keep the weights with the highest value of this metric (higher is
             better); None: keep the last weights.
         console: where the progress bar draws on a terminal; into a file or pipe, a plain
-            line at a logging step every 30 s at most (:class:`PlainProgress`).
+            line every 30 s (:class:`PlainProgress`).
 
     Returns:
         a :class:`TrainResult`. On return, the model holds the best (or last) weights.
@@ -91,7 +91,7 @@ def train(
     accum, stop_seen = cfg.gradient_accumulation, False
     progress = make_progress(console, disable=not parts.out.main)
     plain = PlainProgress(console if parts.out.main else None, parts.total_steps, parts.n_epochs,
-                          start_step=state.step)  # into a file: a line every 30 s at most
+                          start_step=state.step)  # into a file: a line every 30 s
     with contextlib.closing(parts.log), progress, StopRequest() as stop:
         bar = progress.add_task("train", total=parts.total_steps, completed=state.step, rate="")
         for epoch in range(state.epoch, parts.n_epochs):
@@ -113,9 +113,10 @@ def train(
                 optimizer_step(parts)
                 state.step, state.batch = state.step + 1, i + 1
                 progress.update(bar, advance=1, rate=f"{parts.meter.rate():.1f} ex/s")
+                plain.update(state.step, epoch + 1, parts.meter)
                 last = state.step >= parts.total_steps
                 if state.step % cfg.logging_steps == 0:
-                    plain.line(parts.meter.flush(parts, state, epoch))
+                    parts.meter.flush(parts, state, epoch)
                 if evaluate is not None and cfg.eval_steps and (
                         state.step % cfg.eval_steps == 0 or last):
                     evaluate_and_select(parts, state, evaluate, select_metric, epoch)

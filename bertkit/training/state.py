@@ -108,6 +108,10 @@ class Meter:
         state.train_seconds += now - self.train_start
         self.train_start = now
 
+    def means(self) -> dict[str, float]:
+        """Mean of each logged loss over the batches since the last record (empty if none)."""
+        return {k: v / self.batches for k, v in self.sums.items()} if self.batches else {}
+
     def rate(self) -> float:
         """Examples per second in the current window."""
         return self.examples / max(time.perf_counter() - self.window_start, 1e-9)
@@ -119,7 +123,7 @@ class Meter:
             return None
         elapsed = max(time.perf_counter() - self.window_start, 1e-9)
         record = {"type": "train", "step": state.step, "epoch": epoch + 1,
-                  **{k: v / self.batches for k, v in self.sums.items()},
+                  **self.means(),
                   "lr": parts.scheduler.get_last_lr()[0], "examples_per_s": self.examples / elapsed,
                   "tokens_per_s": self.tokens / elapsed,
                   **(self.source_stats() if self.source_stats is not None else {})}

@@ -260,21 +260,25 @@ def test_sigint_during_the_last_evaluation_stops_with_a_checkpoint(tmp_path):
 
 
 @pytest.mark.parametrize("terminal", [True, False])
-def test_progress_bar_only_on_a_terminal(tmp_path, terminal):
+def test_progress_bar_only_on_a_terminal(tmp_path, monkeypatch, terminal):
     """Into a file or pipe rich would print the bar once, at the end, after the epoch lines, so
-    there the loop prints plain lines instead: one at the first logging step, then none within
-    30 s."""
+    there the loop prints plain lines instead (every 30 s; every step here, with the interval 0),
+    whatever the logging steps."""
     import io
 
     from rich.console import Console
 
+    monkeypatch.setattr("bertkit.training.logging.PLAIN_INTERVAL_S", 0.0)
     out = io.StringIO()
     console = Console(file=out, force_terminal=terminal, width=100)
-    cfg = TrainConfig(epochs=1, lr=1e-2, logging_steps=1)
+    cfg = TrainConfig(epochs=1, lr=1e-2, logging_steps=50)
     train(Toy(), Source(n=3), cfg, make_runtime("cpu", "fp32"), tmp_path, console=console)
     text = out.getvalue()
     if terminal:
         assert "━" in text and "ex/s" in text and "(epoch 1/1)" not in text
     else:
         assert "━" not in text
-        assert len(text.splitlines()) == 1 and text.startswith("step 1/") and "ETA" in text
+        lines = text.splitlines()
+        assert [line.split(" (")[0] for line in lines] == [f"step {i}/{len(lines)}"
+                                                         for i in range(1, len(lines) + 1)]
+        assert len(lines) > 1 and all("loss " in line and "ETA" in line for line in lines)
