@@ -1,12 +1,14 @@
-"""Dev score after each fine-tuning epoch, per adaptation variant: does adaptation make
-fine-tuning learn faster, or end higher? Reads the runs that ``benchmarks/adaptation.py`` left
+"""Dev score after each fine-tuning epoch, per adaptation variant (from adaptation.py's runs).
+
+Does adaptation make fine-tuning learn faster, or end higher? Reads the runs that ``benchmarks/adaptation.py`` left
 in its ``--out-dir`` folders (``DIR/TASK/VARIANT/seed-N/metrics.jsonl``); trains nothing.
 
 For each task and variant folder it prints the dev score (NER: entity F1; RE: micro-F1) after
 each epoch as the mean over seeds with the per-seed values, and the difference from (a) at each
 epoch. Variants are named ``FOLDER/VARIANT`` (the same variant name in two folders is two
-settings, e.g. TAPT at two learning rates), except (a), whose runs are copied into each new
-``--out-dir``: it is shown once, and every copy is checked to hold the same scores.
+settings, e.g. TAPT at two learning rates; the full path where two folders share a name), except
+(a), whose runs are copied into each new ``--out-dir``: it is shown once, and every copy is
+checked to hold the same scores for the seeds it shares with the others.
 
     python benchmarks/adaptation_curves.py /tmp/adapt-red /tmp/adapt-red-b /tmp/adapt-span \\
         --name adaptation_reduced_dev_curves
@@ -32,51 +34,89 @@ def dev_curve(run: Path, metric: str) -> list[float]:
     """Dev ``metric`` (points) after each evaluation of one fine-tuning run, in step order.
 
     Raises:
-        SystemExit: ``metrics.jsonl`` missing, with a line that is not JSON, or holding no dev
-            evaluation.
+        SystemExit: ``metrics.jsonl`` missing or unreadable, a line that is not a JSON object,
+            a dev record without a numeric ``step`` and ``metric``, or no dev record at all.
     """
     path = run / "metrics.jsonl"
-    if not path.is_file():
-        sys.exit(f"error: {path}: no such file (expected a fine-tuning run's metrics.jsonl)")
-    records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        sys.exit(f"error: {path}: cannot read it ({exc}); expected a fine-tuning run's "
+                 "metrics.jsonl")
+    dev = []
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
-            sys.exit(f"error: {path}:{number}: not a JSON object ({exc.msg}); expected one "
-                     "record a line, as the training loop writes")
-    dev = [r for r in records if r.get("type") == "eval" and r.get("split") == "dev"]
+            record = exc.msg
+        if not isinstance(record, dict):
+            why = record if isinstance(record, str) else f"a JSON {type(record).__name__}"
+            sys.exit(f"error: {path}:{number}: not a JSON object ({why}); expected one record "
+                     "a line, as the training loop writes")
+        if record.get("type") != "eval" or record.get("split") != "dev":
+            continue
+        values = (record.get("step"), record.get(metric))
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            sys.exit(f"error: {path}:{number}: a dev record without a numeric 'step' and "
+                     f"'{metric}' (is this run under the right task folder?)")
+        dev.append(values)
     if not dev:
         sys.exit(f"error: {path}: no dev evaluation record (expected type 'eval', split 'dev')")
-    return [100 * r[metric] for r in sorted(dev, key=lambda r: r["step"])]
+    return [100 * value for _, value in sorted(dev)]
+
+
+def seed_runs(variant: Path, metric: str) -> dict[int, list[float]]:
+    """seed -> dev curve for the ``seed-N`` runs of one variant folder.
+
+    Raises:
+        SystemExit: a ``seed-*`` folder whose suffix is not an integer.
+    """
+    seeds = {}
+    for run in sorted(variant.glob("seed-*")):
+        suffix = run.name[len("seed-"):]
+        if not suffix.isdigit():
+            sys.exit(f"error: {run}: expected a folder named seed-N (N an integer), as "
+                     "adaptation.py writes")
+        if (run / "metrics.jsonl").is_file():
+            seeds[int(suffix)] = dev_curve(run, metric)
+    return seeds
 
 
 def collect(dirs: list[Path]) -> dict[str, dict[str, dict[int, list[float]]]]:
     """task -> variant (``a`` or ``FOLDER/VARIANT``) -> seed -> dev curve.
 
     Raises:
-        SystemExit: a folder that is not an ``--out-dir`` of adaptation.py, or a copy of (a)'s
-            runs with other scores than the first one read.
+        SystemExit: a folder that is not an ``--out-dir`` of adaptation.py, no runs at all, or a
+            copy of (a)'s runs with other scores than those read before it.
     """
     found: dict[str, dict[str, dict[int, list[float]]]] = {}
+    origin: dict[tuple[str, str], Path] = {}
     for root in dirs:
         if not any((root / task).is_dir() for task in METRIC):
             sys.exit(f"error: {root}: no {', '.join(METRIC)} folder (expected an --out-dir of "
                      "benchmarks/adaptation.py)")
         for task, metric in METRIC.items():
             for variant in sorted(p for p in (root / task).glob("*") if p.is_dir()):
-                seeds = {int(s.name.split("-")[1]): dev_curve(s, metric)
-                         for s in sorted(variant.glob("seed-*")) if (s / "metrics.jsonl").is_file()}
+                seeds = seed_runs(variant, metric)
                 if not seeds:
                     continue
-                name = "a" if variant.name == "a" else f"{root.name}/{variant.name}"
-                known = found.setdefault(task, {}).get(name)
-                if known is not None and known != seeds:
-                    sys.exit(f"error: {variant}: differs from the (a) runs read first (expected "
-                             "copies of the same runs)")
-                found[task].setdefault(name, seeds)
+                runs = found.setdefault(task, {})
+                if variant.name == "a":
+                    known = runs.setdefault("a", {})
+                    if any(known[s] != c for s, c in seeds.items() if s in known):
+                        sys.exit(f"error: {variant}: (a)'s runs differ from those read before "
+                                 "(expected copies of the same runs)")
+                    known.update(seeds)
+                    continue
+                name = f"{root.name}/{variant.name}"
+                if origin.setdefault((task, name), root) != root:
+                    name = str(variant)
+                runs[name] = seeds
+    if not found:
+        sys.exit("error: no fine-tuning runs (seed-N/metrics.jsonl) under "
+                 + ", ".join(str(d) for d in dirs))
     return found
 
 
@@ -89,10 +129,11 @@ def main() -> None:
     ap.add_argument("dirs", nargs="+", type=Path, help="--out-dir folders of adaptation.py")
     ap.add_argument("--name", default=None, help="log name under benchmarks/results/")
     args = ap.parse_args()
+    found = collect(args.dirs)  # every check before the log is written
     log = logger(RESULTS / f"{args.name}.log") if args.name else print
     log("dev score after each fine-tuning epoch, mean over seeds (per seed); read from "
         + ", ".join(str(d) for d in args.dirs))
-    for task, variants in collect(args.dirs).items():
+    for task, variants in found.items():
         base = variants.get("a")
         log(f"\n{task}: dev {METRIC[task]} (points)")
         for name, seeds in variants.items():

@@ -86,9 +86,13 @@ def test_adaptation_curves_per_epoch_means_and_checks(tmp_path, monkeypatch, cap
     tapt = next(line for line in out if "one/c-token" in line)
     assert "52.0 /  71.0" in a and "(seed 1: 50.0/70.0; seed 2: 54.0/72.0)" in a
     assert "57.0 /  73.0" in tapt and "vs (a)  +5.0 /  +2.0" in tapt
+    _runs(tmp_path / "subset", "ner", "a", {2: [54.0, 72.0]})  # a copy of seed 2 only: fine
+    monkeypatch.setattr(sys, "argv", ["x", str(tmp_path / "one"), str(tmp_path / "subset")])
+    curves.main()
+    assert "52.0 /  71.0" in capsys.readouterr().out
     _runs(tmp_path / "three", "ner", "a", {1: [50.0, 71.0], 2: [54.0, 72.0]})
     monkeypatch.setattr(sys, "argv", ["x", str(tmp_path / "one"), str(tmp_path / "three")])
-    with pytest.raises(SystemExit, match="differs from the \\(a\\) runs read first"):
+    with pytest.raises(SystemExit, match="\\(a\\)'s runs differ from those read before"):
         curves.main()
     (tmp_path / "one" / "ner" / "a" / "seed-1" / "metrics.jsonl").write_text('{"type": "eval"\n')
     monkeypatch.setattr(sys, "argv", ["x", str(tmp_path / "one")])
