@@ -109,6 +109,18 @@ def test_load_recipe_accepts_the_run_form_for_its_command_only(tmp_path):
     assert load_recipe("bc5cdr-ner-minilm", "finetune ner")["crf"] is True  # by name
 
 
+def test_chemprot_minilm_recipe_builds_the_benchmarked_re_settings():
+    """The ChemProt row's settings (benchmarks/re_vs_stock.py's bertkit side) as a recipe."""
+    from bertkit.tasks.re import REConfig
+
+    settings = load_recipe("chemprot-re-minilm", "finetune re")
+    assert "model" not in settings  # the packaged encoder: runs offline
+    cfg = build_config(REConfig, settings, source="chemprot-re-minilm")
+    assert (cfg.data, cfg.pooling, cfg.epochs, cfg.lr, cfg.batch_size) == (
+        "chemprot", "cls", 3, 2e-4, 32)
+    assert (cfg.warmup, cfg.weight_decay, cfg.max_grad_norm) == (0.1, 0.01, 1.0)
+
+
 def test_run_a_one_stage_recipe_end_to_end(tmp_path, tiny_encoder):
     data = write_ner_dir(tmp_path / "d")
     path = tmp_path / "r.yaml"
