@@ -78,6 +78,8 @@ def ner_cli(
 
     Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.conll and
     model/ (loadable with AutoModelForTokenClassification and pipeline("token-classification")).
+    The defaults are BERT-base's (lr 5e-5, no CRF); for the packaged MiniLM use the tuned recipe:
+    --recipe bc5cdr-ner-minilm (lr 2e-4, CRF; `bertkit recipes` lists them all).
     """
     from bertkit.tasks.ner import NERConfig, finetune_ner
 
@@ -115,6 +117,8 @@ def re_cli(
     Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl,
     test_confusion.{csv,png} and model/ (AutoTokenizer and AutoModelForSequenceClassification;
     pipeline("text-classification") with --pooling cls, trust_remote_code=True with entity-start).
+    The defaults are BERT-base's (lr 5e-5); for the packaged MiniLM on ChemProt use the recipe:
+    --recipe chemprot-re-minilm (lr 2e-4).
     """
     from bertkit.tasks.re import REConfig, finetune_re
 
