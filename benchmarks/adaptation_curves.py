@@ -120,8 +120,11 @@ def collect(dirs: list[Path]) -> dict[str, dict[str, dict[int, list[float]]]]:
     return found
 
 
-def mean(values: list[float]) -> float:
-    return statistics.fmean(values)
+def epoch_stats(seeds: dict[int, list[float]]) -> list[tuple[float, float]]:
+    """(mean, sample sd) over seeds after each epoch that every seed reached."""
+    n = min(len(c) for c in seeds.values())
+    values = [[c[e] for c in seeds.values()] for e in range(n)]
+    return [(statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else 0.0) for v in values]
 
 
 def main() -> None:
@@ -134,19 +137,20 @@ def main() -> None:
     log("dev score after each fine-tuning epoch, mean over seeds (per seed); read from "
         + ", ".join(str(d) for d in args.dirs))
     for task, variants in found.items():
-        base = variants.get("a")
+        base = epoch_stats(variants["a"]) if "a" in variants else None
         log(f"\n{task}: dev {METRIC[task]} (points)")
         for name, seeds in variants.items():
-            n = min(len(c) for c in seeds.values())
-            means = [mean([c[e] for c in seeds.values()]) for e in range(n)]
+            stats = epoch_stats(seeds)
             per_seed = "; ".join(f"seed {s}: " + "/".join(f"{v:.1f}" for v in c)
                                  for s, c in sorted(seeds.items()))
-            line = f"  {name:<24} epochs " + " / ".join(f"{m:5.1f}" for m in means)
-            if base is not None and name != "a" and set(base) == set(seeds):
-                diffs = [m - mean([c[e] for c in base.values()]) for e, m in enumerate(means)
-                         if e < min(len(c) for c in base.values())]
-                line += "   vs (a) " + " / ".join(f"{d:+5.1f}" for d in diffs)
+            line = f"  {name:<24} epochs " + " / ".join(f"{m:5.1f}" for m, _ in stats)
+            if base is not None and name != "a" and set(variants["a"]) == set(seeds):
+                line += "   vs (a) " + " / ".join(
+                    f"{m - bm:+5.1f}" + ("*" if abs(m - bm) <= max(sd, bsd) else " ")
+                    for (m, sd), (bm, bsd) in zip(stats, base))
             log(line + f"   ({per_seed})")
+        if base is not None:
+            log("  * inside the larger seed spread (sd) of the variant and (a) at that epoch")
 
 
 if __name__ == "__main__":

@@ -85,7 +85,8 @@ def test_adaptation_curves_per_epoch_means_and_checks(tmp_path, monkeypatch, cap
     a = next(line for line in out if line.strip().startswith("a "))
     tapt = next(line for line in out if "one/c-token" in line)
     assert "52.0 /  71.0" in a and "(seed 1: 50.0/70.0; seed 2: 54.0/72.0)" in a
-    assert "57.0 /  73.0" in tapt and "vs (a)  +5.0 /  +2.0" in tapt
+    assert "57.0 /  73.0" in tapt and "vs (a)  +5.0  /  +2.0 " in tapt  # both outside (a)'s sd
+    assert "* inside the larger seed spread" in out[-1]
     _runs(tmp_path / "subset", "ner", "a", {2: [54.0, 72.0]})  # a copy of seed 2 only: fine
     monkeypatch.setattr(sys, "argv", ["x", str(tmp_path / "one"), str(tmp_path / "subset")])
     curves.main()
