@@ -14,7 +14,7 @@ from bertkit.data.conll import read_conll
 
 @pytest.mark.integration
 def test_dev_test_only_directory_trains_on_dev_less_a_tenth(tmp_path):
-    src = Path(os.environ["BERTKIT_DATA"]) / "ner" / "bc5cdr"
+    src = Path(os.environ["BERTKIT_DATA"]).resolve() / "ner" / "bc5cdr"  # links need a full path
     data = tmp_path / "devtest"
     data.mkdir()
     for name in ("dev.tsv", "test.tsv"):
