@@ -165,15 +165,18 @@ def table(task: str, rows: list[dict]) -> list[str]:
     a = rows[0]["scores"][main]
     out = [TASKS[task][3] + f", mean +- sd over {len(a['values'])} seed(s)",
            f"{'variant':<22} {'masking':<7} {'adapt min':>9} {'score':>16} {'vs (a)':>8}  per seed"]
+    starred = False
     for r in rows:
         s = r["scores"][main]
         diff = s["mean"] - a["mean"]
         inside = len(s["values"]) > 1 and abs(diff) <= max(s["sd"], a["sd"])
+        starred |= inside and r is not rows[0]
         out.append(f"{r['label']:<22} {r['masking'] or '-':<7} {r['adapt_minutes']:9.1f} "
                    f"{s['mean']:8.2f} +- {s['sd']:5.2f} "
                    f"{'' if r is rows[0] else f'{diff:+7.2f}' + ('*' if inside else ' '):>8}  "
                    + " ".join(f"{v:.2f}" for v in s["values"]))
-    out.append("* inside the larger seed spread of the variant and (a): not a gain")
+    if starred:
+        out.append("* inside the larger seed spread of the variant and (a): not a gain")
     return out
 
 

@@ -60,6 +60,7 @@ def test_adaptation_table_marks_a_gain_inside_the_spread():
     assert "+1.00*" in tapt and "73.00 75.00 77.00" in tapt
     assert "+3.00 " in dapt and "+3.00*" not in dapt
     assert lines[-1].startswith("* inside the larger seed spread")
+    assert not _script("adaptation").table("ner", [rows[0], rows[2]])[-1].startswith("*")
 
 
 def _runs(root: Path, task: str, variant: str, curves: dict[int, list[float]]) -> None:
