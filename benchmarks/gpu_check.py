@@ -725,7 +725,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=os.environ.get("BERTKIT_DATA", str(REPO.parent / "shared" / "data")),
                     help="Shared data, read by --prepare and the dry run.")
     ap.add_argument("--dry-run", action="store_true", help="CPU, tiny model, 2 steps: checks the script.")
-    ap.add_argument("--budget-s", type=float, default=420, help="Total time budget in seconds.")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="Total time budget in seconds (default 420; 1800 for --dry-run, whose "
+                         "dozen Python processes start slowly on a loaded CPU).")
     ap.add_argument("--only", help=f"Comma-separated steps to run ({', '.join(STEPS[1:])}).")
     ap.add_argument("--adapt-stages", help="JSON list of the adaptation stages to run.")
     ap.add_argument("--work-dir", help="Where runs are written (default: a temporary folder, removed).")
@@ -738,6 +740,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"carry it: add '/{Path(args.prepare).name}/' to .git/info/exclude and name it in the "
               f"device run's carry list")
         return 0
+    if args.budget_s is None:
+        args.budget_s = 1800 if args.dry_run else 420
     if not args.output:
         ap.error("the output folder is needed (or --prepare DIR)")
     if args.carry is None and (REPO / ".gpu_carry").is_dir() and not args.dry_run:

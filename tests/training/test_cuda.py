@@ -257,3 +257,23 @@ def test_checkpoint_from_cuda_resumes_on_cpu_and_back(tmp_path):
     assert all(torch.isfinite(v).all() for v in final.values())
     before = {k: v.float() for k, v in _mlm_model().state_dict().items()}
     assert _update_cosine(before, final, straight) > 0.95
+
+
+def test_cpu_checkpoint_resumes_with_fused_adamw_on_cuda():
+    from bertkit.training.optim import load_optimizer_state
+
+    batch = _mlm_batches(1)[0]
+    cpu_model = _mlm_model()
+    cpu_opt = build_optimizer(cpu_model, 1e-3, 0.01, torch.device("cpu"))
+    cpu_model(**batch)["loss"].backward()
+    cpu_opt.step()
+    model = _mlm_model().to(DEVICE)
+    opt = build_optimizer(model, 1e-3, 0.01, torch.device(DEVICE))
+    load_optimizer_state(opt, cpu_opt.state_dict())
+    assert all(bool(g["fused"]) is ON_CUDA for g in opt.param_groups)
+    model(**{k: v.to(DEVICE) for k, v in batch.items()})["loss"].backward()
+    opt.step()
+    state = opt.state[model.mlm.bert.embeddings.word_embeddings.weight]
+    assert float(state["step"]) == 2.0 and torch.isfinite(state["exp_avg"]).all()
+    if ON_CUDA:
+        assert state["step"].device.type == "cuda"
