@@ -39,7 +39,7 @@ from bertkit.training.distributed import (barrier, broadcast_flag, init_distribu
 from bertkit.training.fsdp import (full_model_state, full_optimizer_state, load_full_state,
                                    shard_model)
 from bertkit.training.logging import MetricsLog, PlainProgress, make_progress
-from bertkit.training.optim import build_optimizer, build_scheduler
+from bertkit.training.optim import build_optimizer, build_scheduler, load_optimizer_state
 from bertkit.training.rundir import RunWriter, check_free_space, checkpoint_bytes
 from bertkit.training.signals import StopRequest
 from bertkit.training.state import BatchOut, Parts, TrainState
@@ -184,7 +184,7 @@ def resume(parts: Parts) -> TrainState:
     if parts.sharded:
         load_full_state(parts.net, parts.optimizer, parts.model.state_dict(), saved["optimizer"])
     else:
-        parts.optimizer.load_state_dict(saved["optimizer"])
+        load_optimizer_state(parts.optimizer, saved["optimizer"])
     parts.scheduler.load_state_dict(saved["scheduler"])
     parts.scaler.load_state_dict(saved["scaler"])
     set_rng_state(saved["rng"])

@@ -58,6 +58,28 @@ def build_optimizer(model: nn.Module, lr: float, weight_decay: float,
                              eps=1e-8, fused=fused)
 
 
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
+    """Load a saved optimiser state, keeping the kernel this device's optimiser was built with.
+
+    ``Optimizer.load_state_dict`` takes every group setting from the checkpoint, ``fused`` and
+    ``foreach`` included: a run resumed on a GPU from a checkpoint written on the CPU would step
+    with the unfused kernel, and one resumed on the CPU from a GPU checkpoint with the CPU's
+    fused kernel. This puts back the choice :func:`build_optimizer` made, and moves the step
+    counters where the fused kernel wants them (fp32 on the parameter's device).
+    """
+    chosen = [{k: g[k] for k in ("fused", "foreach", "capturable") if k in g}
+              for g in optimizer.param_groups]
+    optimizer.load_state_dict(state)
+    for group, keep in zip(optimizer.param_groups, chosen):
+        group.update(keep)
+        on_device = group.get("fused") or group.get("capturable")
+        for p in group["params"]:
+            step = optimizer.state.get(p, {}).get("step")
+            if torch.is_tensor(step):
+                optimizer.state[p]["step"] = (step.to(device=p.device, dtype=torch.float32)
+                                              if on_device else step.to("cpu"))
+
+
 def warmup_steps(warmup: float, total_steps: int) -> int:
     """Warm-up length in optimiser steps: ``warmup`` is a ratio of ``total_steps`` if < 1, else steps."""
     if warmup < 1:
