@@ -51,6 +51,18 @@ def warn_bad_lines(lines: Iterable[Any], console=None, shown: int = 20) -> int:
     return len(lines)
 
 
+def warn_notes(notes: Iterable[str], console=None) -> int:
+    """Print each of ``notes`` as a warning on ``console`` (None: print nothing), escaped (a
+    label such as ``[x]`` in a note is shown as written). Returns the number of notes."""
+    from rich.markup import escape
+
+    notes = list(notes)
+    if console:
+        for note in notes:
+            console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)
+    return len(notes)
+
+
 def first_unseen(known: Iterable[str],
                  uses: Iterable[tuple[str, str, int]]) -> dict[str, tuple[str, int]]:
     """Labels of ``uses`` (``(label, file, 1-based line)`` in file order) that are not in
@@ -93,9 +105,16 @@ def prediction_line(raw: Mapping[str, Any], line: int | None, predicted: Any,
                     extra: Mapping[str, Any]) -> str:
     """One JSON line of ``test_predictions.jsonl`` and of ``predict``'s output: the input object
     ``raw`` with ``line`` (1-based line of the input file), ``predicted`` and ``extra``
-    (``probability`` or ``probabilities``) added, newline-terminated, non-ASCII kept."""
-    return json.dumps({**raw, "line": line, "predicted": predicted, **extra},
-                      ensure_ascii=False) + "\n"
+    (``probability`` or ``probabilities``) added, newline-terminated, non-ASCII kept except the
+    characters that other readers take for line ends (U+0085, U+2028, U+2029: escaped), so
+    every record stays one line."""
+    text = json.dumps({**raw, "line": line, "predicted": predicted, **extra}, ensure_ascii=False)
+    for ch in LINE_BREAKS:
+        text = text.replace(ch, f"\\u{ord(ch):04x}")
+    return text + "\n"
+
+
+LINE_BREAKS = ("\x85", "\u2028", "\u2029")  # line ends to str.splitlines, not to JSON
 
 
 def write_label_outputs(stem: str | Path | None, predictions: str | Path | None,
