@@ -30,6 +30,7 @@ from typing import Sequence
 from bertkit.config import dump_yaml, field_defaults, to_dict
 from bertkit.errors import BertkitError
 from bertkit.tasks.base import Task, TaskData
+from bertkit.tasks.common import warn_shared
 
 SPLIT_KEYS = ("train", "dev", "test")
 
@@ -102,6 +103,10 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
     ``split_train``/``split_dev``: the split's own sizes (dev file less the held-out part, the
     held-out part).
 
+    Examples of dev or test that also occur in train (the same input) are warned about with the
+    count and the first few (:func:`bertkit.tasks.common.warn_shared`) and counted in
+    ``data.info["shared_with_train"]``.
+
     Raises:
         BertkitError: a directory without a train file and no ``--split-from-dev``; a split
             that leaves train or dev empty; whatever the task's reader raises.
@@ -155,6 +160,9 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
                                        "train": used_train, "dev": used_dev,
                                        "split_train": len(train), "split_dev": len(held),
                                        "automatic": automatic}
+    shared = warn_shared(data.splits, task.unit, console)  # the same input in train and dev/test
+    if shared:
+        data.info["shared_with_train"] = shared
     return data
 
 

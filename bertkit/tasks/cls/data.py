@@ -497,7 +497,7 @@ def delimited_labels(examples: list[TextExample], cols: Columns) -> str | None:
         if not joined:
             continue
         first = next(ex for ex in examples
-                     if joined[0] in (ex.label if isinstance(ex.label, list) else [ex.label]))
+                     if set(joined) & set(ex.label if isinstance(ex.label, list) else [ex.label]))
         how = "" if cols.multi_label else "--multi-label "
         shown = ", ".join(repr(j) for j in joined[:3]) + (", ..." if len(joined) > 3 else "")
         return (f"{len(joined)} label(s) look like {sep!r}-delimited lists ({shown}; first at "
