@@ -322,11 +322,12 @@ def _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size):
 def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
                  text_column: str | None = None, label_column: str | None = None,
-                 console: Console | None = None):
+                 quoting: str | None = None, console: Console | None = None):
     """Score a saved classifier on one split of ``data``.
 
     Args:
         text_column / label_column: field names (None: those saved with the model).
+        quoting: CSV/TSV quotes, ``csv`` or ``none`` (None: as saved with the model).
 
     Returns:
         (metrics as in :func:`score`, examples, predictions, probabilities ``[N, C]``, labels).
@@ -338,9 +339,11 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
     split = parse_split(split)
     model, tokenizer, labels, meta = load_classifier(model_dir)
     runtime = make_runtime(device, precision)
-    cols = _saved_columns(meta, text_column, label_column)
-    out, _, bad = load_cls_data(data, (split,), cols, skip_bad_lines)
+    cols = _saved_columns(meta, text_column, label_column, quoting)
+    notes: list[str] = []
+    out, _, bad = load_cls_data(data, (split,), cols, skip_bad_lines, notes)
     warn_bad_lines(bad[split], console)
+    warn_notes(notes, console)
     xs = out[split]
     check_known_labels(xs, labels, split, f"the model's labels ({model_dir})")
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
