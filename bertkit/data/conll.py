@@ -177,15 +177,21 @@ def read_text(path: str | Path, pre_tokenize) -> list[Sentence]:
     Args:
         pre_tokenize: ``str -> list[(word, (char_start, char_end))]``, e.g. the BERT pre-tokeniser.
 
+    Lines end only at LF or CRLF (a lone CR is white space inside its line). Words made only of
+    control or zero-width characters are left out (a model would tag an invisible word).
+
     Returns:
-        one unlabelled :class:`Sentence` per non-blank line (blank lines are skipped).
+        one unlabelled :class:`Sentence` per non-blank line (blank lines, and lines with nothing
+        visible, are skipped).
 
     Raises:
         BertkitError: missing file, bad encoding, or no text at all.
     """
+    from bertkit.data.text import visible
+
     out = []
-    for number, text in read_lines(path):
-        words = [w for w, _ in pre_tokenize(text)]
+    for number, text in read_lines(path, old_mac=False):
+        words = [w for w, _ in pre_tokenize(text) if visible(w)]
         if words:
             out.append(Sentence(words, [], str(path), number, one_line=True))
     if not out:

@@ -380,8 +380,9 @@ def _load_hub(hub_id: str, splits: tuple[str, ...], cols: Columns) -> dict | Non
         if text_col is None or cols.label not in part.column_names:
             return None
         label_names = getattr(part.features[cols.label], "names", None)
-        out[split] = [TextExample(row[text_col], None, label_names[row[cols.label]] if label_names
-                                  else str(row[cols.label]), f"hub:{hub_id}/{name}", i + 1,
+        out[split] = [TextExample(row[text_col], None, normalize_label(
+                                      label_names[row[cols.label]] if label_names
+                                      else str(row[cols.label])), f"hub:{hub_id}/{name}", i + 1,
                                   {"text": row[text_col]})
                       for i, row in enumerate(part)]
     return out
