@@ -118,7 +118,8 @@ def warn_shared(splits: Mapping[str, Sequence[Any]], unit: str = "examples", con
 
 
 def _place(example: Any) -> str:
-    return f"{getattr(example, 'file', '?')}:{getattr(example, 'line', '?')}"
+    """``file:line`` of an example, the file by its name (the splits share a folder)."""
+    return f"{Path(str(getattr(example, 'file', '?'))).name}:{getattr(example, 'line', '?')}"
 
 
 def first_unseen(known: Iterable[str],
