@@ -332,3 +332,18 @@ def test_plain_text_for_ner_keeps_lone_crs_and_leaves_out_invisible_words(tmp_pa
     sents = read_text(p, tokenizer.backend_tokenizer.pre_tokenizer.pre_tokenize_str)
     assert [(s.line, s.tokens) for s in sents] == [(1, ["aspirin", "induced"]),
                                                    (4, ["renal", "\u200bfailure"])]
+
+
+def test_plain_text_for_dep_keeps_one_sentence_per_line(tmp_path):
+    from bertkit.data.conll import read_lines
+    from bertkit.data.conllu import format_conllu, text_sentences
+
+    p = tmp_path / "in.txt"
+    p.write_bytes("IL-2 binds\rSTAT5 .\n\u200b\nlast\u2028line\n".encode())
+    lines = [text for _, text in read_lines(p, old_mac=False)]
+    assert lines == ["IL-2 binds\rSTAT5 .", "\u200b", "last\u2028line"]
+    sents = text_sentences(lines, str.split, str(p))
+    assert [(s.line, s.words) for s in sents] == [(1, ["IL-2", "binds", "STAT5", "."]),
+                                                  (3, ["last", "line"])]
+    out = format_conllu(sents)
+    assert "# text = IL-2 binds STAT5 .\n" in out and "\r" not in out and "\u2028" not in out
