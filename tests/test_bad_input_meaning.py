@@ -186,9 +186,11 @@ UNQUOTED = ('text\tlabel\n'
 def test_unquoted_tsv_is_read_with_quoting_none(tmp_path):
     p = tmp_path / "train.tsv"
     p.write_text(UNQUOTED, encoding="utf-8")
-    with pytest.raises(BertkitError) as err:
+    with pytest.raises(BertkitError) as err:  # csv rules would drop the quotes of line 3
         read_examples(p)
-    assert f"{p}:4:" in str(err.value) and "--quoting none" in str(err.value)
+    assert str(err.value).startswith(
+        f"{p}:3: column 'text' is '\"Hello,\" she said', which the csv quoting rules read as "
+        f"'Hello, she said': quotes dropped; --quoting none reads a \" as a plain character")
     xs = read_examples(p, Columns(quoting="none")).examples
     assert [(x.line, x.text, x.label) for x in xs] == [
         (2, 'a 5" screen', "Uses"), (3, '"Hello," she said', "Background"),
@@ -199,9 +201,14 @@ def test_skip_bad_lines_counts_every_line_a_record_drops(tmp_path):
     p = tmp_path / "train.tsv"
     p.write_text(UNQUOTED, encoding="utf-8")
     read = read_examples(p, skip_bad_lines=True)
-    # the open quote of line 4 runs to the end: lines 4, 5 and 6 are dropped, each counted
-    assert [x.line for x in read.examples] == [2, 3]
-    assert [b.split(": ")[0] for b in read.bad_lines] == [f"{p}:4", f"{p}:5", f"{p}:6"]
+    # line 3 would lose its quotes; the open quote of line 4 runs to the end: lines 4, 5 and 6
+    # are dropped with it, each counted
+    assert [x.line for x in read.examples] == [2]
+    assert [b.split(": ")[0] for b in read.bad_lines] == [f"{p}:3", f"{p}:4", f"{p}:5", f"{p}:6"]
+    # a well-formed quoted field is read as csv reads it
+    q = tmp_path / "dev.tsv"
+    q.write_text('text\tlabel\n"say ""hi"""\tUses\n', encoding="utf-8")
+    assert read_examples(q).examples[0].text == 'say "hi"'
 
 
 def test_finetune_cls_has_a_quoting_option(tmp_path):

@@ -202,9 +202,8 @@ def _table_records(path: Path, cols: Columns, labelled: bool):
         "; --quoting none reads a \" as a plain character (an unquoted export)"
     # a lone CR inside a line is text (csv would refuse it unquoted): carried as NUL, which
     # read_lines never passes, and put back in each field
-    lines = (text.replace("\r", "\x00") + "\n"
-             for _, text in read_lines(path, old_mac=labelled))
-    reader = csv.reader(lines,
+    raw = [text.replace("\r", "\x00") for _, text in read_lines(path, old_mac=labelled)]
+    reader = csv.reader((text + "\n" for text in raw),
                         delimiter="\t" if kind == "TSV" else ",",
                         quoting=csv.QUOTE_NONE if cols.quoting == "none" else csv.QUOTE_MINIMAL)
     header: list[str] | None = None
@@ -257,7 +256,30 @@ def _table_records(path: Path, cols: Columns, labelled: bool):
                     f"lines {start}-{reader.line_num}, rows joined by a quote left open?"
                     f"{quote_hint}", reader.line_num)
                 continue
+        dropped = _quotes_dropped(raw[start - 1], row, header) \
+            if kind == "TSV" and cols.quoting == "csv" and reader.line_num == start else None
+        if dropped:
+            yield start, BadRecord(dropped + quote_hint)
+            continue
         yield start, dict(zip(header, (f.replace("\x00", "\r") for f in row)))
+
+
+def _quotes_dropped(line: str, row: list[str], header: list[str]) -> str | None:
+    """Why a one-line TSV record reads other than its text: a field that starts with ``"`` but
+    is not a well-formed quoted field (``"Hello," she said``), which the csv rules read without
+    its quotes; None when every field reads as written (or as a well-formed quoted field)."""
+    fields = line.split("\t")
+    if len(fields) != len(row):
+        return None
+    for name, written, parsed in zip(header, fields, row):
+        if written == parsed:
+            continue
+        quoted = len(written) >= 2 and written[0] == written[-1] == '"' \
+            and written[1:-1].replace('""', "").count('"') == 0
+        if not quoted:
+            return (f"column '{name}' is {written!r}, which the csv quoting rules read as "
+                    f"{parsed!r}: quotes dropped")
+    return None
 
 
 def _records(path: Path, cols: Columns = Columns(), labelled: bool = True):
