@@ -331,14 +331,15 @@ def test_predict_flags_empty_lines_and_keeps_one_record_per_line(tmp_path, tiny_
     assert [(x["line"], x.get("empty", False)) for x in out] == [(1, False), (2, True)]
 
 
-def test_plain_text_for_ner_keeps_lone_crs_and_leaves_out_invisible_words(tmp_path, tokenizer):
+def test_plain_text_for_ner_keeps_lone_crs_and_skips_invisible_lines(tmp_path, tokenizer):
     from bertkit.data.conll import read_text
 
     p = tmp_path / "in.txt"
-    p.write_bytes("aspirin\rinduced\n\u200b \u200d\n\x07\nrenal \u200bfailure\n".encode())
+    p.write_bytes("aspirin\rinduced\n\u200b \u200d\n\x07\nrenal \u200b failure\n".encode())
     sents = read_text(p, tokenizer.backend_tokenizer.pre_tokenizer.pre_tokenize_str)
+    # every word of a line with something visible keeps its place (and gets a tag)
     assert [(s.line, s.tokens) for s in sents] == [(1, ["aspirin", "induced"]),
-                                                   (4, ["renal", "\u200bfailure"])]
+                                                   (4, ["renal", "\u200b", "failure"])]
 
 
 def test_plain_text_for_dep_keeps_one_sentence_per_line(tmp_path):

@@ -177,8 +177,9 @@ def read_text(path: str | Path, pre_tokenize) -> list[Sentence]:
     Args:
         pre_tokenize: ``str -> list[(word, (char_start, char_end))]``, e.g. the BERT pre-tokeniser.
 
-    Lines end only at LF or CRLF (a lone CR is white space inside its line). Words made only of
-    control or zero-width characters are left out (a model would tag an invisible word).
+    Lines end only at LF or CRLF (a lone CR is white space inside its line). A line whose words
+    are all control or zero-width characters is skipped as a blank line is (nothing to tag);
+    elsewhere every word is kept, so every input word gets a tag.
 
     Returns:
         one unlabelled :class:`Sentence` per non-blank line (blank lines, and lines with nothing
@@ -191,7 +192,9 @@ def read_text(path: str | Path, pre_tokenize) -> list[Sentence]:
 
     out = []
     for number, text in read_lines(path, old_mac=False):
-        words = [w for w, _ in pre_tokenize(text) if visible(w)]
+        words = [w for w, _ in pre_tokenize(text)]
+        if not any(visible(w) for w in words):
+            continue
         if words:
             out.append(Sentence(words, [], str(path), number, one_line=True))
     if not out:

@@ -283,10 +283,10 @@ def read_conllu(path: str | Path, labelled: bool = True,
 
 
 def text_sentences(lines: Sequence[str], split, path: str = "<input>") -> list[DepSentence]:
-    """Unlabelled sentences from plain text, one sentence a line (blank lines, and lines with
-    nothing visible, skipped); words made only of control or zero-width characters are left
-    out, and the ``# text`` comment has its white space (a lone CR, U+2028) made single spaces,
-    so each sentence stays on its own lines of the CoNLL-U output.
+    """Unlabelled sentences from plain text, one sentence a line (blank lines, and lines whose
+    words are all control or zero-width characters, skipped); the ``# text`` comment has its
+    white space (a lone CR, U+2028) made single spaces, so each sentence stays on its own lines
+    of the CoNLL-U output.
 
     Args:
         split: ``str -> list of (word, offsets)`` pre-tokenizer (the tokenizer's), or ``str.split``.
@@ -298,8 +298,7 @@ def text_sentences(lines: Sequence[str], split, path: str = "<input>") -> list[D
         if not line.strip():
             continue
         words = [w if isinstance(w, str) else w[0] for w in split(line.strip())]
-        words = [w for w in words if visible(w)]
-        if not words:
+        if not any(visible(w) for w in words):
             continue
         text = " ".join(line.split())
         rows = [f"{k + 1}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_" for k, w in enumerate(words)]
