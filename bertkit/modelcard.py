@@ -12,6 +12,7 @@ calls it once its ``results.json`` is written.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 import sys
 from dataclasses import dataclass
@@ -60,6 +61,21 @@ def _pipeline_usage(name: str, pipeline_tag: str, example: str, options: str = "
     return (f'from transformers import pipeline\n\n'
             f'{name} = pipeline("{pipeline_tag}", model="{{path}}"{options}{{remote}})\n'
             f'{name}("{example}")')
+
+
+def _multi_label_usage(results: dict) -> str:
+    """The usage snippet of a multi-label classifier: every label's sigmoid score from the
+    pipeline (``top_k=None``), then the per-label thresholds chosen on dev, so the snippet
+    predicts what ``bertkit predict cls`` predicts."""
+    labels = list(results.get("labels") or [])
+    saved = (results.get("test") or {}).get("thresholds") or [0.5] * len(labels)
+    thresholds = {lab: round(float(t), 6) for lab, t in zip(labels, saved)}
+    return ('from transformers import pipeline\n\n'
+            'clf = pipeline("text-classification", model="{path}", top_k=None,\n'
+            '               function_to_apply="sigmoid"{remote})\n'
+            f'thresholds = {json.dumps(thresholds, ensure_ascii=False)}  # per label, from dev\n'
+            'scores = clf(["We use the parser of Collins ( 1997 ) to parse the corpus ."])[0]\n'
+            'predicted = [s["label"] for s in scores if s["score"] >= thresholds[s["label"]]]')
 
 
 SPECS = {
@@ -266,12 +282,19 @@ def model_card(task: str, results: dict, cfg: Any = None, remote_code: bool = Fa
         for split, vals in rows:
             cells = [f"{vals[k]:.4f}" if k in vals else "" for k, _, _ in spec.metrics]
             lines.append(f"| {split} | " + " | ".join(cells) + " |")
-    usage = spec.usage.replace("{path}", path).replace(
+    usage = (_multi_label_usage(results) if task == "cls" and results.get("multi_label")
+             else spec.usage).replace("{path}", path).replace(
         "{remote}", ", trust_remote_code=True" if remote_code else "")
     lines += ["", "## Use", "",
               f"Loads with `{spec.auto_class}` from plain `transformers`"
               + (" (custom code: `trust_remote_code=True`)" if remote_code else
                  " (no bertkit, no remote code)") + ":", "", "```python", usage, "```"]
+    if task == "cls" and results.get("multi_label"):
+        lines += ["", "A multi-label model (`problem_type=\"multi_label_classification\"` in its "
+                  "config): `top_k=None` returns every label's sigmoid score, and each label "
+                  "whose score reaches its threshold (chosen on dev, saved in `bertkit.json`) is "
+                  "predicted, as `bertkit predict cls` does. Without `top_k=None` the pipeline "
+                  "returns only the top label."]
     if task == "ner":
         lines += ["", "Use `aggregation_strategy=\"first\"` (the label of each word's first piece, "
                   "as bertkit trains and decodes); bertkit's own `predict ner` decodes with the "

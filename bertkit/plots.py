@@ -80,13 +80,13 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, series, title in ((axes[0], train, "training loss"), (axes[1], evals, "evaluation")):
         for name, (xs, ys) in sorted(series.items()):
-            ax.plot(xs, ys, marker="o" if len(xs) < 30 else None, label=name)
+            ax.plot(xs, ys, marker="o" if len(xs) < 30 else None, label=name.replace("$", r"\$"))
         ax.set_title(title)
         ax.set_xlabel("optimiser step")
         if series:
             ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-    fig.suptitle(run_dir.name)
+    fig.suptitle(run_dir.name, parse_math=False)
     fig.tight_layout()
     target = Path(out) if out else run_dir / "curves.png"
     with atomic_path(target) as tmp:

@@ -278,6 +278,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     # the collapse warning; evaluate re/cls show it too, as a hint for re-training
     "bertkit/metrics/cls.py": ("finetune re", "finetune cls"),
     "bertkit/tasks/dep/data.py": ("finetune dep", "evaluate dep"),
+    "bertkit/tasks/cls/config.py": ("finetune cls",),
     "bertkit/tasks/cls/data.py": ("finetune cls",),
     "bertkit/tasks/driver.py": FINETUNE,
     "bertkit/tasks/pretrain/config.py": ("pretrain",),

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from bertkit.masking import STRATEGIES as MASKING_STRATEGIES
-from bertkit.tasks.cls.config import LONG_TEXT
+from bertkit.tasks.cls.config import LONG_TEXT, QUOTING
 from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.dep.config import DECODER_NAMES, WORD_REPRS
 from bertkit.tasks.ner.config import METRICS as NER_METRICS
@@ -41,6 +41,7 @@ WordRepr = Literal[WORD_REPRS]
 NERMetric = Literal[tuple(NER_METRICS)]
 Pooling = Literal["cls", "entity-start"]  # bertkit.heads.relation.POOLINGS
 LongText = Literal[tuple(LONG_TEXT)]
+Quoting = Literal[QUOTING]
 
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", help="Subword pieces per window incl. [CLS]/[SEP]; longer input is windowed, never truncated. \\[default: 512]", min=8)]
 Recipe = Annotated[Optional[Path], typer.Option("--recipe", help="A recipe: YAML file or name from `bertkit recipes` (keys as flags in snake_case); flags override it.")]

@@ -1,18 +1,24 @@
-"""Rich tables for results."""
+"""Rich tables for results.
+
+Every name that comes from the data (labels, entity types, relations, the data set in a title)
+is escaped (:func:`rich.markup.escape`): a label such as ``[bold]`` or ``[/x]`` is shown as
+written, never read as markup.
+"""
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 
 def entity_table(metrics: dict, title: str) -> Table:
     """Per-type and overall entity precision/recall/F1 (percent), with the scoring mode named."""
-    table = Table(title=title, caption="seqeval strict IOB2 (exact spans); conlleval = seqeval "
+    table = Table(title=escape(title), caption="seqeval strict IOB2 (exact spans); conlleval = seqeval "
                                        "default mode")
     for col in ("type", "precision", "recall", "F1", "support"):
         table.add_column(col, justify="left" if col == "type" else "right")
     for name, row in sorted(metrics["per_type"].items()):
-        table.add_row(name, f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
+        table.add_row(escape(name), f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
                       f"{100 * row['f1']:.2f}", str(row["support"]))
     support = sum(r["support"] for r in metrics["per_type"].values())
     table.add_section()
@@ -40,15 +46,15 @@ def label_scores_table(metrics: dict, title: str) -> Table:
     if not relation:
         caption = "scikit-learn; macro-F1 = unweighted mean over labels (SciBERT's metric)"
     elif neg:
-        caption = (f"scikit-learn; micro and macro exclude the negative label ({neg!r}); "
+        caption = (f"scikit-learn; micro and macro exclude the negative label ({escape(repr(neg))}); "
                    "accuracy counts every pair")
     else:
         caption = "scikit-learn; no negative label: micro-F1 = accuracy"
-    table = Table(title=title, caption=caption)
+    table = Table(title=escape(title), caption=caption)
     for col in ("label", "precision", "recall", "F1", "support"):
         table.add_column(col, justify="left" if col == "label" else "right")
     for name, row in sorted(metrics["per_label"].items()):
-        name_cell = f"{name} (negative)" if relation and name == neg else name
+        name_cell = escape(f"{name} (negative)" if relation and name == neg else name)
         table.add_row(name_cell, f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
                       f"{100 * row['f1']:.2f}", str(row["support"]))
     table.add_section()
@@ -73,7 +79,7 @@ def baseline_row(table: Table, metrics: dict) -> None:
     base = metrics.get("baseline")
     if not base or base.get("majority_label") is None:
         return
-    table.add_row(f"baseline (all {base['majority_label']})", "", "",
+    table.add_row(escape(f"baseline (all {base['majority_label']})"), "", "",
                   f"{100 * base['baseline_macro_f1']:.2f}",
                   f"acc {100 * base['baseline_accuracy']:.2f}")
 
@@ -81,12 +87,12 @@ def baseline_row(table: Table, metrics: dict) -> None:
 def parse_table(metrics: dict, title: str) -> Table:
     """Dependency parsing scores (percent): UAS/LAS without and with punctuation, complete match,
     non-projective share, then LAS/precision/F1 per gold relation; the punctuation rule as caption."""
-    table = Table(title=title, caption=metrics["punct_rule_text"] + "; bertkit always decodes "
+    table = Table(title=escape(title), caption=metrics["punct_rule_text"] + "; bertkit always decodes "
                                                                     "well-formed trees")
     for col in ("relation", "LAS", "precision", "F1", "support"):
         table.add_column(col, justify="left" if col == "relation" else "right")
     for name, row in sorted(metrics["per_rel"].items()):
-        table.add_row(name, f"{100 * row['las']:.2f}", f"{100 * row['precision']:.2f}",
+        table.add_row(escape(name), f"{100 * row['las']:.2f}", f"{100 * row['precision']:.2f}",
                       f"{100 * row['f1']:.2f}", str(row["support"]))
     table.add_section()
     table.add_row("[bold]UAS / LAS (no punct)", f"[bold]{100 * metrics['uas']:.2f} / "
@@ -103,7 +109,7 @@ def parse_table(metrics: dict, title: str) -> Table:
 def seed_table(summary: dict, title: str) -> Table:
     """``--seeds`` summary: per split and metric the mean, sample standard deviation and 95%
     t-interval of the mean (percent for metrics in [0, 1]), and each seed's value."""
-    table = Table(title=title, caption=f"n = {len(summary['seeds'])} seeds; 95% interval: mean ± "
+    table = Table(title=escape(title), caption=f"n = {len(summary['seeds'])} seeds; 95% interval: mean ± "
                                        f"t(0.975, n-1) · std / sqrt(n); selected by dev "
                                        f"{summary.get('select_metric')}")
     for col in ("split", "metric", "mean", "std", "95% interval", "per seed"):

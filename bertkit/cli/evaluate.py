@@ -190,6 +190,7 @@ def cls_cli(
     text_column: Annotated[Optional[str], typer.Option("--text-column", help="Field or column holding the text. \\[default: as trained]")] = None,
     label_column: Annotated[Optional[str], typer.Option("--label-column", help="Field or column holding the label. \\[default: as trained]")] = None,
     skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count unreadable lines.")] = False,
+    quoting: Annotated[Optional[opt.Quoting], typer.Option("--quoting", help="CSV/TSV quotes: csv or none (a \" is a plain character). \\[default: as trained]")] = None,
     device: opt.InferenceDevice = "auto",
     precision: opt.InferencePrecision = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Texts per batch.", min=1)] = 64,
@@ -204,4 +205,4 @@ def cls_cli(
     evaluate_saved("cls", model, data, split, output, predictions, lines, confusion,
                    device=device, precision=precision, batch_size=batch_size,
                    skip_bad_lines=skip_bad_lines, text_column=text_column,
-                   label_column=label_column)
+                   label_column=label_column, quoting=quoting)

@@ -184,6 +184,8 @@ def cls_cli(
     text_pair_column: Annotated[Optional[str], typer.Option("--text-pair-column", help="Field of the second text of a sentence pair, used when present. \\[default: text_pair]")] = None,
     label_column: Annotated[Optional[str], typer.Option("--label-column", help="Field or column holding the label (a list with --multi-label). \\[default: label]")] = None,
     multi_label: Annotated[Optional[bool], typer.Option("--multi-label/--single-label", help="Labels are lists: sigmoid outputs, one threshold per label chosen on dev. \\[default: single-label]")] = None,
+    label_sep: Annotated[Optional[str], typer.Option("--label-sep", help="With --multi-label: a string label is a list joined by this separator (e.g. ';' for \"a;b\"). \\[default: none; labels that look delimited are warned about]")] = None,
+    quoting: Annotated[Optional[opt.Quoting], typer.Option("--quoting", help="CSV/TSV quotes: csv (quoted fields may hold delimiters and line breaks) or none (a \" is a plain character, for unquoted TSV exports). \\[default: csv]")] = None,
     long_text: Annotated[Optional[opt.LongText], typer.Option("--long-text", help="Texts over --max-length: head-tail (keep the first quarter and last three quarters of the budget; counted and reported) or windows (overlapping windows, logits averaged). \\[default: head-tail]")] = None,
     class_weights: Annotated[Optional[opt.ClassWeights], typer.Option("--class-weights", help="none, or balanced (loss weight N/(C*count) per label, for imbalanced sets such as ACL-ARC). \\[default: none]")] = None,
     skip_bad_lines: Annotated[Optional[bool], typer.Option("--skip-bad-lines", help="Skip and count unreadable lines instead of stopping before training.")] = None,
@@ -209,7 +211,8 @@ def cls_cli(
     flags = opt.train_options(
         train_flags, data=data, model=model, text_column=text_column,
         text_pair_column=text_pair_column, label_column=label_column, multi_label=multi_label,
-        long_text=long_text, class_weights=class_weights, skip_bad_lines=skip_bad_lines,
+        label_sep=label_sep, quoting=quoting, long_text=long_text, class_weights=class_weights,
+        skip_bad_lines=skip_bad_lines,
         max_length=max_length, eval_batch_size=eval_batch_size, length_group=length_group,
         max_train_samples=max_train_samples, max_eval_samples=max_eval_samples,
         split_from_dev=split_from_dev, seeds=seeds)

@@ -99,11 +99,14 @@ def cls_cli(
     input_format: Annotated[Literal["auto", "jsonl", "csv", "tsv", "text"], typer.Option("--input-format", help="auto (by extension, else jsonl when the file starts with {, else text), jsonl, csv, tsv or text.")] = "auto",
     text_column: Annotated[Optional[str], typer.Option("--text-column", help="Field or column holding the text. \\[default: as trained]")] = None,
     skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count unreadable lines.")] = False,
+    quoting: Annotated[Optional[opt.Quoting], typer.Option("--quoting", help="CSV/TSV quotes: csv or none (a \" is a plain character). \\[default: as trained]")] = None,
     device: opt.InferenceDevice = "auto",
     precision: opt.InferencePrecision = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Texts per batch.", min=1)] = 64,
 ) -> None:
-    """Classify texts with a saved text classifier: JSON lines with predicted and probability."""
+    """Classify texts with a saved text classifier: JSON lines with predicted and probability,
+    one per input record (per line for plain text); a text empty once control and zero-width
+    characters are removed is flagged "empty": true, not labelled."""
     predict_saved("cls", model, input, output, input_format=input_format, device=device,
                   precision=precision, batch_size=batch_size, skip_bad_lines=skip_bad_lines,
-                  text_column=text_column)
+                  text_column=text_column, quoting=quoting)

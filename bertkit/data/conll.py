@@ -43,8 +43,12 @@ class ConllFile:
     scheme: str
 
 
-def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+def read_lines(path: str | Path, *, old_mac: bool = True) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for each line of a UTF-8 file, without line ends.
+
+    Lines end at LF or CRLF. A lone CR inside a line stays in its text (one line, one record),
+    except in a file with no LF at all, read as old Mac line ends (each CR ends a line) unless
+    ``old_mac`` is False (``predict`` input: lines end only at LF/CRLF, always).
 
     Raises:
         BertkitError: the file does not exist, is a directory, or a line is not valid UTF-8
@@ -55,9 +59,11 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise BertkitError("file not found", file=path)
     if path.is_dir():
         raise BertkitError("is a directory", file=path, expected="a text file")
-    offset, number = 0, 0
+    offset, number, cr_lines = 0, 0, False
     with path.open("rb") as handle:
         for raw in handle:
+            if number == 0:  # no LF after the first line: the whole file is this one read
+                cr_lines = old_mac and not raw.endswith(b"\n")
             number += 1
             try:
                 text = raw.decode("utf-8")
@@ -72,7 +78,7 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                                    expected="UTF-8 text")
             offset += len(raw)
             text = text.rstrip("\r\n")
-            if "\r" in text:  # old Mac line ends (CR only): each CR ends a line
+            if cr_lines and "\r" in text:  # old Mac line ends (CR only): each CR ends a line
                 parts = text.split("\r")
                 for part in parts[:-1]:
                     yield number, part
@@ -171,15 +177,24 @@ def read_text(path: str | Path, pre_tokenize) -> list[Sentence]:
     Args:
         pre_tokenize: ``str -> list[(word, (char_start, char_end))]``, e.g. the BERT pre-tokeniser.
 
+    Lines end only at LF or CRLF (a lone CR is white space inside its line). A line whose words
+    are all control or zero-width characters is skipped as a blank line is (nothing to tag);
+    elsewhere every word is kept, so every input word gets a tag.
+
     Returns:
-        one unlabelled :class:`Sentence` per non-blank line (blank lines are skipped).
+        one unlabelled :class:`Sentence` per non-blank line (blank lines, and lines with nothing
+        visible, are skipped).
 
     Raises:
         BertkitError: missing file, bad encoding, or no text at all.
     """
+    from bertkit.data.text import visible
+
     out = []
-    for number, text in read_lines(path):
+    for number, text in read_lines(path, old_mac=False):
         words = [w for w, _ in pre_tokenize(text)]
+        if not any(visible(w) for w in words):
+            continue
         if words:
             out.append(Sentence(words, [], str(path), number, one_line=True))
     if not out:

@@ -283,21 +283,29 @@ def read_conllu(path: str | Path, labelled: bool = True,
 
 
 def text_sentences(lines: Sequence[str], split, path: str = "<input>") -> list[DepSentence]:
-    """Unlabelled sentences from plain text, one sentence a line (blank lines skipped).
+    """Unlabelled sentences from plain text, one sentence a line (blank lines, and lines whose
+    words are all control or zero-width characters, skipped); the ``# text`` comment has its
+    white space (a lone CR, U+2028) made single spaces, so each sentence stays on its own lines
+    of the CoNLL-U output.
 
     Args:
         split: ``str -> list of (word, offsets)`` pre-tokenizer (the tokenizer's), or ``str.split``.
     """
+    from bertkit.data.text import visible
+
     out = []
     for no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         words = [w if isinstance(w, str) else w[0] for w in split(line.strip())]
+        if not any(visible(w) for w in words):
+            continue
+        text = " ".join(line.split())
         rows = [f"{k + 1}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_" for k, w in enumerate(words)]
         out.append(DepSentence(words, ["_"] * len(words), None, None,
-                               [f"# text = {line.strip()}"] + rows,
+                               [f"# text = {text}"] + rows,
                                np.arange(1, len(words) + 1, dtype=np.int64), path, no,
-                               {"text": line.strip()}))
+                               {"text": text}))
     return out
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bertkit.data.text import normalize_label
 from bertkit.errors import BertkitError
 
 MARKERS = {"e1": ("<<", ">>"), "e2": ("[[", "]]")}
@@ -251,6 +252,8 @@ def parse_record(obj: Any, labelled: bool) -> tuple[str, EntitySpan, EntitySpan,
         raise _Bad(f"the label must be a string, got {label!r}")
     if label is not None and not label.strip():
         raise _Bad("empty label")
+    if label is not None:  # NFC, stripped: "CPR:4 " and "CPR:4" are one relation
+        label = normalize_label(label)
     return text, e1, e2, label
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from bertkit.data.text import normalize_label
 from bertkit.errors import BertkitError
 
 SCHEMES = ("IOB1", "IOB2", "IOBES")
@@ -26,7 +27,8 @@ class Tag:
 
 
 def parse_tag(tag: str, *, file: str | None = None, line: int | None = None) -> Tag:
-    """Split ``"B-Chemical"`` into ``Tag("B", "Chemical")``.
+    """Split ``"B-Chemical"`` into ``Tag("B", "Chemical")``; the tag is NFC-normalised and
+    stripped first (:func:`bertkit.data.text.normalize_label`).
 
     Raises:
         BertkitError: a tag other than ``O`` without a B-/I-/E-/S- prefix, or a prefix with no type.
@@ -34,6 +36,7 @@ def parse_tag(tag: str, *, file: str | None = None, line: int | None = None) -> 
     >>> parse_tag("I-Disease")
     Tag(prefix='I', type='Disease')
     """
+    tag = normalize_label(tag)  # NFC, stripped: "B-Protéine" in NFD and NFC is one type
     if tag == "O":
         return Tag("O", "")
     prefix, sep, etype = tag.partition("-")

@@ -305,6 +305,9 @@ def save_confusion(stem: str | Path, labels: Sequence[str], matrix: Sequence[Seq
                    title: str = "") -> tuple[Path, Path]:
     """Write ``<stem>.csv`` and ``<stem>.png`` (matplotlib, Agg backend), both atomically.
 
+    Labels and title are drawn as written (``parse_math=False``): a label such as ``$x$`` or
+    ``$\\frac$`` is text, not mathtext.
+
     Returns:
         the CSV and PNG paths.
     """
@@ -323,12 +326,14 @@ def save_confusion(stem: str | Path, labels: Sequence[str], matrix: Sequence[Seq
     fig, ax = plt.subplots(figsize=(size + 1, size))
     try:
         im = ax.imshow(m, cmap="Blues")
-        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
-        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        # drawn as written: no mathtext ($...$) in label names or the title
+        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7,
+                      parse_math=False)
+        ax.set_yticks(range(len(labels)), labels, fontsize=7, parse_math=False)
         ax.set_xlabel("predicted")
         ax.set_ylabel("gold")
         if title:
-            ax.set_title(title, fontsize=9)
+            ax.set_title(title, fontsize=9, parse_math=False)
         high = m.max() if m.size else 0
         for (i, j), v in np.ndenumerate(m):
             if v:

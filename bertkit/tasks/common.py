@@ -51,6 +51,77 @@ def warn_bad_lines(lines: Iterable[Any], console=None, shown: int = 20) -> int:
     return len(lines)
 
 
+def warn_notes(notes: Iterable[str], console=None) -> int:
+    """Print each of ``notes`` as a warning on ``console`` (None: print nothing), escaped (a
+    label such as ``[x]`` in a note is shown as written). Returns the number of notes."""
+    from rich.markup import escape
+
+    notes = list(notes)
+    if console:
+        for note in notes:
+            console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)
+    return len(notes)
+
+
+def example_key(example: Any) -> tuple:
+    """What makes two examples the same input, for the train/dev/test overlap check: the words of
+    a sentence (NER ``tokens``, dependency ``words``), a relation example's text with its two
+    entities, or a text (and its pair) with surrounding white space removed."""
+    for name in ("tokens", "words"):
+        if hasattr(example, name):
+            return (name, tuple(getattr(example, name)))
+    if hasattr(example, "e1"):
+        return ("pair", example.text, repr(example.e1), repr(example.e2))
+    return ("text", str(getattr(example, "text", example)).strip(),
+            (getattr(example, "text_pair", None) or "").strip())
+
+
+def shared_examples(splits: Mapping[str, Sequence[Any]], against: str = "train"
+                    ) -> dict[str, list[tuple[Any, Any]]]:
+    """Examples of each other split that also occur in split ``against`` (the same input, by
+    :func:`example_key`), as ``{split: [(example, its first copy in against), ...]}``; splits
+    without any are left out.
+
+    >>> shared_examples({"train": ["a", "b"], "test": ["b", "c", " a"]})["test"]
+    [('b', 'b'), (' a', 'a')]
+    """
+    seen: dict[tuple, Any] = {}
+    for ex in splits.get(against) or []:
+        seen.setdefault(example_key(ex), ex)
+    out = {}
+    for split, examples in splits.items():
+        if split == against:
+            continue
+        found = [(ex, seen[k]) for ex in examples or [] if (k := example_key(ex)) in seen]
+        if found:
+            out[split] = found
+    return out
+
+
+def warn_shared(splits: Mapping[str, Sequence[Any]], unit: str = "examples", console=None,
+                shown: int = 3) -> dict[str, int]:
+    """Warn, per split, how many of its examples also occur in train (:func:`shared_examples`),
+    with the first ``shown`` as ``file:line = file:line``: scores on them measure memory, not
+    generalisation. Returns ``{split: count}`` (splits with none left out); prints nothing
+    without a console."""
+    from rich.markup import escape
+
+    found = shared_examples(splits)
+    if console:
+        for split, pairs in found.items():
+            where = "; ".join(f"{_place(ex)} = {_place(first)}" for ex, first in pairs[:shown])
+            more = f"; {len(pairs) - shown} more" if len(pairs) > shown else ""
+            console.print(f"[yellow]warning:[/] {len(pairs)} of {len(splits[split])} {split} "
+                          f"{unit} also in train ({escape(where + more)}): scores on them "
+                          f"measure memory, not generalisation", highlight=False)
+    return {split: len(pairs) for split, pairs in found.items()}
+
+
+def _place(example: Any) -> str:
+    """``file:line`` of an example, the file by its name (the splits share a folder)."""
+    return f"{Path(str(getattr(example, 'file', '?'))).name}:{getattr(example, 'line', '?')}"
+
+
 def first_unseen(known: Iterable[str],
                  uses: Iterable[tuple[str, str, int]]) -> dict[str, tuple[str, int]]:
     """Labels of ``uses`` (``(label, file, 1-based line)`` in file order) that are not in
@@ -93,9 +164,16 @@ def prediction_line(raw: Mapping[str, Any], line: int | None, predicted: Any,
                     extra: Mapping[str, Any]) -> str:
     """One JSON line of ``test_predictions.jsonl`` and of ``predict``'s output: the input object
     ``raw`` with ``line`` (1-based line of the input file), ``predicted`` and ``extra``
-    (``probability`` or ``probabilities``) added, newline-terminated, non-ASCII kept."""
-    return json.dumps({**raw, "line": line, "predicted": predicted, **extra},
-                      ensure_ascii=False) + "\n"
+    (``probability`` or ``probabilities``) added, newline-terminated, non-ASCII kept except the
+    characters that other readers take for line ends (U+0085, U+2028, U+2029: escaped), so
+    every record stays one line."""
+    text = json.dumps({**raw, "line": line, "predicted": predicted, **extra}, ensure_ascii=False)
+    for ch in LINE_BREAKS:
+        text = text.replace(ch, f"\\u{ord(ch):04x}")
+    return text + "\n"
+
+
+LINE_BREAKS = ("\x85", "\u2028", "\u2029")  # line ends to str.splitlines, not to JSON
 
 
 def write_label_outputs(stem: str | Path | None, predictions: str | Path | None,

@@ -9,7 +9,8 @@ order, so that bad settings or data stop the run before anything is written:
 2. read the data, applying ``--split-from-dev`` (:func:`split_from_dev`) and ``--max-*-samples``;
 3. seed, let the task build its model and batches, create the run directory, write ``config.yaml``;
 4. train with best-on-dev selection (:func:`bertkit.training.train`), score test, save ``model/``,
-   write ``results.json`` (rank 0 only under ``torchrun``).
+   write ``results.json``, then the test predictions and plots (rank 0 only under ``torchrun``),
+   so that a drawing problem never costs the model or the results.
 
 ``--seeds 1,2,3`` runs steps 1-4 once per seed in ``<output>/seed-<N>/`` (one after another, also
 under ``torchrun``) and writes ``<output>/summary.json``: mean, sample standard deviation and
@@ -29,6 +30,7 @@ from typing import Sequence
 from bertkit.config import dump_yaml, field_defaults, to_dict
 from bertkit.errors import BertkitError
 from bertkit.tasks.base import Task, TaskData
+from bertkit.tasks.common import warn_shared
 
 SPLIT_KEYS = ("train", "dev", "test")
 
@@ -101,6 +103,10 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
     ``split_train``/``split_dev``: the split's own sizes (dev file less the held-out part, the
     held-out part).
 
+    Examples of dev or test that also occur in train (the same input) are warned about with the
+    count and the first few (:func:`bertkit.tasks.common.warn_shared`) and counted in
+    ``data.info["shared_with_train"]``.
+
     Raises:
         BertkitError: a directory without a train file and no ``--split-from-dev``; a split
             that leaves train or dev empty; whatever the task's reader raises.
@@ -154,6 +160,9 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
                                        "train": used_train, "dev": used_dev,
                                        "split_train": len(train), "split_dev": len(held),
                                        "automatic": automatic}
+    shared = warn_shared(data.splits, task.unit, console)  # the same input in train and dev/test
+    if shared:
+        data.info["shared_with_train"] = shared
     return data
 
 
@@ -204,10 +213,10 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     if main:
         write_text(run_dir / "config.yaml", dump_yaml(settings))
     if console and main:
-        if data.note:
-            console.print(f"note: {data.note}", highlight=False)
+        if data.note:  # plain text: labels and paths in it are never read as markup
+            console.print(f"note: {data.note}", highlight=False, markup=False)
         if prepared.summary:
-            console.print(prepared.summary, highlight=False)
+            console.print(prepared.summary, highlight=False, markup=False)
     result = train(prepared.model, prepared.batches, cfg, runtime, run_dir,
                    evaluate=prepared.evaluate,
                    select_metric=prepared.select_metric or task.select_metric,
@@ -217,7 +226,6 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     start = time.perf_counter()  # forward passes and decoding (as Trainer.predict)
     scored = prepared.test(prepared.model, console)
     predict_seconds = time.perf_counter() - start
-    scored.write(run_dir)
     with atomic_path(run_dir / "model") as tmp:
         prepared.save(prepared.model, tmp)
     n_train = len(data.splits["train"])
@@ -233,6 +241,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     }
     write_json(run_dir / "results.json", results)
     write_model_card(run_dir / "model", results, cfg)  # model/README.md
+    scored.write(run_dir)  # predictions and plots last: the model and results are kept already
     return results
 
 

@@ -416,7 +416,10 @@ def _draw_curves(output_dir: Path, console: Console | None) -> None:
         plot_run(output_dir)
     except Exception as exc:  # noqa: BLE001 - a missing font or backend must not cost the run
         if console is not None:
-            console.print(f"[yellow]warning:[/] could not draw curves.png: {exc}", highlight=False)
+            from rich.markup import escape
+
+            console.print(f"[yellow]warning:[/] could not draw curves.png: {escape(str(exc))}",
+                          highlight=False)
 
 
 def _write_environment(env_file: Path, runtime: Runtime, cfg: TrainConfig) -> None:

@@ -8,6 +8,7 @@ from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.finetune_config import FinetuneConfig
 
 LONG_TEXT = ("head-tail", "windows")
+QUOTING = ("csv", "none")  # CSV/TSV quotes: csv rules (quoted fields), or plain characters
 
 
 @dataclass
@@ -22,6 +23,12 @@ class CLSConfig(FinetuneConfig):
             (sentence pairs when present), ``label`` may be a list with ``multi_label``.
         multi_label: each example has a list of labels: sigmoid outputs, binary cross-entropy,
             and one decision threshold per label chosen on dev (saved with the model).
+        label_sep: with ``multi_label``, a string label is a list joined by this separator
+            (``"a;b"`` with ``;``); None: a string label is one label (labels that look
+            delimited are warned about).
+        quoting: CSV/TSV quote handling: ``csv`` (quoted fields may hold delimiters and line
+            breaks) or ``none`` (a ``"`` is a plain character: unquoted TSV exports whose
+            texts hold quotes).
         long_text: an input over ``max_length`` pieces is never cut silently: ``head-tail`` keeps
             its first quarter and last three quarters of the budget (Sun et al., 2019, "How to
             fine-tune BERT for text classification?", §5.3: head+tail beat head-only and
@@ -44,6 +51,8 @@ class CLSConfig(FinetuneConfig):
     text_pair_column: str = "text_pair"
     label_column: str = "label"
     multi_label: bool = False
+    label_sep: str | None = None
+    quoting: str = "csv"
     long_text: str = "head-tail"
     class_weights: str = "none"
     max_length: int = 512
@@ -58,4 +67,7 @@ class CLSConfig(FinetuneConfig):
                 ("class_weights", self.class_weights in CLASS_WEIGHTS, " or ".join(CLASS_WEIGHTS)),
                 ("length_group", self.length_group >= 1, "an integer >= 1 (1: random batches)"),
                 ("text_column", bool(self.text_column.strip()), "a field name"),
-                ("label_column", bool(self.label_column.strip()), "a field name"))
+                ("label_column", bool(self.label_column.strip()), "a field name"),
+                ("quoting", self.quoting in QUOTING, " or ".join(QUOTING)),
+                ("label_sep", self.label_sep is None or (bool(self.label_sep) and self.multi_label),
+                 "a non-empty separator, with --multi-label (labels are lists)"))

@@ -6,7 +6,13 @@ missing label or a label of the wrong kind stop the run with ``FILE:LINE`` befor
 trained, unless ``skip_bad_lines`` (then each is skipped and listed). ``LINE`` is the physical
 line where the record starts, also for a CSV/TSV record whose quoted fields hold line breaks.
 
-Labels are kept as strings. A single-label file whose labels are all integers (``"label": 3``)
+Labels are kept as strings, NFC-normalised and stripped (:func:`bertkit.data.text.normalize_label`:
+``"Uses "`` and ``"Uses"`` are one label; each respelling is noted with both spellings). With
+``label_sep`` a string label is a delimited list (``"a;b"``); :func:`delimited_labels` spots labels
+that look delimited when no separator is given. A CSV/TSV header naming a column twice, and a JSON
+object naming a field twice, are refused (which one would be used is a guess). ``quoting="none"``
+reads a CSV/TSV file whose texts hold ``"`` as plain characters (an unquoted TSV export).
+A single-label file whose labels are all integers (``"label": 3``)
 is read with them as strings (``3`` and ``"3"`` are the same label); an integer label in a file
 whose other labels are strings is an error (it would silently become a class of its own).
 """
@@ -21,6 +27,7 @@ from typing import Any
 
 from bertkit.data.conll import read_lines
 from bertkit.data.sets import data_root, entry, resolve_local
+from bertkit.data.text import looks_alike, normalize_label, visible
 from bertkit.errors import BertkitError
 
 EXTENSIONS = (".jsonl", ".json", ".csv", ".tsv")
@@ -31,7 +38,8 @@ LAYOUT = "cls/<name>/{train,dev,test}.jsonl"
 class TextExample:
     """One example: ``text``, optional ``text_pair``, ``label`` (a string, a list of strings
     with multi-label data, or None when unlabelled), where it came from, and the input ``raw``
-    object (copied to prediction files)."""
+    object (copied to prediction files). ``empty``: unlabelled input (``predict``) whose text is
+    empty once control and zero-width characters are removed: flagged, never labelled."""
 
     text: str
     text_pair: str | None = None
@@ -39,24 +47,32 @@ class TextExample:
     file: str = ""
     line: int = 0
     raw: dict = field(default_factory=dict)
+    empty: bool = False
 
 
 @dataclass(frozen=True)
 class Columns:
-    """Field names: text, optional pair, label; ``multi_label``: labels are lists."""
+    """Field names: text, optional pair, label; ``multi_label``: labels are lists;
+    ``label_sep``: a string label is a list joined by this separator (``"a;b"``, multi-label
+    only); ``quoting``: ``csv`` (quoted fields, CSV rules) or ``none`` (a ``"`` is part of the
+    text; for unquoted TSV exports)."""
 
     text: str = "text"
     pair: str = "text_pair"
     label: str = "label"
     multi_label: bool = False
+    label_sep: str | None = None
+    quoting: str = "csv"
 
 
 @dataclass
 class ReadResult:
-    """The examples of one file and the lines skipped (``"file:line: reason"``)."""
+    """The examples of one file, the lines skipped (``"file:line: reason"``, one entry per
+    physical line dropped) and notes (``"file:line: ..."``: labels read in another spelling)."""
 
     examples: list[TextExample]
     bad_lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _is_int(value: Any) -> bool:
@@ -73,10 +89,11 @@ def _label(value: Any, cols: Columns, string_label: tuple[int, str] | None = Non
     """
     if cols.multi_label:
         if isinstance(value, str):
-            return [value] if value else []
+            parts = value.split(cols.label_sep) if cols.label_sep else [value]
+            return sorted({normalize_label(v) for v in parts} - {""})
         if isinstance(value, list) and all(isinstance(v, (str, int)) and not isinstance(v, bool)
                                            for v in value):
-            return sorted({str(v) for v in value})
+            return sorted({normalize_label(str(v)) for v in value} - {""})
         raise ValueError(f"'{cols.label}' is {value!r}, expected a list of labels")
     if isinstance(value, list):
         raise ValueError(f"'{cols.label}' is a list {value!r}: pass --multi-label for "
@@ -87,12 +104,12 @@ def _label(value: Any, cols: Columns, string_label: tuple[int, str] | None = Non
                          f"are strings (line {line}: {other!r}), so it would become a label of "
                          f"its own; write it as a string (\"{value}\"), or pass --multi-label "
                          f"with a list of labels")
-    if value == "":
+    if isinstance(value, str) and not normalize_label(value):
         raise ValueError(f"'{cols.label}' is empty, expected a label")
     if not isinstance(value, str) and not _is_int(value):
         raise ValueError(f"'{cols.label}' is {_kind(value)}, expected a string label (or "
                          f"--multi-label with a list of labels)")
-    return str(value)
+    return normalize_label(str(value))
 
 
 def _kind(value: Any) -> str:
@@ -111,7 +128,9 @@ def make_example(record: Any, cols: Columns, labelled: bool, file: str, line: in
     """A :class:`TextExample` from one parsed record (dict).
 
     Args:
-        labelled: the label is required and read; False (``predict``): any label is ignored.
+        labelled: the label is required and read; False (``predict``): any label is ignored,
+            and a text that is empty once control and zero-width characters are removed gives
+            an example flagged ``empty`` instead of an error.
         string_label: (line, label) of a string label elsewhere in the file, where there is
             one: an integer single label is then refused; None: read as its string.
 
@@ -129,8 +148,11 @@ def make_example(record: Any, cols: Columns, labelled: bool, file: str, line: in
     text = record[cols.text]
     if not isinstance(text, str):
         raise ValueError(f"'{cols.text}' is {_kind(text)}, expected a string")
-    if not text.strip():
-        raise ValueError(f"'{cols.text}' is empty, expected a non-empty string")
+    empty = not visible(text)  # white space, control or zero-width characters only
+    if empty and labelled:
+        raise ValueError(f"'{cols.text}' is empty, expected a non-empty string"
+                         + (" (it holds only control or zero-width characters)"
+                            if text.strip() else ""))
     pair = record.get(cols.pair)
     if pair is not None and not isinstance(pair, str):
         raise ValueError(f"'{cols.pair}' is {_kind(pair)}, expected a string")
@@ -144,7 +166,16 @@ def make_example(record: Any, cols: Columns, labelled: bool, file: str, line: in
             raise ValueError(f"'{cols.label}' is null, expected a label"
                              + (" list" if cols.multi_label else " string"))
         label = _label(record[cols.label], cols, string_label)
-    return TextExample(text, pair or None, label, file, line, dict(record))
+    return TextExample(text, pair or None, label, file, line, dict(record), empty=empty)
+
+
+class BadRecord(ValueError):
+    """A record that cannot be read, running from its first line to ``last`` (a quote left
+    open joins several physical lines into one record: each of them is dropped with it)."""
+
+    def __init__(self, message: str, last: int | None = None) -> None:
+        super().__init__(message)
+        self.last = last
 
 
 def _is_table(path: Path) -> bool:
@@ -159,14 +190,22 @@ def _table_records(path: Path, cols: Columns, labelled: bool):
     A quote left open joins the following rows into one field; where that changes the number of
     fields the record is refused, and in a TSV file a field spanning lines that holds a tab (a
     TSV writer cannot write one) is refused too, since it has the header's number of fields.
+    A refused record spanning several lines is a :class:`BadRecord` naming its last line.
+    ``cols.quoting == "none"``: quotes are plain characters (no field spans lines).
 
     Raises:
         BertkitError: a header without the text column (or, when ``labelled``, the label
-            column), or a record the csv module cannot parse.
+            column), a header naming a column twice, or a record the csv module cannot parse.
     """
     kind = path.suffix.lower()[1:].upper()
-    reader = csv.reader((text + "\n" for _, text in read_lines(path)),
-                        delimiter="\t" if kind == "TSV" else ",")
+    quote_hint = "" if cols.quoting == "none" else \
+        "; --quoting none reads a \" as a plain character (an unquoted export)"
+    # a lone CR inside a line is text (csv would refuse it unquoted): carried as NUL, which
+    # read_lines never passes, and put back in each field
+    raw = [text.replace("\r", "\x00") for _, text in read_lines(path, old_mac=labelled)]
+    reader = csv.reader((text + "\n" for text in raw),
+                        delimiter="\t" if kind == "TSV" else ",",
+                        quoting=csv.QUOTE_NONE if cols.quoting == "none" else csv.QUOTE_MINIMAL)
     header: list[str] | None = None
     header_line = 0
     while True:
@@ -176,13 +215,22 @@ def _table_records(path: Path, cols: Columns, labelled: bool):
         except StopIteration:
             return
         except csv.Error as exc:
-            raise BertkitError(f"unreadable {kind} record: {exc}", file=path, line=start,
+            raise BertkitError(f"unreadable {kind} record: {exc}{quote_hint}", file=path,
+                               line=start,
                                expected=f"{kind} rows with quotes closed on the same record"
                                ) from None
         if not row or (len(row) == 1 and not row[0].strip()):
             continue  # blank line
         if header is None:
             header, header_line = [h.strip() for h in row], start
+            seen: dict[str, int] = {}
+            for k, name in enumerate(header, 1):
+                if name in seen:
+                    raise BertkitError(
+                        f"the header row names column '{name}' twice (columns {seen[name]} and "
+                        f"{k}): which one holds the data is a guess", file=path, line=start,
+                        expected="a header row with distinct column names")
+                seen[name] = k
             for name, flag, needed in ((cols.text, "--text-column", True),
                                        (cols.label, "--label-column", labelled)):
                 if needed and name not in header:
@@ -197,17 +245,41 @@ def _table_records(path: Path, cols: Columns, labelled: bool):
             span = (f" (the record runs over lines {start}-{end}: is a quote left open?)"
                     if end > start else " (a field holds the delimiter: is a quote left open?)"
                     if any(delimiter in field for field in row) else "")
-            yield start, ValueError(f"{len(row)} fields, the header (line {header_line}) has "
-                                    f"{len(header)}{span}")
+            yield start, BadRecord(f"{len(row)} fields, the header (line {header_line}) has "
+                                   f"{len(header)}{span}{quote_hint if span else ''}", end)
             continue
         if kind == "TSV" and reader.line_num > start:
             merged = [h for h, field in zip(header, row) if "\n" in field and "\t" in field]
             if merged:  # a TSV text holds no tab: rows joined by a quote left open
-                yield start, ValueError(
+                yield start, BadRecord(
                     f"column '{merged[0]}' holds a line break and a tab: the record runs over "
-                    f"lines {start}-{reader.line_num}, rows joined by a quote left open?")
+                    f"lines {start}-{reader.line_num}, rows joined by a quote left open?"
+                    f"{quote_hint}", reader.line_num)
                 continue
-        yield start, dict(zip(header, row))
+        dropped = _quotes_dropped(raw[start - 1], row, header) \
+            if kind == "TSV" and cols.quoting == "csv" and reader.line_num == start else None
+        if dropped:
+            yield start, BadRecord(dropped + quote_hint)
+            continue
+        yield start, dict(zip(header, (f.replace("\x00", "\r") for f in row)))
+
+
+def _quotes_dropped(line: str, row: list[str], header: list[str]) -> str | None:
+    """Why a one-line TSV record reads other than its text: a field that starts with ``"`` but
+    is not a well-formed quoted field (``"Hello," she said``), which the csv rules read without
+    its quotes; None when every field reads as written (or as a well-formed quoted field)."""
+    fields = line.split("\t")
+    if len(fields) != len(row):
+        return None
+    for name, written, parsed in zip(header, fields, row):
+        if written == parsed:
+            continue
+        quoted = len(written) >= 2 and written[0] == written[-1] == '"' \
+            and written[1:-1].replace('""', "").count('"') == 0
+        if not quoted:
+            return (f"column '{name}' is {written!r}, which the csv quoting rules read as "
+                    f"{parsed!r}: quotes dropped")
+    return None
 
 
 def _records(path: Path, cols: Columns = Columns(), labelled: bool = True):
@@ -215,13 +287,27 @@ def _records(path: Path, cols: Columns = Columns(), labelled: bool = True):
     if _is_table(path):
         yield from _table_records(path, cols, labelled)
         return
-    for number, text in read_lines(path):
+    for number, text in read_lines(path, old_mac=labelled):
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text)
+            yield number, json.loads(text, object_pairs_hook=_unique_fields)
         except json.JSONDecodeError as exc:
             yield number, ValueError(f"not JSON: {exc.msg} at column {exc.colno}")
+        except ValueError as exc:  # a field named twice
+            yield number, exc
+
+
+def _unique_fields(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object's fields as a dict; a field named twice is refused (``json`` keeps the
+    last silently)."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the object names field '{key}' twice ({out[key]!r} and "
+                             f"{value!r}): which one is meant is a guess")
+        out[key] = value
+    return out
 
 
 def _expected(path: Path, cols: Columns, labelled: bool) -> str:
@@ -259,7 +345,7 @@ def read_examples(path: str | Path, cols: Columns = Columns(), labelled: bool = 
                              if isinstance(rec, dict) and isinstance(rec.get(cols.label), str)
                              and rec[cols.label]), None)
     expected = _expected(path, cols, labelled)
-    out, bad = [], []
+    out, bad, notes, respelled = [], [], [], set()
     for number, rec in records:
         try:
             if isinstance(rec, ValueError):
@@ -270,9 +356,22 @@ def read_examples(path: str | Path, cols: Columns = Columns(), labelled: bool = 
                 raise BertkitError(str(exc), file=path, line=number,
                                    expected=f"{expected}; or --skip-bad-lines") from None
             bad.append(f"{path}:{number}: {exc}")
+            last = getattr(exc, "last", None) or number  # every physical line it drops
+            bad.extend(f"{path}:{n}: dropped with the record of line {number}"
+                       for n in range(number + 1, last + 1))
+            continue
+        if labelled:
+            value = rec.get(cols.label)
+            raws = value if isinstance(value, list) else [] if cols.label_sep else [value]
+            for raw in raws:
+                if isinstance(raw, str) and raw != normalize_label(raw) and raw not in respelled:
+                    respelled.add(raw)
+                    notes.append(f"{path}:{number}: label {raw!r} read as "
+                                 f"{normalize_label(raw)!r} (Unicode NFC, surrounding spaces "
+                                 f"removed)")
     if not out:
         raise BertkitError("no examples found", file=path, expected=expected)
-    return ReadResult(out, bad)
+    return ReadResult(out, bad, notes)
 
 
 def _load_hub(hub_id: str, splits: tuple[str, ...], cols: Columns) -> dict | None:
@@ -303,16 +402,21 @@ def _load_hub(hub_id: str, splits: tuple[str, ...], cols: Columns) -> dict | Non
         if text_col is None or cols.label not in part.column_names:
             return None
         label_names = getattr(part.features[cols.label], "names", None)
-        out[split] = [TextExample(row[text_col], None, label_names[row[cols.label]] if label_names
-                                  else str(row[cols.label]), f"hub:{hub_id}/{name}", i + 1,
+        out[split] = [TextExample(row[text_col], None, normalize_label(
+                                      label_names[row[cols.label]] if label_names
+                                      else str(row[cols.label])), f"hub:{hub_id}/{name}", i + 1,
                                   {"text": row[text_col]})
                       for i, row in enumerate(part)]
     return out
 
 
 def load_cls_data(data: str, splits: tuple[str, ...], cols: Columns = Columns(),
-                  skip_bad_lines: bool = False) -> tuple[dict, dict, dict]:
+                  skip_bad_lines: bool = False, notes: list[str] | None = None
+                  ) -> tuple[dict, dict, dict]:
     """Load ``splits`` of ``data`` (a directory or a registered name: BERTKIT_DATA, else hub).
+
+    Args:
+        notes: a list that receives the files' notes (labels read in another spelling).
 
     Returns:
         (``{split: [TextExample]}``, ``{split: source}``, ``{split: [bad line, ...]}``).
@@ -336,6 +440,8 @@ def load_cls_data(data: str, splits: tuple[str, ...], cols: Columns = Columns(),
     for split, path in files.items():
         read = read_examples(path, cols, labelled=True, skip_bad_lines=skip_bad_lines)
         out[split], sources[split], bad[split] = read.examples, str(path), read.bad_lines
+        if notes is not None:
+            notes.extend(read.notes)
     return out, sources, bad
 
 
@@ -368,10 +474,13 @@ def check_known_labels(examples: list[TextExample], known: list[str], split: str
         labels = ex.label if isinstance(ex.label, list) else [ex.label]
         for lab in labels:
             if lab is not None and lab not in allowed:
+                alike = [k for k in known if looks_alike(k) == looks_alike(lab)]
+                hint = (f" ({alike[0]!r} looks the same but differs in case or invisible "
+                        f"characters)" if alike else "")
                 raise BertkitError(f"label {lab!r} in {split} is not among {known_from}: the "
-                                   f"model could not predict it",
+                                   f"model could not predict it{hint}",
                                    file=ex.file, line=ex.line,
-                                   expected="one of " + ", ".join(known))
+                                   expected="one of " + ", ".join(map(repr, known)))
 
 
 def training_labels_source(source: str, n_read: int, n_used: int) -> str:
@@ -388,3 +497,33 @@ def labels_missing_from(examples: list[TextExample], labels: list[str]) -> list[
     """The ``labels`` no example of ``examples`` has (e.g. beyond ``--max-train-samples``)."""
     present = set(label_set(examples))
     return [lab for lab in labels if lab not in present]
+
+
+SEPARATORS = (";", "|", ",")
+
+
+def delimited_labels(examples: list[TextExample], cols: Columns) -> str | None:
+    """A warning when string labels look like delimited lists (``"a;b"``) read as one label each,
+    so that every combination would become a class of its own; None when they do not.
+
+    A label looks delimited when it holds ``;`` or ``|`` between non-empty parts, or ``,``
+    between parts that are labels on their own elsewhere. No warning with ``cols.label_sep``.
+    """
+    if cols.label_sep:
+        return None
+    found = label_set(examples)
+    alone = set(found)
+    for sep in SEPARATORS:
+        joined = [lab for lab in found if sep in lab
+                  and all(part.strip() for part in lab.split(sep))
+                  and (sep != "," or any(part.strip() in alone for part in lab.split(sep)))]
+        if not joined:
+            continue
+        first = next(ex for ex in examples
+                     if set(joined) & set(ex.label if isinstance(ex.label, list) else [ex.label]))
+        how = "" if cols.multi_label else "--multi-label "
+        shown = ", ".join(repr(j) for j in joined[:3]) + (", ..." if len(joined) > 3 else "")
+        return (f"{len(joined)} label(s) look like {sep!r}-delimited lists ({shown}; first at "
+                f"{first.file}:{first.line}): each is read as one label, so every combination "
+                f"becomes a class of its own; for multi-label data pass {how}--label-sep '{sep}'")
+    return None

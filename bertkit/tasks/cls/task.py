@@ -24,13 +24,13 @@ from bertkit.metrics.cls import best_thresholds, label_scores, multilabel_scores
 from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
-                                    label_set, labels_missing_from, load_cls_data,
-                                    read_examples, training_labels_source)
+                                    delimited_labels, label_set, labels_missing_from,
+                                    load_cls_data, read_examples, training_labels_source)
 from bertkit.tasks.cls.encoding import Encoded, collate, encode, pool_logits
 from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_classifier,
                                      save_classifier)
 from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
-                                  write_test_outputs)
+                                  warn_notes, write_test_outputs)
 from bertkit.tasks.driver import finetune
 from bertkit.training.devices import Runtime, make_runtime
 
@@ -105,16 +105,26 @@ def score(gold: list, pred: list, labels: list[str], multi_label: bool) -> dict:
 def prediction_lines(examples: Sequence[TextExample], labels: list[str], pred: list,
                      probs: np.ndarray, multi_label: bool) -> str:
     """JSON lines: each input object with ``line``, ``predicted`` and ``probability`` (the
-    predicted label's softmax probability) or, multi-label, ``probabilities`` per label."""
-    return "".join(prediction_line(
+    predicted label's softmax probability) or, multi-label, ``probabilities`` per label; an
+    example flagged ``empty`` (its ``pred`` None) gets ``"predicted": null, "empty": true``."""
+    return "".join(prediction_line(ex.raw, ex.line, None, {"empty": True}) if ex.empty else
+                   prediction_line(
         ex.raw, ex.line, p,
         {"probabilities": {lab: round(float(v), 6) for lab, v in zip(labels, pr)}}
         if multi_label else {"probability": round(float(pr.max()), 6)})
         for ex, p, pr in zip(examples, pred, probs))
 
 
+def _spread(examples: Sequence[TextExample], values, fill) -> list:
+    """``values`` (one per example not flagged ``empty``, in order) laid out over ``examples``,
+    ``fill`` at the empty ones."""
+    it = iter(values)
+    return [fill if ex.empty else next(it) for ex in examples]
+
+
 def _columns(cfg: CLSConfig) -> Columns:
-    return Columns(cfg.text_column, cfg.text_pair_column, cfg.label_column, cfg.multi_label)
+    return Columns(cfg.text_column, cfg.text_pair_column, cfg.label_column, cfg.multi_label,
+                   cfg.label_sep, cfg.quoting)
 
 
 class CLSTask:
@@ -130,8 +140,12 @@ class CLSTask:
     def load(self, cfg: CLSConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:
         """Read ``splits`` of ``cfg.data`` (directory, registered name, or hub)."""
-        out, sources, bad = load_cls_data(cfg.data, splits, _columns(cfg), cfg.skip_bad_lines)
+        notes: list[str] = []
+        cols = _columns(cfg)
+        out, sources, bad = load_cls_data(cfg.data, splits, cols, cfg.skip_bad_lines, notes)
         warn_bad_lines([b for v in bad.values() for b in v], console)
+        delimited = delimited_labels([x for v in out.values() for x in v], cols)
+        warn_notes(notes + ([delimited] if delimited else []), console)
         return TaskData(out, sources, info={"skipped_bad_lines": {s: len(v)
                                                                   for s, v in bad.items()}})
 
@@ -226,7 +240,8 @@ class CLSTask:
                 "labels": labels, "multi_label": cfg.multi_label, "thresholds": thresholds_of(m),
                 "max_length": cfg.max_length, "long_text": cfg.long_text,
                 "text_column": cfg.text_column, "text_pair_column": cfg.text_pair_column,
-                "label_column": cfg.label_column, "base_model": model_name, "data": cfg.data})
+                "label_column": cfg.label_column, "label_sep": cfg.label_sep,
+                "quoting": cfg.quoting, "base_model": model_name, "data": cfg.data})
 
         return Prepared(model, batches, evaluate_dev, test, save, summary=summary, results={
             "labels": labels, "multi_label": cfg.multi_label, "long_text": cfg.long_text,
@@ -280,11 +295,13 @@ def finetune_cls(cfg: CLSConfig, console: Console | None = None) -> dict:
     return finetune(TASK, cfg, console)
 
 
-def _saved_columns(meta: dict, text_column: str | None, label_column: str | None) -> Columns:
+def _saved_columns(meta: dict, text_column: str | None, label_column: str | None,
+                   quoting: str | None = None) -> Columns:
     return Columns(text_column or meta.get("text_column", "text"),
                    meta.get("text_pair_column", "text_pair"),
                    label_column or meta.get("label_column", "label"),
-                   bool(meta.get("multi_label", False)))
+                   bool(meta.get("multi_label", False)), meta.get("label_sep"),
+                   quoting or meta.get("quoting", "csv"))
 
 
 def _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size):
@@ -305,11 +322,12 @@ def _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size):
 def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
                  text_column: str | None = None, label_column: str | None = None,
-                 console: Console | None = None):
+                 quoting: str | None = None, console: Console | None = None):
     """Score a saved classifier on one split of ``data``.
 
     Args:
         text_column / label_column: field names (None: those saved with the model).
+        quoting: CSV/TSV quotes, ``csv`` or ``none`` (None: as saved with the model).
 
     Returns:
         (metrics as in :func:`score`, examples, predictions, probabilities ``[N, C]``, labels).
@@ -321,9 +339,11 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
     split = parse_split(split)
     model, tokenizer, labels, meta = load_classifier(model_dir)
     runtime = make_runtime(device, precision)
-    cols = _saved_columns(meta, text_column, label_column)
-    out, _, bad = load_cls_data(data, (split,), cols, skip_bad_lines)
+    cols = _saved_columns(meta, text_column, label_column, quoting)
+    notes: list[str] = []
+    out, _, bad = load_cls_data(data, (split,), cols, skip_bad_lines, notes)
     warn_bad_lines(bad[split], console)
+    warn_notes(notes, console)
     xs = out[split]
     check_known_labels(xs, labels, split, f"the model's labels ({model_dir})")
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
@@ -334,7 +354,11 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
 
 
 def _read_input(path: str, input_format: str, cols: Columns, skip_bad_lines: bool):
-    """Examples of a prediction input: JSON lines, CSV/TSV (header row) or plain text lines."""
+    """Examples of a prediction input: JSON lines, CSV/TSV (header row) or plain text lines.
+
+    Plain text: one example per line, lines ending only at LF or CRLF (a lone CR is text), blank
+    lines included; a line empty once control and zero-width characters are removed is an
+    example flagged ``empty``."""
     if input_format not in ("auto", "jsonl", "csv", "tsv", "text"):
         raise BertkitError(f"unknown input format '{input_format}'",
                            expected="auto, jsonl, csv, tsv or text")
@@ -352,9 +376,11 @@ def _read_input(path: str, input_format: str, cols: Columns, skip_bad_lines: boo
     if input_format == "text":
         from bertkit.data.conll import read_lines
 
-        xs = [TextExample(t, None, None, str(p), n, {"text": t})
-              for n, t in read_lines(p) if t.strip()]
-        if not xs:
+        from bertkit.data.text import visible
+
+        xs = [TextExample(t, None, None, str(p), n, {"text": t}, empty=not visible(t))
+              for n, t in read_lines(p, old_mac=False)]
+        if all(x.empty for x in xs):
             raise BertkitError("no text found", file=path, expected="one text a line")
         return xs, []
     if input_format in ("csv", "tsv") and p.suffix.lower() != f".{input_format}":
@@ -367,7 +393,8 @@ def _read_input(path: str, input_format: str, cols: Columns, skip_bad_lines: boo
 def predict_cls(model_dir: str, input_path: str, output: str | None = None,
                 input_format: str = "auto", device: str = "auto", precision: str = "auto",
                 batch_size: int = 64, skip_bad_lines: bool = False,
-                text_column: str | None = None, console: Console | None = None) -> str:
+                text_column: str | None = None, quoting: str | None = None,
+                console: Console | None = None) -> str:
     """Classify the texts of a file: JSON lines or CSV/TSV (the text field as saved with the
     model, or ``text_column``; a pair field is used when present) or plain text, one a line.
 
@@ -375,24 +402,37 @@ def predict_cls(model_dir: str, input_path: str, output: str | None = None,
         input_format: ``auto`` (by extension, else JSON lines when the first character is
             ``{``, else text), ``jsonl``, ``csv``, ``tsv`` or ``text``.
         output: file to write atomically; None returns the text only.
+        quoting: CSV/TSV quotes, ``csv`` or ``none`` (None: as saved with the model).
 
     Returns:
         JSON lines: each input object with ``line``, ``predicted`` and ``probability`` (or
-        ``probabilities`` per label for a multi-label model).
+        ``probabilities`` per label for a multi-label model); one line per input record (per
+        input line for plain text). A text that is empty once control and zero-width characters
+        are removed is not labelled: ``"predicted": null, "empty": true`` (and a warning with
+        the count).
 
     Raises:
         BertkitError: unknown format, bad input line (without ``skip_bad_lines``), no saved model.
     """
     model, tokenizer, labels, meta = load_classifier(model_dir)
     runtime = make_runtime(device, precision)
-    cols = _saved_columns(meta, text_column, None)
+    cols = _saved_columns(meta, text_column, None, quoting)
     xs, bad = _read_input(input_path, input_format, cols, skip_bad_lines)
     warn_bad_lines(bad, console)
-    pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
+    kept = [x for x in xs if not x.empty]
+    empty = [x.line for x in xs if x.empty]
+    if console and empty:
+        shown = ", ".join(map(str, empty[:10])) + (", ..." if len(empty) > 10 else "")
+        console.print(f"[yellow]warning:[/] {len(empty)} input line(s) empty once control and "
+                      f"zero-width characters are removed (line {shown}): flagged "
+                      f'"empty": true, not labelled', highlight=False)
+    pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, kept, runtime,
+                                        batch_size)
     if console and shortened:
         console.print(f"note: {shortened} text(s) over the model's {meta.get('max_length')} "
                       f"pieces ({meta.get('long_text', 'head-tail')})", highlight=False)
-    text = prediction_lines(xs, labels, pred, probs, cols.multi_label)
+    text = prediction_lines(xs, labels, _spread(xs, pred, None), _spread(xs, probs, None),
+                            cols.multi_label)
     if output:
         write_text(output, text)
     return text

@@ -201,7 +201,10 @@ def predict_dep(model_dir: str, input_path: str, output: str | None = None,
         sents = read_conllu(path, labelled=False)
     else:
         pre = tokenizer.backend_tokenizer.pre_tokenizer
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        from bertkit.data.conll import read_lines
+
+        # lines end only at LF/CRLF: a lone CR or U+2028 never splits a sentence in two
+        lines = [text for _, text in read_lines(path, old_mac=False)]
         sents = text_sentences(lines, pre.pre_tokenize_str if pre else str.split, str(path))
         if not sents:
             raise BertkitError("no sentences", file=path, expected="one sentence a line")

@@ -54,7 +54,7 @@ def test_dev_label_absent_from_the_whole_train_file_names_file_line_and_source(t
     assert (f"{d / 'dev.jsonl'}:7: label 'Future' in dev is not among the labels of the training "
             f"data ({d / 'train.jsonl'}, all 6 examples; --max-train-samples 2 trains on the "
             f"first 2 but takes the labels from all)") in text
-    assert "expected one of Background, CompareOrContrast, Uses" in text
+    assert "expected one of 'Background', 'CompareOrContrast', 'Uses'" in text
     assert not (tmp_path / "r").exists()
     # without the option the message says nothing of it
     res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
@@ -80,8 +80,10 @@ def test_csv_errors_name_the_physical_line_a_record_starts_on(tmp_path):
             '--skip-bad-lines') in msg
     assert "one object a line" not in msg and "JSON" not in msg
     read = read_examples(p, SENT, skip_bad_lines=True)
-    assert read.bad_lines == [f"{p}:30: 3 fields, the header (line 1) has 2 (the record runs "
-                              f"over lines 30-32: is a quote left open?)"]
+    assert read.bad_lines == [  # every physical line the record drops is counted
+        f"{p}:30: 3 fields, the header (line 1) has 2 (the record runs over lines 30-32: is a "
+        f"quote left open?); --quoting none reads a \" as a plain character (an unquoted export)",
+        f"{p}:31: dropped with the record of line 30", f"{p}:32: dropped with the record of line 30"]
     assert [x.line for x in read.examples] == [2 * i + 2 for i in range(14)] + [33]
     assert read.examples[0].text == "text 0\nsecond line" and read.examples[-1].text == "fine text"
 
@@ -117,7 +119,7 @@ def test_tsv_quote_left_open_joining_rows_is_refused_not_merged(tmp_path):
         f"rows joined by a quote left open?")
     read = read_examples(p, SENT, skip_bad_lines=True)
     assert [(x.line, x.text) for x in read.examples] == [(2, "one"), (5, "four")]
-    assert len(read.bad_lines) == 1 and read.bad_lines[0].startswith(f"{p}:3: column")
+    assert len(read.bad_lines) == 2 and read.bad_lines[0].startswith(f"{p}:3: column")
 
 
 def test_a_quote_left_open_on_the_last_line_is_named(tmp_path):
