@@ -95,6 +95,27 @@ def _coerce(key: str, value: Any, hint: Any, source: str) -> Any:
     return float(value) if kind is float else str(value) if kind is str else value
 
 
+def format_value(value: Any) -> str:
+    """A setting as help texts and run summaries print it: numbers below 0.001 in short
+    scientific form (``2e-4``, as recipes write them), other numbers as Python's ``g`` format
+    (``0.1``, ``32``), switches as ``true``/``false``.
+
+    >>> format_value(2e-4), format_value(5e-05), format_value(0.1), format_value(True)
+    ('2e-4', '5e-5', '0.1', 'true')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if value != 0 and abs(value) < 1e-3:
+            mantissa, _, exponent = f"{value:.6g}".partition("e")
+            if not exponent:
+                mantissa, _, exponent = f"{value:.6e}".rstrip("0").partition("e")
+                mantissa = mantissa.rstrip("0").rstrip(".")
+            return f"{mantissa}e{int(exponent)}"
+        return f"{value:g}"
+    return str(value)
+
+
 def to_dict(cfg: Any) -> dict[str, Any]:
     """A dataclass config as plain YAML-safe data (paths become strings)."""
     out = {}

@@ -23,6 +23,7 @@ every stage that has it, ``--set stage.key=value`` in one stage; values are read
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -183,12 +184,114 @@ def run_settings(config_cls: type, command: str, flags: dict[str, Any],
         BertkitError: an unknown key or a value of the wrong type (naming the recipe file when
             it came from there), an unreadable recipe or saved ``config.yaml``.
     """
+    return settings_with_sources(config_cls, command, flags, recipe)[0]
+
+
+SOURCE_ORDER = ("flag", "recipe", "saved run", "data-set default")
+"""Where a setting can come from, strongest first; anything else is a built-in default."""
+
+
+def dataset_defaults(config_cls: type, command: str,
+                     layers: list[dict[str, Any] | None]) -> tuple[dict[str, Any], str | None]:
+    """The dev-chosen settings of the registered data set a ``finetune`` run trains on, when it
+    trains the packaged encoder: the settings of the set's recipe
+    (:attr:`bertkit.data.sets.DatasetEntry.recipe`, e.g. ``bc5cdr-ner-minilm``) less ``data``.
+
+    Args:
+        config_cls: the command's config dataclass.
+        command: ``"finetune ner"`` etc.; other commands have no data-set defaults.
+        layers: the run's other layers (saved run, recipe, flags; None where absent), weakest
+            first: they decide the data set and the model.
+
+    Returns:
+        ``(settings, recipe name)``, or ``({}, None)`` when the set is not registered, has no
+        recipe, or another model is trained (the settings were chosen for the packaged one).
+    """
+    from bertkit.data.sets import entry
+
+    words = command.split()
+    if len(words) != 2 or words[0] != "finetune":
+        return {}, None
+    chosen: dict[str, Any] = {}
+    for layer in layers:
+        chosen.update({k: v for k, v in (layer or {}).items() if v is not None})
+    defaults = {f.name: f.default for f in dataclasses.fields(config_cls)}
+    data, model = chosen.get("data", defaults.get("data")), chosen.get("model")
+    found = entry(words[1], str(data)) if isinstance(data, str) else None
+    if found is None or not found.recipe or not _is_default_model(model):
+        return {}, None
+    settings = load_recipe(found.recipe, command)
+    settings.pop("data", None)
+    return {k: v for k, v in settings.items() if k in defaults}, found.recipe
+
+
+def _is_default_model(model: Any) -> bool:
+    """Whether ``model`` (None: not given) is the packaged encoder."""
+    if model in (None, ""):
+        return True
+    from bertkit.encoders import default_model
+
+    try:
+        return Path(str(model)).expanduser().resolve() == Path(default_model()).resolve()
+    except (OSError, ImportError):
+        return False
+
+
+def settings_with_sources(config_cls: type, command: str, flags: dict[str, Any],
+                          recipe: str | Path | None = None):
+    """:func:`run_settings` and where each setting came from.
+
+    The layers, weakest first: the dataclass defaults < the registered data set's dev-chosen
+    settings for the packaged encoder (:func:`dataset_defaults`) < the saved run's
+    ``config.yaml`` (with ``--resume``) < ``--recipe`` < explicit flags.
+
+    Returns:
+        ``(config, sources)``: ``sources`` maps each setting that did not come from the
+        dataclass defaults to one of :data:`SOURCE_ORDER`, and ``"_dataset_recipe"`` to the
+        recipe the data-set defaults came from (when any did).
+
+    Raises:
+        BertkitError: as :func:`run_settings`.
+    """
     from bertkit.training.rundir import saved_settings
 
     saved = saved_settings(flags.get("output_dir"), field_names(config_cls)) \
         if flags.get("resume") else None
-    return build_config(config_cls, saved, load_recipe(recipe, command) if recipe else None,
-                        flags, source=str(recipe) if recipe else "options")
+    rec = load_recipe(recipe, command) if recipe else None
+    data_set, data_recipe = dataset_defaults(config_cls, command, [saved, rec, flags])
+    cfg = build_config(config_cls, data_set, saved, rec, flags,
+                       source=str(recipe) if recipe else "options")
+    sources: dict[str, str] = {}
+    for name, layer in (("data-set default", data_set), ("saved run", saved), ("recipe", rec),
+                        ("flag", flags)):
+        sources.update({k: name for k, v in (layer or {}).items() if v is not None})
+    if data_recipe and "data-set default" in sources.values():
+        sources["_dataset_recipe"] = data_recipe
+    return cfg, sources
+
+
+def describe_sources(cfg: Any, sources: dict[str, str]) -> str:
+    """One line saying which settings came from where, e.g. ``settings: epochs 2 (flag); lr 2e-4,
+    crf true (data-set default: recipe bc5cdr-ner-minilm, tuned on dev for the packaged
+    encoder); the rest built-in defaults``. Switches a run always passes (``resume``,
+    ``overwrite`` when off) and ``output_dir`` are left out."""
+    from bertkit.config import format_value
+
+    parts = []
+    for where in SOURCE_ORDER:
+        keys = [k for k, s in sources.items() if s == where and not k.startswith("_")
+                and k != "output_dir" and not (k in ("resume", "overwrite")
+                                               and not getattr(cfg, k, None))]
+        if not keys:
+            continue
+        shown = ", ".join(f"{k} {format_value(getattr(cfg, k))}" for k in keys)
+        label = where
+        if where == "data-set default":
+            label += (f": recipe {sources.get('_dataset_recipe')}, chosen on dev for the "
+                      f"packaged encoder")
+        parts.append(f"{shown} ({label})")
+    parts.append("the rest built-in defaults" if parts else "all built-in defaults")
+    return "settings: " + "; ".join(parts)
 
 
 def _settings(raw: Any, path: Path, where: str) -> dict[str, Any]:

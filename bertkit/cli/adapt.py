@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich.console import Console
 
 from bertkit.cli import _options as opt
-from bertkit.cli._app import app, user_errors
+from bertkit.cli._app import app, make_console, user_errors
 from bertkit.recipes import run_settings
 
 
@@ -69,4 +68,4 @@ def adapt_cli(
         precision=precision, cache_dir=cache_dir, output_dir=output_dir,
         overwrite=overwrite).items()}
     cfg = run_settings(AdaptConfig, "adapt", flags, recipe)
-    adapt(cfg, Console())
+    adapt(cfg, make_console())

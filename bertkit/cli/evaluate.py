@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from bertkit.cli import _options as opt
-from bertkit.cli._app import evaluate_app, user_errors
+from bertkit.cli._app import evaluate_app, make_console, user_errors
 
 
 def evaluate_saved(task_name: str, model: str, data: str, split: str, output: Path | None,
@@ -38,7 +38,7 @@ def evaluate_saved(task_name: str, model: str, data: str, split: str, output: Pa
     from bertkit.tasks.registry import get_task
 
     task = get_task(task_name)
-    console = Console()
+    console = make_console()
     metrics, *rest = task.evaluate(model, data, split, console=console, **kwargs)
     held_out_note(task_name, model, parse_split(split), console, data)
     title = f"{split}: {data}"

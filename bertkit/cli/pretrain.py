@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich.console import Console
 
 from bertkit.cli import _options as opt
-from bertkit.cli._app import app, user_errors
+from bertkit.cli._app import app, make_console, user_errors
 from bertkit.recipes import run_settings
 
 
@@ -63,7 +62,7 @@ def pretrain_cli(
         cache_dir=cache_dir, compile=compile, skip_bad_lines=skip_bad_lines, prefetch=prefetch,
         head_warmup_steps=head_warmup_steps)
     cfg = run_settings(PretrainConfig, "pretrain", flags, recipe)
-    console = Console()
+    console = make_console()
     results = pretrain(cfg, console)
     if "train" not in results:  # a non-main process of a multi-process run
         return

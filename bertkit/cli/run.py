@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from bertkit.cli._app import app, user_errors
+from bertkit.cli._app import app, make_console, user_errors
 
 
 @app.command("run")
@@ -28,7 +28,7 @@ def run_cli(
 
     rec = apply_overrides(load(recipe), list(set_ or []))
     root = output_dir or Path("runs") / f"{rec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    console = Console()
+    console = make_console()
     console.print(f"recipe {rec.name} ({rec.path}): {rec.description}", highlight=False)
     try:
         results = run_recipe(rec, root, console)
