@@ -16,8 +16,9 @@ or several stages run in order, a later stage naming an earlier one's output as 
 
 Settings use the command's option names in snake_case; ``$VARIABLES`` in string values are
 expanded from the environment (``$BERTKIT_DATA/corpus/train.txt``). ``--set key=value`` overrides a key in
-every stage that has it, ``--set stage.key=value`` in one stage; values are read as YAML
-(``--set lr=3e-5``, ``--set crf=false``). Named recipes live in the top-level ``recipes/`` folder
+every stage whose command has that setting, ``--set stage.key=value`` in one stage; a value is
+read for the setting's declared type (``--set lr=3e-5``, ``--set crf=false``; a text setting keeps
+``1`` as text, and quotes, ``--set key='1'``, always give text). Named recipes live in the top-level ``recipes/`` folder
 (installed under ``<prefix>/share/bertkit/recipes``).
 """
 
@@ -346,36 +347,106 @@ def load(spec: str | Path) -> Recipe:
     return Recipe(path.stem, path, description, stages)
 
 
+def stage_fields(command: str) -> dict[str, Any]:
+    """``{setting: declared type}`` of a stage's command: its config dataclass's fields, or
+    :func:`bertkit.vocab.build.build_vocab`'s keyword arguments (and ``corpus``) for ``vocab
+    build``."""
+    import inspect
+    import typing
+
+    if command == "vocab build":
+        from bertkit.vocab.build import build_vocab
+
+        hints = typing.get_type_hints(build_vocab)
+        return {"corpus": str, **{n: hints.get(n, Any) for n in
+                                  inspect.signature(build_vocab).parameters if n != "corpus"}}
+    cls = _load_attr(COMMANDS[command][0])
+    hints = typing.get_type_hints(cls)
+    return {name: hints[name] for name in field_names(cls)}
+
+
+_QUOTED = re.compile(r"""^\s*(?:'(.*)'|"(.*)")\s*$""", re.DOTALL)
+
+
+def override_value(text: str, hint: Any = Any) -> Any:
+    """A ``--set`` value read for a setting declared as ``hint``: quoted (``'1'``, ``"1"``) it is
+    that text; for a text setting (``str``) it is the text as given (``1`` stays ``'1'``;
+    ``null`` or ``~`` is None where the setting may be None); for a number the number; otherwise
+    YAML (``true``, ``[1, 2]``; ``3e-5``, which YAML 1.1 reads as text, as a number).
+
+    >>> override_value("1", str), override_value("'1'", float), override_value("3e-5", float)
+    ('1', '1', 3e-05)
+    """
+    import typing
+
+    quoted = _QUOTED.match(text)
+    if quoted:
+        return quoted.group(1) if quoted.group(1) is not None else quoted.group(2)
+    args = [a for a in typing.get_args(hint) if a is not type(None)] \
+        if typing.get_origin(hint) is not None else [hint]
+    optional = type(None) in typing.get_args(hint)
+    if str in args and not {int, float, bool} & set(args):  # str, str | None, str | Path
+        return None if optional and text.strip() in ("null", "~") else text
+    kind = args[0] if len(args) == 1 else None
+    if kind in (int, float):
+        try:
+            return kind(text.strip())
+        except ValueError:
+            pass
+    try:
+        value = yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, str):  # YAML 1.1 reads 3e-5 (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return value
+
+
 def apply_overrides(recipe: Recipe, overrides: list[str]) -> Recipe:
-    """Apply ``--set key=value`` / ``--set stage.key=value`` overrides (values read as YAML).
+    """Apply ``--set key=value`` / ``--set stage.key=value`` overrides.
+
+    ``key=value`` goes to every stage whose command has the setting ``key`` (a recipe that
+    pretrains and then fine-tunes gets ``--set max_steps=100`` in its pretraining stage only);
+    ``stage.key=value`` to that stage. Each value is read for the setting's declared type
+    (:func:`override_value`): a text setting keeps ``1`` as the text ``'1'``, and quotes
+    (``key='1'``) always give text.
 
     Raises:
-        BertkitError: an override without ``=``, or naming an unknown stage.
+        BertkitError: an override without ``=``, naming an unknown stage, or a setting that no
+            stage (or not the named stage) has: the message lists the settings there are.
     """
     stages = {s.name: s for s in recipe.stages}
+    fields = {s.name: stage_fields(s.command) for s in recipe.stages}
+
+    def valid(names: list[str]) -> str:
+        return "; ".join(f"stage {n} ({stages[n].command}): " + ", ".join(sorted(fields[n]))
+                         for n in names)
+
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise BertkitError(f"--set {item!r}: expected key=value or stage.key=value")
-        try:
-            value = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError:
-            value = text
-        if isinstance(value, str):  # YAML 1.1 reads 3e-5 (no dot) as a string
-            try:
-                value = float(value)
-            except ValueError:
-                pass
         stage_name, dot, name = key.strip().rpartition(".")
         name = name.replace("-", "_")
         if dot:
             if stage_name not in stages:
                 raise BertkitError(f"--set {item!r}: no stage {stage_name!r}",
                                    expected="one of " + ", ".join(stages))
-            stages[stage_name].settings[name] = value
+            targets = [stage_name]
+            if name not in fields[stage_name]:
+                raise BertkitError(f"--set {item!r}: stage {stage_name} has no setting {name!r}",
+                                   expected="a setting of " + valid(targets))
         else:
-            for stage in recipe.stages:
-                stage.settings[name] = value
+            targets = [n for n in stages if name in fields[n]]
+            if not targets:
+                raise BertkitError(
+                    f"--set {item!r}: no stage of recipe {recipe.name} has a setting {name!r}",
+                    expected="a setting of " + valid(list(stages)))
+        for target in targets:
+            stages[target].settings[name] = override_value(text, fields[target][name])
     return recipe
 
 

@@ -18,7 +18,7 @@ from bertkit.cli._app import app, make_console, user_errors
 @user_errors
 def run_cli(
     recipe: Annotated[str, typer.Argument(help="Recipe file or name (see `bertkit recipes`).")],
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a setting: key=value (every stage that has it) or stage.key=value. Repeatable.")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a setting: key=value (every stage that has it) or stage.key=value. The value is read as the setting's type; quote it to pass text (key='1'). Repeatable.")] = None,
     output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory (one sub-folder per stage for multi-stage recipes). Rerunning the same command there continues: finished stages are kept, a stopped one resumes from its last checkpoint. \\[default: runs/<recipe>-<time>]")] = None,
 ) -> None:
     """Run a recipe: one command, or several stages in order (vocab build, pretraining phases,
