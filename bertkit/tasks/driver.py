@@ -241,7 +241,10 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
 
     Every seed folder is checked before the first seed trains. With ``--resume`` a seed whose
     folder has ``results.json`` is kept as it is, one with a checkpoint is resumed, one without
-    (never started, or stopped before its first checkpoint) is started again. A stopped seed's
+    (never started, or stopped before its first checkpoint) is started again. A seed is kept or
+    resumed only when its saved ``config.yaml`` holds the same settings (but those a resume may
+    change, :data:`~bertkit.training.rundir.RESUME_MAY_CHANGE`); otherwise the run is refused,
+    naming each differing setting, or with ``--overwrite`` that seed is trained again. A stopped seed's
     message names ``--resume --output-dir <output_dir>``, which continues all the seeds.
 
     Returns:
@@ -251,6 +254,7 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
 
     Raises:
         BertkitError: a seed folder that holds a run (without ``--resume``/``--overwrite``),
+            a kept seed trained with other settings (``--resume`` without ``--overwrite``),
             and whatever a single run raises.
     """
     import json
@@ -259,7 +263,9 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     from bertkit.io import write_json
     from bertkit.training.devices import is_main_process, rank
     from bertkit.training.checkpoint import list_checkpoints
-    from bertkit.training.rundir import RunStopped, _holds_run, check_run_dir, default_run_dir
+    from bertkit.encoders import default_model, resolve_model_source
+    from bertkit.training.rundir import (RunStopped, _holds_run, check_run_dir, default_run_dir,
+                                         settings_differences)
 
     data = canonical_data(cfg.data)
     root = Path(cfg.output_dir) if cfg.output_dir else default_run_dir(task.name, data)
@@ -267,7 +273,8 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     if (root / "results.json").is_file() and not cfg.overwrite:
         raise BertkitError("output directory holds a single-seed run", file=root,
                            expected="another --output-dir for a --seeds run, or --overwrite")
-    runs = []
+    runs, changed = [], []
+    model_name = None
     for seed in seeds:
         sub = dataclasses.replace(cfg, seed=seed, seeds=None, output_dir=str(root / f"seed-{seed}"))
         folder = Path(sub.output_dir)
@@ -276,9 +283,26 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
             # never started, or stopped before its first checkpoint: nothing to continue, so
             # start it again (its partial files, e.g. metrics.jsonl, are replaced)
             sub.resume, sub.overwrite = False, _holds_run(folder)
+        elif cfg.resume:  # a kept or continued seed must have been trained with these settings
+            if model_name is None:
+                model_name = resolve_model_source(cfg.model or default_model())
+            diffs = settings_differences(folder, {**to_dict(sub), "model": model_name},
+                                         field_defaults(sub))
+            if diffs and not cfg.overwrite:
+                changed.append(f"seed {seed} ({'; '.join(diffs)})")
+                continue
+            # --overwrite with --resume: a seed trained otherwise starts again, the rest are kept
+            sub.resume, sub.overwrite = not diffs, bool(diffs)
+            done = done and not diffs
         if not done:
             check_run_dir(Path(sub.output_dir), sub.resume, sub.overwrite)
         runs.append((seed, sub, done))
+    if changed:
+        raise BertkitError(
+            "--resume would keep seeds trained with other settings, and the summary would mix "
+            "them: " + "; ".join(changed), file=root,
+            expected="the settings those seeds were trained with, --resume --overwrite to train "
+                     "the differing seeds again (the others are kept), or another --output-dir")
     results = {}
     for i, (seed, sub, done) in enumerate(runs, 1):
         if console and is_main_process():

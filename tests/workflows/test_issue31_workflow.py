@@ -162,3 +162,52 @@ def test_set_values_keep_the_declared_type_and_quotes_force_text(tmp_path):
     assert ft["lr"] == "2e-5"  # quoted: text (build_config reads a number from it)
     cfg = build_config(REConfig, {k: v for k, v in ft.items() if k not in ("lr", "model")})
     assert cfg.negative_label == "1"
+
+
+# --- --seeds --resume: a kept seed must have been trained with the same settings ---------------
+
+def _seed_runs(tmp_path, monkeypatch, lr_saved: float):
+    """Seeds 1 and 2 finished with ``lr_saved`` (config.yaml as the driver writes it); the
+    driver's single run replaced by one that records which seeds train."""
+    from bertkit.config import dump_yaml, to_dict
+    from bertkit.tasks import driver
+
+    model = tmp_path / "enc"
+    model.mkdir()
+    base = NERConfig(data=str(tmp_path), model=str(model), output_dir=str(tmp_path / "out"),
+                     seeds="1,2", lr=lr_saved)
+    for seed in (1, 2):
+        folder = tmp_path / "out" / f"seed-{seed}"
+        folder.mkdir(parents=True)
+        sub = NERConfig(**{**to_dict(base), "seed": seed, "seeds": None,
+                           "output_dir": str(folder)})
+        (folder / "config.yaml").write_text(dump_yaml({**to_dict(sub), "model": str(model)}))
+        (folder / "results.json").write_text('{"dev": {"f1": 0.5}, "test": {"f1": 0.4}}')
+    trained = []
+
+    def one(task, sub, console=None):
+        trained.append(sub.seed)
+        return {"dev": {"f1": 0.9}, "test": {"f1": 0.8}, "model": str(model)}
+
+    monkeypatch.setattr(driver, "_finetune_one", one)
+    return base, trained
+
+
+def test_seeds_resume_with_changed_settings_is_refused_naming_them(tmp_path, monkeypatch):
+    import dataclasses
+
+    from bertkit.tasks.driver import finetune_seeds
+    from bertkit.tasks.registry import get_task
+
+    base, trained = _seed_runs(tmp_path, monkeypatch, lr_saved=2e-4)
+    same = dataclasses.replace(base, resume=True)
+    summary = finetune_seeds(get_task("ner"), same, [1, 2])  # same settings: both kept
+    assert trained == [] and summary["metrics"]["test"]["f1"]["values"] == [0.4, 0.4]
+    changed = dataclasses.replace(base, resume=True, lr=1e-4)
+    with pytest.raises(BertkitError, match=r"seed 1 \(lr: saved 0\.0002, now 0\.0001\); "
+                                           r"seed 2 \(lr: .*--resume --overwrite"):
+        finetune_seeds(get_task("ner"), changed, [1, 2])
+    assert trained == []
+    rerun = dataclasses.replace(base, resume=True, overwrite=True, lr=1e-4)
+    summary = finetune_seeds(get_task("ner"), rerun, [1, 2])  # --overwrite: retrained
+    assert trained == [1, 2] and summary["metrics"]["test"]["f1"]["values"] == [0.8, 0.8]
