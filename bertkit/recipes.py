@@ -525,18 +525,47 @@ def run_stage(stage: Stage, output_dir: Path, console=None,
             results = fn(cfg, console)
         except RunComplete as done:  # --set resume=true over stages that finished: keep them
             if console:
-                console.print(f"stage {stage.name}: {done}", highlight=False)
+                console.print(f"stage {stage.name}: finished earlier, kept ({done.path}); "
+                              f"--set {stage.name}.overwrite=true trains it again",
+                              highlight=False)
             results = json.loads((done.path / "results.json").read_text(encoding="utf-8"))
             kept = True
     product = Path(settings[key]) / sub if sub else Path(settings[key])
     return results, str(product), kept
 
 
+def _read_later(recipe: Recipe, name: str) -> bool:
+    """Whether a stage after ``name`` reads its product (a setting ``"@name"``)."""
+    later = [s for s in recipe.stages[[x.name for x in recipe.stages].index(name) + 1:]]
+    return any(v == f"@{name}" for s in later for v in s.settings.values())
+
+
+def _check_product(stage: Stage, product: str, single: bool) -> None:
+    """Refuse to go on from a kept stage whose product is missing or damaged.
+
+    Raises:
+        BertkitError: naming what is wrong and the ``--set`` that runs the stage again.
+    """
+    from bertkit.workflows.recipe_stages import product_problem
+
+    problem = product_problem(product, stage.command)
+    if problem:
+        what = "vocabulary" if stage.command == "vocab build" else "model"
+        flag = "--set overwrite=true" if single else f"--set {stage.name}.overwrite=true"
+        raise BertkitError(
+            f"stage {stage.name} finished earlier, but its {what} is missing or damaged: "
+            f"{problem}", file=product,
+            expected=f"{flag} to run stage {stage.name} again (the stages after it run again "
+                     f"too), or another --output-dir")
+
+
 def run_recipe(recipe: Recipe, output_root: Path, console=None) -> dict[str, dict]:
     """Run every stage of ``recipe`` in order, writing to ``output_root/<stage>`` (``output_root``
     itself for a one-stage recipe) unless a stage sets its own output; ``"@stage"`` values become
     that stage's product (a vocabulary directory or a saved model). Rerun over the same
-    ``output_root``, a finished stage is kept, a stopped one resumes; once a stage has run
+    ``output_root``, a finished stage is kept (its product checked when a later stage reads
+    it: :func:`bertkit.workflows.recipe_stages.product_problem`), a stopped one resumes; once a
+    stage has run
     rather than being kept (resumed, or started again with ``overwrite``), every later stage
     starts again, as what it reads may have changed. Returns ``{stage name: results}``.
 
@@ -556,6 +585,8 @@ def run_recipe(recipe: Recipe, output_root: Path, console=None) -> dict[str, dic
                               "(what it reads may have changed)", highlight=False)
         results[stage.name], products[stage.name], kept = run_stage(
             stage, out, console, restart=ran is not None)
+        if kept and _read_later(recipe, stage.name):
+            _check_product(stage, products[stage.name], len(recipe.stages) == 1)
         if not kept and ran is None:
             ran = stage.name
     return results

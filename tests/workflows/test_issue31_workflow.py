@@ -211,3 +211,62 @@ def test_seeds_resume_with_changed_settings_is_refused_naming_them(tmp_path, mon
     rerun = dataclasses.replace(base, resume=True, overwrite=True, lr=1e-4)
     summary = finetune_seeds(get_task("ner"), rerun, [1, 2])  # --overwrite: retrained
     assert trained == [1, 2] and summary["metrics"]["test"]["f1"]["values"] == [0.8, 0.8]
+
+
+# --- a kept stage's product is checked before a later stage reads it ---------------------------
+
+def _fake_training(cfg, console):
+    """A training stage that finishes at once: results.json and a small real model/."""
+    import json
+    from pathlib import Path
+
+    import torch
+    from safetensors.torch import save_file
+
+    from bertkit.training.rundir import RunComplete
+
+    folder = Path(cfg.output_dir)
+    if cfg.resume and (folder / "results.json").is_file():
+        raise RunComplete(folder)
+    (folder / "model").mkdir(parents=True, exist_ok=True)
+    (folder / "model" / "config.json").write_text('{"model_type": "bert"}')
+    save_file({"w": torch.zeros(4, 4)}, str(folder / "model" / "model.safetensors"))
+    (folder / "results.json").write_text(json.dumps({"model": cfg.model}))
+    _fake_training.calls.append(folder.name)
+    return {"model": cfg.model}
+
+
+def test_a_kept_stage_with_a_missing_or_damaged_model_is_not_used(tmp_path, monkeypatch):
+    from rich.console import Console
+
+    from bertkit import recipes
+
+    _fake_training.calls = []
+    monkeypatch.setitem(recipes.COMMANDS, "finetune ner",
+                        (recipes.COMMANDS["finetune ner"][0], f"{__name__}:_fake_training"))
+    path = tmp_path / "two.yaml"
+    path.write_text("stages:\n  - {name: pre, command: finetune ner}\n"
+                    "  - {name: post, command: finetune ner, settings: {model: '@pre'}}\n")
+    root = tmp_path / "run"
+    recipes.run_recipe(recipes.load(path), root)
+    assert _fake_training.calls == ["pre", "post"]
+    console = Console(record=True, width=300)
+    recipes.run_recipe(recipes.load(path), root, console)  # whole: both kept
+    text = console.export_text()
+    assert "stage pre: finished earlier, kept" in text
+    assert "--set pre.overwrite=true trains it again" in text and " --overwrite" not in text
+    weights = root / "pre" / "model" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:40])  # cut short
+    with pytest.raises(BertkitError, match=r"stage pre finished earlier, but its model is "
+                                           r"missing or damaged: .*model.safetensors cannot be "
+                                           r"read.*--set pre.overwrite=true to run stage pre"):
+        recipes.run_recipe(recipes.load(path), root)
+    (root / "pre" / "model" / "config.json").unlink()
+    with pytest.raises(BertkitError, match="has no config.json"):
+        recipes.run_recipe(recipes.load(path), root)
+    assert _fake_training.calls == ["pre", "post"]
+    # the advised flag exists in `bertkit run` and runs the stage (and the next) again
+    rec = recipes.apply_overrides(recipes.load(path), ["pre.overwrite=true"])
+    recipes.run_recipe(rec, root)
+    assert _fake_training.calls == ["pre", "post", "pre", "post"]
+    assert (root / "pre" / "model" / "config.json").is_file()
