@@ -96,23 +96,19 @@ def _coerce(key: str, value: Any, hint: Any, source: str) -> Any:
 
 
 def format_value(value: Any) -> str:
-    """A setting as help texts and run summaries print it: numbers below 0.001 in short
-    scientific form (``2e-4``, as recipes write them), other numbers as Python's ``g`` format
-    (``0.1``, ``32``), switches as ``true``/``false``.
+    """A setting as help texts and run summaries print it: numbers below 0.01 in short
+    scientific form (``2e-4``, ``1e-3``, as recipes and papers write learning rates), other
+    numbers as Python prints them (``0.1``, ``1.0``, ``32``), switches as ``true``/``false``.
 
-    >>> format_value(2e-4), format_value(5e-05), format_value(0.1), format_value(True)
-    ('2e-4', '5e-5', '0.1', 'true')
+    >>> format_value(2e-4), format_value(5e-05), format_value(0.001), format_value(0.1)
+    ('2e-4', '5e-5', '1e-3', '0.1')
     """
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float):
-        if value != 0 and abs(value) < 1e-3:
-            mantissa, _, exponent = f"{value:.6g}".partition("e")
-            if not exponent:
-                mantissa, _, exponent = f"{value:.6e}".rstrip("0").partition("e")
-                mantissa = mantissa.rstrip("0").rstrip(".")
-            return f"{mantissa}e{int(exponent)}"
-        return f"{value:g}"
+    if isinstance(value, float) and value != 0 and abs(value) < 0.01:
+        mantissa, _, exponent = f"{value:.6e}".partition("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{int(exponent)}"
     return str(value)
 
 

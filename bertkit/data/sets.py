@@ -104,9 +104,15 @@ def _split_file(directory: Path, split: str, extensions: tuple[str, ...]) -> Pat
 
     Raises:
         BertkitError: several candidates (``train.tsv`` and ``train.conll``): which is meant?
+            A candidate that is a broken symbolic link (named with its missing target).
     """
-    found = [directory / f"{stem}{ext}" for stem in _SPLIT_ALIASES[split] for ext in extensions
-             if (directory / f"{stem}{ext}").is_file()]
+    names = [directory / f"{stem}{ext}" for stem in _SPLIT_ALIASES[split] for ext in extensions]
+    broken = [p for p in names if p.is_symlink() and not p.exists()]
+    if broken:  # a link whose target is gone: say so, not "no such file"
+        raise BertkitError(f"{broken[0].name} is a broken link (to {os.readlink(broken[0])}, "
+                           f"which does not exist)", file=broken[0],
+                           expected=f"the link pointing at an existing {split} file")
+    found = [p for p in names if p.is_file()]
     if len(found) > 1:
         raise BertkitError(f"{len(found)} {split} files: " + ", ".join(p.name for p in found),
                            file=directory, expected=f"one {split} file (move the others away)")

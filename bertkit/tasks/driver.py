@@ -83,8 +83,8 @@ def _has_train(task: Task, data: str) -> bool:
         return True
     try:
         resolve_local(data, task.data_kind, task.extensions, ("train",))
-    except BertkitError:
-        return False
+    except BertkitError as exc:
+        return "broken link" in exc.message  # True: the loader names the link
     return True
 
 
@@ -324,18 +324,27 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
                "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds])
                            for split in ("dev", "test")},
                "interval": "95% interval of the mean: mean ± t(0.975, n-1) · std / sqrt(n); "
-                           "std is the sample standard deviation (n-1); not clipped to a "
-                           "score's range (with few seeds it can pass 0 or 1)"}
+                           "std is the sample standard deviation (n-1); for a score in [0, 1] "
+                           "clipped to [0, 1] (with few seeds the formula can pass 0 or 1)"}
     write_json(root / "summary.json", summary)
     return summary
 
 
 NOT_METRICS = frozenset({"epoch", "step", "steps", "global_step", "n", "support"})
+UNBOUNDED = ("loss", "seconds", "per_second", "perplexity", "count", "tokens", "examples")
+"""Parts of a metric's name that mark it as unbounded (its interval is never clipped)."""
+
+
+def _bounded_score(key: str, values: list[float]) -> bool:
+    """Whether ``key`` is a score in [0, 1] (F1, precision, accuracy, LAS, ...): every value lies
+    there and the name is not that of a loss, a time, a rate or a count."""
+    return all(0.0 <= v <= 1.0 for v in values) and not any(u in key for u in UNBOUNDED)
 
 
 def seed_statistics(records: list[dict]) -> dict[str, dict]:
     """Per metric (numeric top-level keys present in every record): mean, sample standard
-    deviation, the 95% t-interval of the mean, n and the values in seed order.
+    deviation, the 95% t-interval of the mean (clipped to [0, 1] for a score in that range,
+    :func:`_bounded_score`), n and the values in seed order.
 
     With one seed the standard deviation and interval are None.
 
@@ -358,6 +367,8 @@ def seed_statistics(records: list[dict]) -> dict[str, dict]:
             std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
             half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
             low, high = mean - half, mean + half
+            if _bounded_score(key, values):  # a score in [0, 1] cannot leave it
+                low, high = max(low, 0.0), min(high, 1.0)
         else:
             std = low = high = None
         out[key] = {"mean": mean, "std": std, "ci95_low": low, "ci95_high": high, "n": n,

@@ -354,3 +354,73 @@ def test_adapt_task_cls_end_to_end(tiny_encoder, tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stages"]["task_text"]["sentences"] == 4
     assert 0 <= summary["adapted"]["macro_f1"]["mean"] <= 100
+
+
+def test_help_prints_small_defaults_one_way():
+    """Every command's help writes a small default as 5e-5 / 1e-4, never 5e-05 or 0.0001."""
+    import re
+    from pathlib import Path
+
+    from bertkit.cli._options import shown_default
+
+    assert shown_default("lr", 5e-05) == "5e-5" and shown_default("warmup", 0.1) == "0.1"
+    docs = "".join(p.read_text() for p in (Path(__file__).parents[2] / "docs" / "cli").glob("*.md"))
+    assert re.findall(r"default: (\d\.\d*e-0\d|0\.000\d+)", docs) == []
+    res = runner.invoke(__import__("bertkit.cli", fromlist=["app"]).app,
+                        ["finetune", "ner", "--help"])
+    assert "5e-5" in res.output and "5e-05" not in res.output
+
+
+def test_recipes_name_prints_one_recipes_settings_and_vocab_compare_usage():
+    from bertkit.cli import app
+
+    res = runner.invoke(app, ["recipes", "chemprot-re-minilm"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].startswith("chemprot-re-minilm: ChemProt relation extraction")
+    assert "bertkit finetune re" in lines and "  lr: 2e-4" in lines and "  pooling: cls" in lines
+    res = runner.invoke(app, ["recipes", "no-such-recipe"])
+    assert res.exit_code == 1 and "no recipe file or named recipe" in res.output
+    usage = runner.invoke(app, ["vocab", "compare", "--help"]).output
+    assert "compare [OPTIONS] VOCAB_A VOCAB_B" in usage and "{" not in usage
+
+
+def test_broken_links_are_named_not_reported_as_no_train_file(tmp_path):
+    from bertkit.data.sets import resolve_local
+    from bertkit.tasks.driver import load_splits
+    from bertkit.tasks.registry import get_task
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "train.tsv").write_text("Aspirin\tB-Chemical\n")
+    for split in ("dev", "test"):
+        (folder / f"{split}.tsv").symlink_to(tmp_path / "gone" / f"{split}.tsv")
+    with pytest.raises(BertkitError, match=r"dev.tsv is a broken link \(to .*gone/dev.tsv"):
+        resolve_local(str(folder), "ner", (".tsv",))
+    (folder / "train.tsv").unlink()
+    (folder / "train.tsv").symlink_to(tmp_path / "gone" / "train.tsv")
+    with pytest.raises(BertkitError, match="broken link") as err:
+        load_splits(get_task("ner"), NERConfig(data=str(folder)))
+    assert "no train file" not in str(err.value)
+
+
+def test_ci95_of_a_score_is_clipped_to_0_1():
+    from bertkit.tasks.driver import seed_statistics
+
+    stats = seed_statistics([{"f1": 0.99, "loss": 0.9}, {"f1": 0.90, "loss": 0.2}])
+    f1, loss = stats["f1"], stats["loss"]
+    half = 12.7062 * (0.09 / 2 ** 0.5) / 2 ** 0.5  # t(0.975, 1) * std / sqrt(n) = 0.5718
+    assert f1["ci95_high"] == 1.0  # 0.945 + 0.5718 clipped
+    assert f1["ci95_low"] == pytest.approx(0.945 - half, rel=1e-4)
+    assert loss["ci95_high"] > 1.0 and loss["ci95_low"] < 0.0  # a loss is not a score
+
+
+@pytest.mark.parametrize("args", [
+    ["evaluate", "ner", "--model", "m", "--data", "d", "--split", "tset"],
+    ["pretrain", "--config", "huge", "--vocab", "v"],
+])
+def test_fixed_choice_options_refuse_other_values_with_exit_2(args):
+    from bertkit.cli import app
+
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
