@@ -95,6 +95,23 @@ def _coerce(key: str, value: Any, hint: Any, source: str) -> Any:
     return float(value) if kind is float else str(value) if kind is str else value
 
 
+def format_value(value: Any) -> str:
+    """A setting as help texts and run summaries print it: numbers below 0.01 in short
+    scientific form (``2e-4``, ``1e-3``, as recipes and papers write learning rates), other
+    numbers as Python prints them (``0.1``, ``1.0``, ``32``), switches as ``true``/``false``.
+
+    >>> format_value(2e-4), format_value(5e-05), format_value(0.001), format_value(0.1)
+    ('2e-4', '5e-5', '1e-3', '0.1')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value != 0 and abs(value) < 0.01:
+        mantissa, _, exponent = f"{value:.6e}".partition("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{int(exponent)}"
+    return str(value)
+
+
 def to_dict(cfg: Any) -> dict[str, Any]:
     """A dataclass config as plain YAML-safe data (paths become strings)."""
     out = {}

@@ -16,13 +16,15 @@ or several stages run in order, a later stage naming an earlier one's output as 
 
 Settings use the command's option names in snake_case; ``$VARIABLES`` in string values are
 expanded from the environment (``$BERTKIT_DATA/corpus/train.txt``). ``--set key=value`` overrides a key in
-every stage that has it, ``--set stage.key=value`` in one stage; values are read as YAML
-(``--set lr=3e-5``, ``--set crf=false``). Named recipes live in the top-level ``recipes/`` folder
+every stage whose command has that setting, ``--set stage.key=value`` in one stage; a value is
+read for the setting's declared type (``--set lr=3e-5``, ``--set crf=false``; a text setting keeps
+``1`` as text, and quotes, ``--set key='1'``, always give text). Named recipes live in the top-level ``recipes/`` folder
 (installed under ``<prefix>/share/bertkit/recipes``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -183,12 +185,114 @@ def run_settings(config_cls: type, command: str, flags: dict[str, Any],
         BertkitError: an unknown key or a value of the wrong type (naming the recipe file when
             it came from there), an unreadable recipe or saved ``config.yaml``.
     """
+    return settings_with_sources(config_cls, command, flags, recipe)[0]
+
+
+SOURCE_ORDER = ("flag", "recipe", "saved run", "data-set default")
+"""Where a setting can come from, strongest first; anything else is a built-in default."""
+
+
+def dataset_defaults(config_cls: type, command: str,
+                     layers: list[dict[str, Any] | None]) -> tuple[dict[str, Any], str | None]:
+    """The dev-chosen settings of the registered data set a ``finetune`` run trains on, when it
+    trains the packaged encoder: the settings of the set's recipe
+    (:attr:`bertkit.data.sets.DatasetEntry.recipe`, e.g. ``bc5cdr-ner-minilm``) less ``data``.
+
+    Args:
+        config_cls: the command's config dataclass.
+        command: ``"finetune ner"`` etc.; other commands have no data-set defaults.
+        layers: the run's other layers (saved run, recipe, flags; None where absent), weakest
+            first: they decide the data set and the model.
+
+    Returns:
+        ``(settings, recipe name)``, or ``({}, None)`` when the set is not registered, has no
+        recipe, or another model is trained (the settings were chosen for the packaged one).
+    """
+    from bertkit.data.sets import entry
+
+    words = command.split()
+    if len(words) != 2 or words[0] != "finetune":
+        return {}, None
+    chosen: dict[str, Any] = {}
+    for layer in layers:
+        chosen.update({k: v for k, v in (layer or {}).items() if v is not None})
+    defaults = {f.name: f.default for f in dataclasses.fields(config_cls)}
+    data, model = chosen.get("data", defaults.get("data")), chosen.get("model")
+    found = entry(words[1], str(data)) if isinstance(data, str) else None
+    if found is None or not found.recipe or not _is_default_model(model):
+        return {}, None
+    settings = load_recipe(found.recipe, command)
+    settings.pop("data", None)
+    return {k: v for k, v in settings.items() if k in defaults}, found.recipe
+
+
+def _is_default_model(model: Any) -> bool:
+    """Whether ``model`` (None: not given) is the packaged encoder."""
+    if model in (None, ""):
+        return True
+    from bertkit.encoders import default_model
+
+    try:
+        return Path(str(model)).expanduser().resolve() == Path(default_model()).resolve()
+    except (OSError, ImportError):
+        return False
+
+
+def settings_with_sources(config_cls: type, command: str, flags: dict[str, Any],
+                          recipe: str | Path | None = None):
+    """:func:`run_settings` and where each setting came from.
+
+    The layers, weakest first: the dataclass defaults < the registered data set's dev-chosen
+    settings for the packaged encoder (:func:`dataset_defaults`) < the saved run's
+    ``config.yaml`` (with ``--resume``) < ``--recipe`` < explicit flags.
+
+    Returns:
+        ``(config, sources)``: ``sources`` maps each setting that did not come from the
+        dataclass defaults to one of :data:`SOURCE_ORDER`, and ``"_dataset_recipe"`` to the
+        recipe the data-set defaults came from (when any did).
+
+    Raises:
+        BertkitError: as :func:`run_settings`.
+    """
     from bertkit.training.rundir import saved_settings
 
     saved = saved_settings(flags.get("output_dir"), field_names(config_cls)) \
         if flags.get("resume") else None
-    return build_config(config_cls, saved, load_recipe(recipe, command) if recipe else None,
-                        flags, source=str(recipe) if recipe else "options")
+    rec = load_recipe(recipe, command) if recipe else None
+    data_set, data_recipe = dataset_defaults(config_cls, command, [saved, rec, flags])
+    cfg = build_config(config_cls, data_set, saved, rec, flags,
+                       source=str(recipe) if recipe else "options")
+    sources: dict[str, str] = {}
+    for name, layer in (("data-set default", data_set), ("saved run", saved), ("recipe", rec),
+                        ("flag", flags)):
+        sources.update({k: name for k, v in (layer or {}).items() if v is not None})
+    if data_recipe and "data-set default" in sources.values():
+        sources["_dataset_recipe"] = data_recipe
+    return cfg, sources
+
+
+def describe_sources(cfg: Any, sources: dict[str, str]) -> str:
+    """One line saying which settings came from where, e.g. ``settings: epochs 2 (flag); lr 2e-4,
+    crf true (data-set default: recipe bc5cdr-ner-minilm, tuned on dev for the packaged
+    encoder); the rest built-in defaults``. Switches a run always passes (``resume``,
+    ``overwrite`` when off) and ``output_dir`` are left out."""
+    from bertkit.config import format_value
+
+    parts = []
+    for where in SOURCE_ORDER:
+        keys = [k for k, s in sources.items() if s == where and not k.startswith("_")
+                and k != "output_dir" and not (k in ("resume", "overwrite")
+                                               and not getattr(cfg, k, None))]
+        if not keys:
+            continue
+        shown = ", ".join(f"{k} {format_value(getattr(cfg, k))}" for k in keys)
+        label = where
+        if where == "data-set default":
+            label += (f": recipe {sources.get('_dataset_recipe')}, chosen on dev for the "
+                      f"packaged encoder")
+        parts.append(f"{shown} ({label})")
+    parts.append("the rest built-in defaults" if parts else "all built-in defaults")
+    return "settings: " + "; ".join(parts)
 
 
 def _settings(raw: Any, path: Path, where: str) -> dict[str, Any]:
@@ -243,36 +347,106 @@ def load(spec: str | Path) -> Recipe:
     return Recipe(path.stem, path, description, stages)
 
 
+def stage_fields(command: str) -> dict[str, Any]:
+    """``{setting: declared type}`` of a stage's command: its config dataclass's fields, or
+    :func:`bertkit.vocab.build.build_vocab`'s keyword arguments (and ``corpus``) for ``vocab
+    build``."""
+    import inspect
+    import typing
+
+    if command == "vocab build":
+        from bertkit.vocab.build import build_vocab
+
+        hints = typing.get_type_hints(build_vocab)
+        return {"corpus": str, **{n: hints.get(n, Any) for n in
+                                  inspect.signature(build_vocab).parameters if n != "corpus"}}
+    cls = _load_attr(COMMANDS[command][0])
+    hints = typing.get_type_hints(cls)
+    return {name: hints[name] for name in field_names(cls)}
+
+
+_QUOTED = re.compile(r"""^\s*(?:'(.*)'|"(.*)")\s*$""", re.DOTALL)
+
+
+def override_value(text: str, hint: Any = Any) -> Any:
+    """A ``--set`` value read for a setting declared as ``hint``: quoted (``'1'``, ``"1"``) it is
+    that text; for a text setting (``str``) it is the text as given (``1`` stays ``'1'``;
+    ``null`` or ``~`` is None where the setting may be None); for a number the number; otherwise
+    YAML (``true``, ``[1, 2]``; ``3e-5``, which YAML 1.1 reads as text, as a number).
+
+    >>> override_value("1", str), override_value("'1'", float), override_value("3e-5", float)
+    ('1', '1', 3e-05)
+    """
+    import typing
+
+    quoted = _QUOTED.match(text)
+    if quoted:
+        return quoted.group(1) if quoted.group(1) is not None else quoted.group(2)
+    args = [a for a in typing.get_args(hint) if a is not type(None)] \
+        if typing.get_origin(hint) is not None else [hint]
+    optional = type(None) in typing.get_args(hint)
+    if str in args and not {int, float, bool} & set(args):  # str, str | None, str | Path
+        return None if optional and text.strip() in ("null", "~") else text
+    kind = args[0] if len(args) == 1 else None
+    if kind in (int, float):
+        try:
+            return kind(text.strip())
+        except ValueError:
+            pass
+    try:
+        value = yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, str):  # YAML 1.1 reads 3e-5 (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return value
+
+
 def apply_overrides(recipe: Recipe, overrides: list[str]) -> Recipe:
-    """Apply ``--set key=value`` / ``--set stage.key=value`` overrides (values read as YAML).
+    """Apply ``--set key=value`` / ``--set stage.key=value`` overrides.
+
+    ``key=value`` goes to every stage whose command has the setting ``key`` (a recipe that
+    pretrains and then fine-tunes gets ``--set max_steps=100`` in its pretraining stage only);
+    ``stage.key=value`` to that stage. Each value is read for the setting's declared type
+    (:func:`override_value`): a text setting keeps ``1`` as the text ``'1'``, and quotes
+    (``key='1'``) always give text.
 
     Raises:
-        BertkitError: an override without ``=``, or naming an unknown stage.
+        BertkitError: an override without ``=``, naming an unknown stage, or a setting that no
+            stage (or not the named stage) has: the message lists the settings there are.
     """
     stages = {s.name: s for s in recipe.stages}
+    fields = {s.name: stage_fields(s.command) for s in recipe.stages}
+
+    def valid(names: list[str]) -> str:
+        return "; ".join(f"stage {n} ({stages[n].command}): " + ", ".join(sorted(fields[n]))
+                         for n in names)
+
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise BertkitError(f"--set {item!r}: expected key=value or stage.key=value")
-        try:
-            value = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError:
-            value = text
-        if isinstance(value, str):  # YAML 1.1 reads 3e-5 (no dot) as a string
-            try:
-                value = float(value)
-            except ValueError:
-                pass
         stage_name, dot, name = key.strip().rpartition(".")
         name = name.replace("-", "_")
         if dot:
             if stage_name not in stages:
                 raise BertkitError(f"--set {item!r}: no stage {stage_name!r}",
                                    expected="one of " + ", ".join(stages))
-            stages[stage_name].settings[name] = value
+            targets = [stage_name]
+            if name not in fields[stage_name]:
+                raise BertkitError(f"--set {item!r}: stage {stage_name} has no setting {name!r}",
+                                   expected="a setting of " + valid(targets))
         else:
-            for stage in recipe.stages:
-                stage.settings[name] = value
+            targets = [n for n in stages if name in fields[n]]
+            if not targets:
+                raise BertkitError(
+                    f"--set {item!r}: no stage of recipe {recipe.name} has a setting {name!r}",
+                    expected="a setting of " + valid(list(stages)))
+        for target in targets:
+            stages[target].settings[name] = override_value(text, fields[target][name])
     return recipe
 
 
@@ -351,18 +525,47 @@ def run_stage(stage: Stage, output_dir: Path, console=None,
             results = fn(cfg, console)
         except RunComplete as done:  # --set resume=true over stages that finished: keep them
             if console:
-                console.print(f"stage {stage.name}: {done}", highlight=False)
+                console.print(f"stage {stage.name}: finished earlier, kept ({done.path}); "
+                              f"--set {stage.name}.overwrite=true trains it again",
+                              highlight=False)
             results = json.loads((done.path / "results.json").read_text(encoding="utf-8"))
             kept = True
     product = Path(settings[key]) / sub if sub else Path(settings[key])
     return results, str(product), kept
 
 
+def _read_later(recipe: Recipe, name: str) -> bool:
+    """Whether a stage after ``name`` reads its product (a setting ``"@name"``)."""
+    later = [s for s in recipe.stages[[x.name for x in recipe.stages].index(name) + 1:]]
+    return any(v == f"@{name}" for s in later for v in s.settings.values())
+
+
+def _check_product(stage: Stage, product: str, single: bool) -> None:
+    """Refuse to go on from a kept stage whose product is missing or damaged.
+
+    Raises:
+        BertkitError: naming what is wrong and the ``--set`` that runs the stage again.
+    """
+    from bertkit.workflows.recipe_stages import product_problem
+
+    problem = product_problem(product, stage.command)
+    if problem:
+        what = "vocabulary" if stage.command == "vocab build" else "model"
+        flag = "--set overwrite=true" if single else f"--set {stage.name}.overwrite=true"
+        raise BertkitError(
+            f"stage {stage.name} finished earlier, but its {what} is missing or damaged: "
+            f"{problem}", file=product,
+            expected=f"{flag} to run stage {stage.name} again (the stages after it run again "
+                     f"too), or another --output-dir")
+
+
 def run_recipe(recipe: Recipe, output_root: Path, console=None) -> dict[str, dict]:
     """Run every stage of ``recipe`` in order, writing to ``output_root/<stage>`` (``output_root``
     itself for a one-stage recipe) unless a stage sets its own output; ``"@stage"`` values become
     that stage's product (a vocabulary directory or a saved model). Rerun over the same
-    ``output_root``, a finished stage is kept, a stopped one resumes; once a stage has run
+    ``output_root``, a finished stage is kept (its product checked when a later stage reads
+    it: :func:`bertkit.workflows.recipe_stages.product_problem`), a stopped one resumes; once a
+    stage has run
     rather than being kept (resumed, or started again with ``overwrite``), every later stage
     starts again, as what it reads may have changed. Returns ``{stage name: results}``.
 
@@ -382,6 +585,8 @@ def run_recipe(recipe: Recipe, output_root: Path, console=None) -> dict[str, dic
                               "(what it reads may have changed)", highlight=False)
         results[stage.name], products[stage.name], kept = run_stage(
             stage, out, console, restart=ran is not None)
+        if kept and _read_later(recipe, stage.name):
+            _check_product(stage, products[stage.name], len(recipe.stages) == 1)
         if not kept and ran is None:
             ran = stage.name
     return results

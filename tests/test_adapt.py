@@ -82,11 +82,11 @@ def test_plain_text_file_and_bad_specs(tmp_path):
     path.write_text("One sentence here .\n\nAnother  one .\nOne sentence here .\n", encoding="utf-8")
     assert task_text_lines(str(path)) == ["One sentence here .", "Another one ."]
     with pytest.raises(BertkitError, match="neither TASK:DATA nor a file"):
-        task_text_lines("cls:scicite")
+        task_text_lines("pos:scicite")
     with pytest.raises(BertkitError, match="neither a directory nor a registered"):
         task_text_lines("ner:no-such-set")
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"text": "no markers", "label": "x"}\n', encoding="utf-8")
+    bad.write_text('{"tokens": ["no", "spans"], "label": "x"}\n', encoding="utf-8")
     with pytest.raises(BertkitError, match="bad.jsonl"):
         task_text_lines(str(bad))
 
@@ -96,8 +96,8 @@ def test_settings_are_checked_before_anything_runs(tmp_path):
         adapt(AdaptConfig(output_dir=str(tmp_path / "a")))
     with pytest.raises(BertkitError, match="--seeds is '1,1'"):
         AdaptConfig(task_text="task", seeds="1,1").validate()
-    with pytest.raises(BertkitError, match="--task is 'cls'"):
-        AdaptConfig(task="cls", task_text="task").validate()
+    with pytest.raises(BertkitError, match="--task is 'pos'"):
+        AdaptConfig(task="pos", task_text="task").validate()
     assert AdaptConfig(seeds="3, 1").seed_list() == [3, 1]
     assert not (tmp_path / "a").exists()
 

@@ -271,12 +271,14 @@ INFERENCE = ("evaluate ner", "evaluate re", "evaluate dep", "evaluate cls", "pre
 MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/cli/_options.py": TRAINING,
     "bertkit/cli/finetune.py::_finish": FINETUNE,
+    "bertkit/cli/run.py::_show_recipe": ("run",),
     "bertkit/data/conllu.py": ("finetune dep", "evaluate dep"),  # the hint only for gold input
     "bertkit/data/relations.py": ("finetune re", "evaluate re", "predict re"),
     "bertkit/masking/base.py": ("pretrain",),
     "bertkit/masking/span.py": ("pretrain",),
     # the collapse warning; evaluate re/cls show it too, as a hint for re-training
     "bertkit/metrics/cls.py": ("finetune re", "finetune cls"),
+    "bertkit/recipes.py": ("run",),  # --set overrides and kept stages
     "bertkit/tasks/dep/data.py": ("finetune dep", "evaluate dep"),
     "bertkit/tasks/cls/config.py": ("finetune cls",),
     "bertkit/tasks/cls/data.py": ("finetune cls",),
@@ -303,6 +305,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/workflows/adapt.py": ("adapt",),
     "bertkit/workflows/recipe_stages.py": ("run",),
     "bertkit/workflows/scores.py": ("adapt",),
+    "bertkit/workflows/task_text.py": ("adapt",),
 }
 # (module, flag, command) a message names although the command lacks the flag, and why that is
 # right; keep this short.

@@ -236,7 +236,9 @@ def test_stages_after_one_that_ran_again_start_again(tmp_path, monkeypatch):
         calls.append((folder.name, bool(cfg.resume), bool(cfg.overwrite)))
         if cfg.resume and (folder / "results.json").is_file():
             raise RunComplete(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "model").mkdir(parents=True, exist_ok=True)  # a later stage reads it
+        (folder / "model" / "config.json").write_text("{}")
+        (folder / "model" / "pytorch_model.bin").write_bytes(b"weights")
         (folder / "results.json").write_text('{"n": %d}' % len(calls))
         return {"n": len(calls)}
 

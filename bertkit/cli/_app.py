@@ -143,6 +143,18 @@ def root(
     """bertkit: build domain-adapted BERT models from one tool."""
 
 
+def make_console(stderr: bool = False):
+    """A rich Console for a command's output. Written to a file or a pipe (not a terminal), a
+    printed line is never wrapped at the console width (80 columns there): a model path or a
+    settings line stays whole on its line; tables still fit the width."""
+    from rich.console import Console
+
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console.soft_wrap = True
+    return console
+
+
 def user_errors(fn):
     """Decorate a command: a :class:`BertkitError` prints ``error: FILE:LINE: message`` and exits
     with its code (1; 130/143 after a signal); one with exit code 0 (a ``--resume`` of a

@@ -42,6 +42,8 @@ NERMetric = Literal[tuple(NER_METRICS)]
 Pooling = Literal["cls", "entity-start"]  # bertkit.heads.relation.POOLINGS
 LongText = Literal[tuple(LONG_TEXT)]
 Quoting = Literal[QUOTING]
+Split = Literal["train", "dev", "test", "valid", "validation"]  # bertkit.tasks.common.parse_split
+ModelSize = Literal["tiny", "small", "base", "large"]  # bertkit.tasks.pretrain.model.SIZES
 
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", help="Subword pieces per window incl. [CLS]/[SEP]; longer input is windowed, never truncated. \\[default: 512]", min=8)]
 Recipe = Annotated[Optional[Path], typer.Option("--recipe", help="A recipe: YAML file or name from `bertkit recipes` (keys as flags in snake_case); flags override it.")]
@@ -110,10 +112,11 @@ _NOT_SHOWN = ("resume", "overwrite")  # plain switches, off unless given
 
 def shown_default(name: str, value: Any) -> str | None:
     """How ``--help`` shows a default: a switch ``--x/--no-x`` by the name of its setting
-    (``no-fsdp``), a number as Python prints it; None: show none.
+    (``no-fsdp``), a number as :func:`bertkit.config.format_value` writes it (``5e-5``, ``0.1``);
+    None: show none.
 
     >>> shown_default("fsdp", False), shown_default("lr", 5e-05), shown_default("resume", False)
-    ('no-fsdp', '5e-05', None)
+    ('no-fsdp', '5e-5', None)
     """
     if name in _SHOWN:
         return _SHOWN[name]
@@ -122,7 +125,9 @@ def shown_default(name: str, value: Any) -> str | None:
     if isinstance(value, bool):
         flag = name.replace("_", "-")
         return flag if value else f"no-{flag}"
-    return str(value)
+    from bertkit.config import format_value
+
+    return format_value(value)  # 5e-5, as the commands' own help texts write rates
 
 
 def training_options(exclude: tuple[str, ...] = (), **defaults):

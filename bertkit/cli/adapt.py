@@ -3,27 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, List, Literal, Optional
 
 import typer
-from rich.console import Console
 
 from bertkit.cli import _options as opt
-from bertkit.cli._app import app, user_errors
+from bertkit.cli._app import app, make_console, user_errors
 from bertkit.recipes import run_settings
+from bertkit.workflows.task_text import TASKS
+
+AdaptTask = Literal[TASKS]
 
 
 @app.command("adapt")
 @user_errors
 def adapt_cli(
-    task: Annotated[Optional[str], typer.Option("--task", "-t", help="Fine-tuning task: ner, re or dep. \\[default: ner]")] = None,
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help="The task's data set (registered name or directory). \\[default: bc5cdr / chemprot / genia]")] = None,
+    task: Annotated[Optional[AdaptTask], typer.Option("--task", "-t", help="Fine-tuning task: ner, re, dep or cls. \\[default: ner]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help="The task's data set (registered name or directory). \\[default: bc5cdr / chemprot / genia / scicite]")] = None,
     model: opt.Model = None,
     extend_vocab: Annotated[Optional[int], typer.Option("--extend-vocab", help="First add up to N words the model splits (`vocab extend`), ranked by the adaptation text. \\[default: 0, off]", min=0)] = None,
     extend_vocab_from: Annotated[Optional[str], typer.Option("--extend-vocab-from", help="Vocabulary the new words come from. \\[default: scivocab-uncased]")] = None,
     corpus: Annotated[Optional[List[Path]], typer.Option("--corpus", "-c", help="DAPT: continue the MLM on this domain text (file, .gz or directory; repeatable).")] = None,
     valid: Annotated[Optional[Path], typer.Option("--valid", help="Held-out text: validation MLM loss of each pretraining stage.")] = None,
-    task_text: Annotated[Optional[str], typer.Option("--task-text", help="TAPT: continue the MLM on a task's training text: TASK:DATA (ner:bc5cdr, re:chemprot, dep:genia), 'task' (the fine-tuning data) or a CoNLL/JSONL/CoNLL-U/text file. After DAPT when both are given.")] = None,
+    task_text: Annotated[Optional[str], typer.Option("--task-text", help="TAPT: continue the MLM on a task's training text: TASK:DATA (ner:bc5cdr, re:chemprot, dep:genia, cls:scicite), 'task' (the fine-tuning data) or a file: CoNLL, CoNLL-U, relation or classification JSONL, CSV/TSV with a text column, ID<TAB>TEXT, or plain text. After DAPT when both are given.")] = None,
     pretrain_steps: Annotated[Optional[int], typer.Option("--pretrain-steps", help="DAPT optimiser steps. \\[default: the pretrain recipe's, else 300]", min=1)] = None,
     tapt_epochs: Annotated[Optional[int], typer.Option("--tapt-epochs", help="TAPT passes over the task text. \\[default: 10]", min=1)] = None,
     masking: Annotated[Optional[opt.Masking], typer.Option("--masking", help="Pretraining masking: token, wwm or span (+ SBO). \\[default: span]")] = None,
@@ -69,4 +71,4 @@ def adapt_cli(
         precision=precision, cache_dir=cache_dir, output_dir=output_dir,
         overwrite=overwrite).items()}
     cfg = run_settings(AdaptConfig, "adapt", flags, recipe)
-    adapt(cfg, Console())
+    adapt(cfg, make_console())

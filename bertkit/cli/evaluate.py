@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from bertkit.cli import _options as opt
-from bertkit.cli._app import evaluate_app, user_errors
+from bertkit.cli._app import evaluate_app, make_console, user_errors
 
 
 def evaluate_saved(task_name: str, model: str, data: str, split: str, output: Path | None,
@@ -38,7 +38,7 @@ def evaluate_saved(task_name: str, model: str, data: str, split: str, output: Pa
     from bertkit.tasks.registry import get_task
 
     task = get_task(task_name)
-    console = Console()
+    console = make_console()
     metrics, *rest = task.evaluate(model, data, split, console=console, **kwargs)
     held_out_note(task_name, model, parse_split(split), console, data)
     title = f"{split}: {data}"
@@ -117,7 +117,7 @@ def _has_train_file(data: str | None) -> bool:
 def ner_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
     data: Annotated[str, typer.Option("--data", "-d", help=opt.data_help("ner", "under $BERTKIT_DATA") + " or a directory with split files.")],
-    split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
+    split: Annotated[opt.Split, typer.Option("--split", help="train, dev or test.")] = "test",
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write token, gold, predicted as CoNLL here.")] = None,
     device: opt.InferenceDevice = "auto",
@@ -136,7 +136,7 @@ def ner_cli(
 def re_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
     data: Annotated[str, typer.Option("--data", "-d", help=opt.data_help("re", "under $BERTKIT_DATA/re/") + " or a directory with split .jsonl files.")],
-    split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
+    split: Annotated[opt.Split, typer.Option("--split", help="train, dev or test.")] = "test",
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write each pair with its predicted label as JSON lines here.")] = None,
     confusion: Annotated[Optional[Path], typer.Option("--confusion", help="Also write the confusion matrix as PATH.csv and PATH.png.")] = None,
@@ -160,7 +160,7 @@ def re_cli(
 def dep_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
     data: Annotated[str, typer.Option("--data", "-d", help=opt.data_help("dep", "under $BERTKIT_DATA/dep/") + " or a directory with .conllu split files.")],
-    split: Annotated[str, typer.Option("--split", help="train, dev or test (genia: dev is the held-out tenth of dev.conllu).")] = "test",
+    split: Annotated[opt.Split, typer.Option("--split", help="train, dev or test (genia: dev is the held-out tenth of dev.conllu).")] = "test",
     decoder: Annotated[Optional[opt.Decoder], typer.Option("--decoder", help="mst or eisner. \\[default: as trained]")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write the parses as CoNLL-U here.")] = None,
@@ -183,7 +183,7 @@ def dep_cli(
 def cls_cli(
     model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
     data: Annotated[str, typer.Option("--data", "-d", help=opt.data_help("cls", "under $BERTKIT_DATA/cls/") + " or a directory with split .jsonl/.csv/.tsv files.")],
-    split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
+    split: Annotated[opt.Split, typer.Option("--split", help="train, dev or test.")] = "test",
     output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
     predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write each text with its predicted label as JSON lines here.")] = None,
     confusion: Annotated[Optional[Path], typer.Option("--confusion", help="Also write the confusion matrix as PATH.csv and PATH.png (single-label models).")] = None,

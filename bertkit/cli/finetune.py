@@ -9,8 +9,8 @@ import typer
 from rich.console import Console
 
 from bertkit.cli import _options as opt
-from bertkit.cli._app import finetune_app, user_errors
-from bertkit.recipes import run_settings
+from bertkit.cli._app import finetune_app, make_console, user_errors
+from bertkit.recipes import describe_sources, settings_with_sources
 
 
 Seeds = Annotated[Optional[str], typer.Option("--seeds", help="Run once per seed (e.g. 1,2,3), each in OUTPUT/seed-N/, and write OUTPUT/summary.json with mean, standard deviation and 95% interval per metric (one after another under torchrun).")]
@@ -18,11 +18,16 @@ SplitFromDev = Annotated[Optional[float], typer.Option("--split-from-dev", help=
 
 
 def _run(config_cls, command: str, run, flags: dict, recipe):
-    """Build the config (:func:`bertkit.recipes.run_settings`: dataclass < saved run with
-    --resume < recipe < flags), run the task; results None on a non-main process of a
-    multi-process run (it prints nothing)."""
-    cfg = run_settings(config_cls, command, flags, recipe)
-    console = Console()
+    """Build the config (:func:`bertkit.recipes.settings_with_sources`: dataclass < the data
+    set's dev-chosen settings for the packaged encoder < saved run with --resume < recipe <
+    flags), print where the settings came from (the first line), run the task; results None on a
+    non-main process of a multi-process run (it prints nothing)."""
+    from bertkit.training.devices import is_main_process
+
+    cfg, sources = settings_with_sources(config_cls, command, flags, recipe)
+    console = make_console()
+    if is_main_process():
+        console.print(describe_sources(cfg, sources), highlight=False, markup=False)
     results = run(cfg, console)
     done = "test" in results or "metrics" in results  # one run, or the summary of --seeds
     return cfg, console, (results if done else None)
@@ -78,8 +83,10 @@ def ner_cli(
 
     Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.conll and
     model/ (loadable with AutoModelForTokenClassification and pipeline("token-classification")).
-    The defaults are BERT-base's (lr 5e-5, no CRF); for the packaged MiniLM use the tuned recipe:
-    --recipe bc5cdr-ner-minilm (lr 2e-4, CRF; `bertkit recipes` lists them all).
+    The packaged MiniLM on bc5cdr trains with the settings chosen on its dev split (recipe
+    bc5cdr-ner-minilm: lr 2e-4, CRF) unless a flag or --recipe says otherwise; other encoders and
+    sets start from BERT-base's defaults (lr 5e-5, no CRF). The first line printed says where
+    each setting came from.
     """
     from bertkit.tasks.ner import NERConfig, finetune_ner
 
@@ -117,8 +124,10 @@ def re_cli(
     Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl,
     test_confusion.{csv,png} and model/ (AutoTokenizer and AutoModelForSequenceClassification;
     pipeline("text-classification") with --pooling cls, trust_remote_code=True with entity-start).
-    The defaults are BERT-base's (lr 5e-5); for the packaged MiniLM on ChemProt use the recipe:
-    --recipe chemprot-re-minilm (lr 2e-4).
+    The packaged MiniLM on chemprot trains with the settings chosen for it (recipe
+    chemprot-re-minilm: lr 2e-4) unless a flag or --recipe says otherwise; other encoders and sets
+    start from BERT-base's defaults (lr 5e-5). The first line printed says where each setting
+    came from.
     """
     from bertkit.tasks.re import REConfig, finetune_re
 
@@ -204,7 +213,9 @@ def cls_cli(
 
     Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl,
     test_confusion.{csv,png} and model/ (a plain AutoModelForSequenceClassification; works with
-    pipeline("text-classification")).
+    pipeline("text-classification")). The packaged MiniLM on scicite, acl-arc or paper-field
+    trains with that set's recipe settings (scicite-cls-minilm, ...) unless a flag or --recipe
+    says otherwise; the first line printed says where each setting came from.
     """
     from bertkit.tasks.cls import CLSConfig, finetune_cls
 

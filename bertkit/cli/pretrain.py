@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich.console import Console
 
 from bertkit.cli import _options as opt
-from bertkit.cli._app import app, user_errors
+from bertkit.cli._app import app, make_console, user_errors
 from bertkit.recipes import run_settings
 
 
@@ -21,7 +20,7 @@ def pretrain_cli(
     corpus: Annotated[Optional[List[Path]], typer.Option("--corpus", "-c", help="Text file (one sentence a line, blank line between documents), .gz file or directory; repeatable.")] = None,
     valid: Annotated[Optional[Path], typer.Option("--valid", help="Held-out text: validation MLM loss, perplexity and masked-token accuracy (always token masking).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Continue pretraining this masked-LM or encoder (directory or hub id). \\[default: the packaged MiniLM encoder]")] = None,
-    config: Annotated[Optional[str], typer.Option("--config", help="Pretrain from scratch: tiny, small, base or large (needs --vocab).")] = None,
+    config: Annotated[Optional[opt.ModelSize], typer.Option("--config", help="Pretrain from scratch: tiny, small, base or large (needs --vocab).")] = None,
     vocab: Annotated[Optional[str], typer.Option("--vocab", help="Vocabulary of a from-scratch model: scivocab-uncased, scivocab-cased, a tokenizer folder or vocab.txt.")] = None,
     masking: Annotated[Optional[opt.Masking], typer.Option("--masking", help="token (BERT), wwm (whole-word) or span (SpanBERT). \\[default: span]")] = None,
     mask_prob: Annotated[Optional[float], typer.Option("--mask-prob", help="Share of real tokens to predict. \\[default: 0.15]")] = None,
@@ -63,7 +62,7 @@ def pretrain_cli(
         cache_dir=cache_dir, compile=compile, skip_bad_lines=skip_bad_lines, prefetch=prefetch,
         head_warmup_steps=head_warmup_steps)
     cfg = run_settings(PretrainConfig, "pretrain", flags, recipe)
-    console = Console()
+    console = make_console()
     results = pretrain(cfg, console)
     if "train" not in results:  # a non-main process of a multi-process run
         return

@@ -11,24 +11,25 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from bertkit.cli._app import app, user_errors
+from bertkit.cli._app import app, make_console, user_errors
 
 
 @app.command("run")
 @user_errors
 def run_cli(
     recipe: Annotated[str, typer.Argument(help="Recipe file or name (see `bertkit recipes`).")],
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a setting: key=value (every stage that has it) or stage.key=value. Repeatable.")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a setting: key=value (every stage that has it) or stage.key=value. The value is read as the setting's type; quote it to pass text (key='1'). Repeatable.")] = None,
     output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory (one sub-folder per stage for multi-stage recipes). Rerunning the same command there continues: finished stages are kept, a stopped one resumes from its last checkpoint. \\[default: runs/<recipe>-<time>]")] = None,
 ) -> None:
     """Run a recipe: one command, or several stages in order (vocab build, pretraining phases,
-    fine-tuning), each with the settings the recipe gives and your --set overrides."""
+    fine-tuning), each with the settings the recipe gives and your --set overrides.
+    `bertkit recipes NAME` prints a recipe's settings."""
     from bertkit.recipes import apply_overrides, load, run_recipe
     from bertkit.training.rundir import RunStopped
 
     rec = apply_overrides(load(recipe), list(set_ or []))
     root = output_dir or Path("runs") / f"{rec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    console = Console()
+    console = make_console()
     console.print(f"recipe {rec.name} ({rec.path}): {rec.description}", highlight=False)
     try:
         results = run_recipe(rec, root, console)
@@ -41,9 +42,16 @@ def run_cli(
 
 @app.command("recipes")
 @user_errors
-def recipes_cli() -> None:
-    """List the named recipes with one line each."""
+def recipes_cli(
+    name: Annotated[Optional[str], typer.Argument(help="A recipe (name or file): print its stages and settings instead of the list.")] = None,
+) -> None:
+    """List the named recipes with one line each, or print one recipe's stages and settings
+    (bertkit recipes bc5cdr-ner-minilm)."""
     from bertkit.recipes import list_recipes
+
+    if name:
+        _show_recipe(name)
+        return
 
     table = Table(title="bertkit recipes (bertkit run NAME)")
     table.add_column("name", style="bold")
@@ -52,6 +60,24 @@ def recipes_cli() -> None:
     for rec in list_recipes():
         table.add_row(rec.name, " -> ".join(s.command for s in rec.stages), rec.description)
     Console().print(table)
+
+
+def _show_recipe(name: str) -> None:
+    """Print a recipe's description, file, and each stage's command and settings."""
+    from bertkit.config import format_value
+    from bertkit.recipes import load
+
+    rec = load(name)
+    console = make_console()
+    say = lambda text: console.print(text, highlight=False, markup=False)  # noqa: E731
+    say(f"{rec.name}: {rec.description}")
+    say(f"file: {rec.path}")
+    for stage in rec.stages:
+        say(f"bertkit {stage.command}" if len(rec.stages) == 1
+            else f"stage {stage.name}: bertkit {stage.command}")
+        for key, value in stage.settings.items():
+            say(f"  {key}: {format_value(value)}")
+    say(f"run it: bertkit run {rec.name} (--set key=value changes a setting)")
 
 
 @app.command("plot")

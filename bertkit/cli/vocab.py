@@ -88,17 +88,18 @@ def build_cli(
 @vocab_app.command("compare")
 @user_errors
 def compare_cli(
-    a: Annotated[str, typer.Argument(help="Vocabulary A: scivocab-uncased, scivocab-cased, minilm, a vocab.txt, a tokenizer/model directory or a hub id.")],
-    b: Annotated[str, typer.Argument(help="Vocabulary B (same forms).")],
+    vocab_a: Annotated[str, typer.Argument(help="Vocabulary A: scivocab-uncased, scivocab-cased, minilm, a vocab.txt, a tokenizer/model directory or a hub id.")],
+    vocab_b: Annotated[str, typer.Argument(help="Vocabulary B (same forms).")],
     corpus: CorpusOpt = None,
     top: Annotated[int, typer.Option("--top", help="Words A splits and B keeps whole to list.", min=0)] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")] = False,
     skip_bad_lines: SkipBad = False,
 ) -> None:
-    """Token overlap of A and B and, on a corpus, subwords per word, split share and [UNK] rate."""
+    """Token overlap of VOCAB_A and VOCAB_B and, on a corpus, subwords per word, split share and
+    [UNK] rate."""
     from bertkit.vocab.compare import compare_vocabs, render_comparison
 
-    result = compare_vocabs(a, b, corpus, top=top, skip_bad_lines=skip_bad_lines)
+    result = compare_vocabs(vocab_a, vocab_b, corpus, top=top, skip_bad_lines=skip_bad_lines)
     if as_json:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:

@@ -20,12 +20,19 @@ _SPLIT_ALIASES = {"train": ("train",), "dev": ("dev", "valid", "validation", "de
 
 @dataclass(frozen=True)
 class DatasetEntry:
-    """A registered data set: its task, name, hub id (for machines with a network) and source."""
+    """A registered data set: its task, name, hub id (for machines with a network) and source.
+
+    ``recipe`` names the recipe (``recipes/finetune/<recipe>.yaml``) whose settings were chosen
+    on this set's dev split for the packaged encoder: ``finetune`` uses them as the set's
+    defaults when that encoder is trained and no recipe or flag says otherwise
+    (:func:`bertkit.recipes.dataset_defaults`); "" for none.
+    """
 
     task: str
     name: str
     hub_id: str
     description: str
+    recipe: str = ""
 
 
 _REGISTRY: dict[tuple[str, str], DatasetEntry] = {}
@@ -52,7 +59,8 @@ for _name, _hub, _desc in [
     # macro-F1 (finetune ner --metric token-macro)
     ("ebmnlp", "", "EBM-NLP PICO: participants, interventions, outcomes (Nye et al., 2018)"),
 ]:
-    register(DatasetEntry("ner", _name, _hub, _desc))
+    register(DatasetEntry("ner", _name, _hub, _desc,
+                          recipe="bc5cdr-ner-minilm" if _name == "bc5cdr" else ""))
 
 # sentence classification: cls/<name>/{train,dev,test}.jsonl (``text``, ``label``) under
 # BERTKIT_DATA; the hub ids are where the sets live on the Hugging Face hub (read with the
@@ -64,7 +72,7 @@ for _name, _hub, _desc in [
     ("paper-field", "", "Paper Field: MAG titles -> field of study, 7 labels (SciBERT's "
                         "release)"),
 ]:
-    register(DatasetEntry("cls", _name, _hub, _desc))
+    register(DatasetEntry("cls", _name, _hub, _desc, recipe=f"{_name}-cls-minilm"))
 
 # dependency parsing: dep/<name>/{train,dev,test}.conllu under BERTKIT_DATA only (no hub loader);
 # the shared GENIA release has no train.conllu: bertkit.tasks.dep.data trains on dev.conllu less
@@ -74,7 +82,8 @@ register(DatasetEntry("dep", "genia", "", "GENIA treebank in UD (SciBERT's relea
 
 # relation extraction: re/<name>/{train,dev,test}.jsonl under BERTKIT_DATA only (no hub loader)
 register(DatasetEntry("re", "chemprot", "", "ChemProt (Krallinger et al., 2017), SciBERT's "
-                                            "entity-marker release (Beltagy et al., 2019)"))
+                                            "entity-marker release (Beltagy et al., 2019)",
+                     recipe="chemprot-re-minilm"))
 
 
 def canonical_data(data: str) -> str:
@@ -95,9 +104,15 @@ def _split_file(directory: Path, split: str, extensions: tuple[str, ...]) -> Pat
 
     Raises:
         BertkitError: several candidates (``train.tsv`` and ``train.conll``): which is meant?
+            A candidate that is a broken symbolic link (named with its missing target).
     """
-    found = [directory / f"{stem}{ext}" for stem in _SPLIT_ALIASES[split] for ext in extensions
-             if (directory / f"{stem}{ext}").is_file()]
+    names = [directory / f"{stem}{ext}" for stem in _SPLIT_ALIASES[split] for ext in extensions]
+    broken = [p for p in names if p.is_symlink() and not p.exists()]
+    if broken:  # a link whose target is gone: say so, not "no such file"
+        raise BertkitError(f"{broken[0].name} is a broken link (to {os.readlink(broken[0])}, "
+                           f"which does not exist)", file=broken[0],
+                           expected=f"the link pointing at an existing {split} file")
+    found = [p for p in names if p.is_file()]
     if len(found) > 1:
         raise BertkitError(f"{len(found)} {split} files: " + ", ".join(p.name for p in found),
                            file=directory, expected=f"one {split} file (move the others away)")

@@ -85,8 +85,8 @@ def _has_train(task: Task, data: str) -> bool:
         return True
     try:
         resolve_local(data, task.data_kind, task.extensions, ("train",))
-    except BertkitError:
-        return False
+    except BertkitError as exc:
+        return "broken link" in exc.message  # True: the loader names the link
     return True
 
 
@@ -250,7 +250,10 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
 
     Every seed folder is checked before the first seed trains. With ``--resume`` a seed whose
     folder has ``results.json`` is kept as it is, one with a checkpoint is resumed, one without
-    (never started, or stopped before its first checkpoint) is started again. A stopped seed's
+    (never started, or stopped before its first checkpoint) is started again. A seed is kept or
+    resumed only when its saved ``config.yaml`` holds the same settings (but those a resume may
+    change, :data:`~bertkit.training.rundir.RESUME_MAY_CHANGE`); otherwise the run is refused,
+    naming each differing setting, or with ``--overwrite`` that seed is trained again. A stopped seed's
     message names ``--resume --output-dir <output_dir>``, which continues all the seeds.
 
     Returns:
@@ -260,6 +263,7 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
 
     Raises:
         BertkitError: a seed folder that holds a run (without ``--resume``/``--overwrite``),
+            a kept seed trained with other settings (``--resume`` without ``--overwrite``),
             and whatever a single run raises.
     """
     import json
@@ -268,7 +272,9 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     from bertkit.io import write_json
     from bertkit.training.devices import is_main_process, rank
     from bertkit.training.checkpoint import list_checkpoints
-    from bertkit.training.rundir import RunStopped, _holds_run, check_run_dir, default_run_dir
+    from bertkit.encoders import default_model, resolve_model_source
+    from bertkit.training.rundir import (RunStopped, _holds_run, check_run_dir, default_run_dir,
+                                         settings_differences)
 
     data = canonical_data(cfg.data)
     root = Path(cfg.output_dir) if cfg.output_dir else default_run_dir(task.name, data)
@@ -276,7 +282,8 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     if (root / "results.json").is_file() and not cfg.overwrite:
         raise BertkitError("output directory holds a single-seed run", file=root,
                            expected="another --output-dir for a --seeds run, or --overwrite")
-    runs = []
+    runs, changed = [], []
+    model_name = None
     for seed in seeds:
         sub = dataclasses.replace(cfg, seed=seed, seeds=None, output_dir=str(root / f"seed-{seed}"))
         folder = Path(sub.output_dir)
@@ -285,9 +292,26 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
             # never started, or stopped before its first checkpoint: nothing to continue, so
             # start it again (its partial files, e.g. metrics.jsonl, are replaced)
             sub.resume, sub.overwrite = False, _holds_run(folder)
+        elif cfg.resume:  # a kept or continued seed must have been trained with these settings
+            if model_name is None:
+                model_name = resolve_model_source(cfg.model or default_model())
+            diffs = settings_differences(folder, {**to_dict(sub), "model": model_name},
+                                         field_defaults(sub))
+            if diffs and not cfg.overwrite:
+                changed.append(f"seed {seed} ({'; '.join(diffs)})")
+                continue
+            # --overwrite with --resume: a seed trained otherwise starts again, the rest are kept
+            sub.resume, sub.overwrite = not diffs, bool(diffs)
+            done = done and not diffs
         if not done:
             check_run_dir(Path(sub.output_dir), sub.resume, sub.overwrite)
         runs.append((seed, sub, done))
+    if changed:
+        raise BertkitError(
+            "--resume would keep seeds trained with other settings, and the summary would mix "
+            "them: " + "; ".join(changed), file=root,
+            expected="the settings those seeds were trained with, --resume --overwrite to train "
+                     "the differing seeds again (the others are kept), or another --output-dir")
     results = {}
     for i, (seed, sub, done) in enumerate(runs, 1):
         if console and is_main_process():
@@ -309,18 +333,27 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
                "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds])
                            for split in ("dev", "test")},
                "interval": "95% interval of the mean: mean ± t(0.975, n-1) · std / sqrt(n); "
-                           "std is the sample standard deviation (n-1); not clipped to a "
-                           "score's range (with few seeds it can pass 0 or 1)"}
+                           "std is the sample standard deviation (n-1); for a score in [0, 1] "
+                           "clipped to [0, 1] (with few seeds the formula can pass 0 or 1)"}
     write_json(root / "summary.json", summary)
     return summary
 
 
 NOT_METRICS = frozenset({"epoch", "step", "steps", "global_step", "n", "support"})
+UNBOUNDED = ("loss", "seconds", "per_second", "perplexity", "count", "tokens", "examples")
+"""Parts of a metric's name that mark it as unbounded (its interval is never clipped)."""
+
+
+def _bounded_score(key: str, values: list[float]) -> bool:
+    """Whether ``key`` is a score in [0, 1] (F1, precision, accuracy, LAS, ...): every value lies
+    there and the name is not that of a loss, a time, a rate or a count."""
+    return all(0.0 <= v <= 1.0 for v in values) and not any(u in key for u in UNBOUNDED)
 
 
 def seed_statistics(records: list[dict]) -> dict[str, dict]:
     """Per metric (numeric top-level keys present in every record): mean, sample standard
-    deviation, the 95% t-interval of the mean, n and the values in seed order.
+    deviation, the 95% t-interval of the mean (clipped to [0, 1] for a score in that range,
+    :func:`_bounded_score`), n and the values in seed order.
 
     With one seed the standard deviation and interval are None.
 
@@ -343,6 +376,8 @@ def seed_statistics(records: list[dict]) -> dict[str, dict]:
             std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
             half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
             low, high = mean - half, mean + half
+            if _bounded_score(key, values):  # a score in [0, 1] cannot leave it
+                low, high = max(low, 0.0), min(high, 1.0)
         else:
             std = low = high = None
         out[key] = {"mean": mean, "std": std, "ci95_low": low, "ci95_high": high, "n": n,

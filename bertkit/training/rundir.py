@@ -207,25 +207,36 @@ def check_resume_settings(path: Path, settings: dict, defaults: dict | None = No
     Raises:
         BertkitError: naming every setting that differs, with its saved and new value.
     """
-    import yaml
-
-    from bertkit.config import dump_yaml
-
     saved_file = Path(path).expanduser() / "config.yaml"
-    saved = _read_saved(saved_file)
-    if saved is None:
-        return
-    now = yaml.safe_load(dump_yaml(settings))
-    defaults = yaml.safe_load(dump_yaml(defaults)) if defaults else {}  # same form as now
-    diffs = [f"{key}: saved {saved.get(key)!r}, now {now.get(key)!r}"
-             for key in list(now) + [k for k in saved if k not in now]
-             if key not in RESUME_MAY_CHANGE and saved.get(key) != now.get(key)
-             and not (key not in saved and key in defaults and now.get(key) == defaults[key])]
+    diffs = settings_differences(path, settings, defaults)
     if diffs:
         raise BertkitError("--resume with settings that differ from the saved run: "
                            + "; ".join(diffs), file=saved_file,
                            expected="the saved run's settings (a resumed run continues exactly "
                                     "where it stopped), or a new --output-dir for a new run")
+
+
+def settings_differences(path: Path, settings: dict, defaults: dict | None = None) -> list[str]:
+    """The settings (but :data:`RESUME_MAY_CHANGE`) in which ``settings`` differ from the saved
+    ``config.yaml`` of the run in ``path``, each as ``"key: saved X, now Y"``; [] when they agree
+    or there is no ``config.yaml``. ``defaults``: as :func:`check_resume_settings`.
+
+    Raises:
+        BertkitError: the saved file cannot be read as YAML.
+    """
+    import yaml
+
+    from bertkit.config import dump_yaml
+
+    saved = _read_saved(Path(path).expanduser() / "config.yaml")
+    if saved is None:
+        return []
+    now = yaml.safe_load(dump_yaml(settings))
+    defaults = yaml.safe_load(dump_yaml(defaults)) if defaults else {}  # same form as now
+    return [f"{key}: saved {saved.get(key)!r}, now {now.get(key)!r}"
+            for key in list(now) + [k for k in saved if k not in now]
+            if key not in RESUME_MAY_CHANGE and saved.get(key) != now.get(key)
+            and not (key not in saved and key in defaults and now.get(key) == defaults[key])]
 
 
 def saved_settings(output_dir: str | Path | None, fields) -> dict | None:

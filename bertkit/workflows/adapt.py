@@ -42,6 +42,7 @@ TASK_METRICS = {
     "ner": (("f1", "test entity F1"), ("precision", "test precision"), ("recall", "test recall")),
     "re": (("micro_f1", "test micro-F1"), ("macro_f1", "test macro-F1")),
     "dep": (("las", "test LAS"), ("uas", "test UAS")),
+    "cls": (("macro_f1", "test macro-F1"), ("micro_f1", "test micro-F1")),
 }
 DAPT_STEPS = 300  # adapt's default DAPT steps (of 32 x 128 tokens), as recipes/pretrain/dapt-cpu.yaml
 
@@ -52,14 +53,14 @@ class AdaptConfig:
     stage command's default.
 
     Attributes:
-        task: ``ner``, ``re`` or ``dep``; data: its data set (None: the task's default).
+        task: ``ner``, ``re``, ``dep`` or ``cls``; data: its data set (None: the task's default).
         model: the encoder to adapt (None: the packaged MiniLM).
         extend_vocab: add up to this many words to the vocabulary first (0: no extension);
             extend_vocab_from: the vocabulary they come from.
         corpus: DAPT text (files/directories, comma-separated); valid: held-out text for the
             pretraining stages' validation MLM loss.
-        task_text: TAPT text: ``TASK:DATA`` (``ner:bc5cdr``), ``task`` (the fine-tuning data),
-            or a CoNLL / relation JSONL / CoNLL-U / plain-text file.
+        task_text: TAPT text: ``TASK:DATA`` (``ner:bc5cdr``, ``cls:scicite``), ``task`` (the
+            fine-tuning data), or a file (:data:`bertkit.workflows.task_text.FORMATS`).
         pretrain_steps: DAPT optimiser steps (None: the recipe's, else 300).
         tapt_epochs: TAPT passes over the task text's packed sequences.
         masking, pretrain_lr, pretrain_batch_size, max_seq_length, head_warmup_steps: passed to
@@ -131,7 +132,7 @@ class AdaptConfig:
             BertkitError: naming the first option at fault and what it must be.
         """
         checks = (
-            ("task", self.task in TASKS, "ner, re or dep"),
+            ("task", self.task in TASKS, ", ".join(TASKS[:-1]) + " or " + TASKS[-1]),
             ("extend_vocab", self.extend_vocab >= 0, "an integer >= 0 (0: no extension)"),
             ("pretrain_steps", (self.pretrain_steps or 1) >= 1, "an integer >= 1"),
             ("tapt_epochs", self.tapt_epochs >= 1, "an integer >= 1"),

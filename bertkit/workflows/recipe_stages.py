@@ -10,6 +10,10 @@ work, so that the same command, run again after a stop (SIGINT/SIGTERM, a crash)
 * a ``vocab build`` stage that finished (its ``stage.json`` records the same settings) is kept;
   one built with other settings is refused.
 
+A kept stage whose product a later stage reads (``"@stage"``: its ``model/``, or a vocabulary
+folder) is checked before it is used (:func:`product_problem`): one that is missing or damaged
+stops the run naming it and ``--set STAGE.overwrite=true``, which runs that stage again.
+
 ``--set overwrite=true`` starts every stage again, replacing its outputs.
 """
 
@@ -97,3 +101,46 @@ def record_vocab(name: str, settings: dict[str, Any], results: dict) -> None:
 
     write_json(Path(settings["out"]).expanduser() / "stage.json",
                {"stage": name, "settings": json_plain(_where_free(settings)), "results": json_plain(results)})
+
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+"""The files one of which a saved model folder holds its weights in (transformers' names)."""
+
+
+def product_problem(path: str | Path, command: str) -> str | None:
+    """What makes the product of a finished stage unusable, or None when it looks whole.
+
+    A ``vocab build`` folder needs ``vocab.txt`` or ``tokenizer.json``; a model folder (a training
+    stage's ``model/``) needs a ``config.json`` that parses and a non-empty weights file
+    (:data:`WEIGHT_FILES`) whose safetensors header reads. Only headers are read: the check is
+    quick even for a large model.
+    """
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        return f"{folder} does not exist"
+    if command == "vocab build":
+        if not any((folder / n).is_file() for n in ("vocab.txt", "tokenizer.json")):
+            return f"{folder} has no vocab.txt or tokenizer.json"
+        return None
+    config = folder / "config.json"
+    if not config.is_file():
+        return f"{folder} has no config.json"
+    try:
+        json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return f"{config} is not readable JSON ({exc})"
+    weights = [folder / n for n in WEIGHT_FILES if (folder / n).is_file()]
+    if not weights:
+        return f"{folder} has no weights file ({', '.join(WEIGHT_FILES[::2])})"
+    if weights[0].stat().st_size == 0:
+        return f"{weights[0]} is empty"
+    if weights[0].suffix == ".safetensors":
+        try:
+            from safetensors import safe_open
+
+            with safe_open(str(weights[0]), framework="pt") as handle:
+                handle.keys()
+        except Exception as exc:  # noqa: BLE001 - any failure to read the header is damage
+            return f"{weights[0]} cannot be read ({str(exc).strip().splitlines()[0][:200]})"
+    return None

@@ -3,7 +3,8 @@
 TAPT (Gururangan et al., 2020, "Don't Stop Pretraining", sec. 4) continues the masked-LM
 objective on the unlabelled text of the task's own training split before fine-tuning. The text is
 read through the same readers as fine-tuning (:mod:`bertkit.data.conll`,
-:mod:`bertkit.data.relations` with the entity markers stripped, :mod:`bertkit.data.conllu`) and
+:mod:`bertkit.data.relations` with the entity markers stripped, :mod:`bertkit.data.conllu`,
+:mod:`bertkit.tasks.cls.data` for classification texts) and
 the same split logic (GENIA's train split is ``dev.conllu`` less every tenth sentence), so TAPT
 never sees a sentence that fine-tuning evaluates on.
 """
@@ -14,13 +15,63 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 
-TASKS = ("ner", "re", "dep")
+TASKS = ("ner", "re", "dep", "cls")
+FORMATS = ("a CoNLL token/tag file, a CoNLL-U file, a relation JSONL file (entity markers or "
+           "spans), a classification JSONL/CSV/TSV file (a text field), an ID<TAB>TEXT file or "
+           "plain text (one sentence a line)")
 
 
 def _distinct(lines) -> list[str]:
     """Non-empty lines, whitespace-normalised, first occurrence kept (a ChemProt sentence holds
     several entity pairs and would otherwise be repeated once per pair)."""
     return list(dict.fromkeys(" ".join(line.split()) for line in lines if line and line.strip()))
+
+
+_RELATION_KEYS = ("tokens", "token", "subject", "object", "subj_start", "obj_start")
+
+
+def _is_relation_record(text: str) -> bool:
+    """Whether a JSON line is a relation example (span or TACRED form, or a text with both
+    entity markers) rather than a classification record (a plain ``text``)."""
+    import json
+
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(obj, dict):
+        return False
+    if any(k in obj for k in _RELATION_KEYS):
+        return True
+    body = obj.get("text")
+    return isinstance(body, str) and all(m in body for m in ("<<", ">>", "[[", "]]"))
+
+
+def _classification_texts(path: Path) -> list[str]:
+    """The texts (and second texts of pairs) of a classification JSONL/CSV/TSV file, labels
+    ignored (:func:`bertkit.tasks.cls.data.read_examples`)."""
+    from bertkit.tasks.cls.data import read_examples
+
+    lines = []
+    for ex in read_examples(path, labelled=False).examples:
+        lines += [ex.text] + ([ex.text_pair] if ex.text_pair else [])
+    return lines
+
+
+def _id_tab_text(path: Path) -> list[str] | None:
+    """The texts of an ``ID<TAB>TEXT`` file (two tab-separated fields a line, the second a
+    sentence: words with spaces, which no CoNLL tag holds), or None when ``path`` is not one. A
+    first line ``id<TAB>text`` (a header) is left out."""
+    from bertkit.data.conll import read_lines
+
+    rows = [(n, t.split("\t")) for n, t in read_lines(path) if t.strip()]
+    if not rows or any(len(fields) != 2 for _, fields in rows):
+        return None
+    if not any(" " in fields[1].strip() for _, fields in rows[:200]):
+        return None
+    if rows[0][1][1].strip().lower() in ("text", "sentence", "abstract"):
+        rows = rows[1:]
+    return [fields[1] for _, fields in rows]
 
 
 def _from_file(path: Path) -> list[str]:
@@ -32,9 +83,19 @@ def _from_file(path: Path) -> list[str]:
 
         return [" ".join(s.words) for s in read_conllu(path, labelled=False)]
     if suffix in (".jsonl", ".json"):
+        first = next((t for _, t in read_lines(path) if t.strip()), "")
+        if not _is_relation_record(first):
+            return _classification_texts(path)
         from bertkit.data.relations import read_relations
 
         return [ex.text for ex in read_relations(path, labelled=False).examples]
+    if suffix == ".csv":
+        return _classification_texts(path)
+    tabbed = _id_tab_text(path)
+    if tabbed is not None:
+        return tabbed
+    if suffix == ".tsv" and not looks_like_conll(path):
+        return _classification_texts(path)
     if looks_like_conll(path):
         return [" ".join(s.tokens) for s in read_conll(path, labelled=False).sentences]
     return [text for _, text in read_lines(path)]
@@ -44,11 +105,12 @@ def task_text_lines(spec: str, max_examples: int | None = None) -> list[str]:
     """The training sentences of a task data set as plain text lines (TAPT input).
 
     Args:
-        spec: ``TASK:DATA`` with TASK ``ner``, ``re`` or ``dep`` and DATA a registered set
-            (``ner:bc5cdr``, ``re:chemprot``, ``dep:genia``; under ``$BERTKIT_DATA``) or a
-            directory with the task's split files; or a file: ``.conllu`` (CoNLL-U words),
-            ``.jsonl`` (relation JSONL, markers stripped), a CoNLL token/tag file, or plain text
-            (one sentence a line).
+        spec: ``TASK:DATA`` with TASK ``ner``, ``re``, ``dep`` or ``cls`` and DATA a registered
+            set (``ner:bc5cdr``, ``re:chemprot``, ``dep:genia``, ``cls:scicite``; under
+            ``$BERTKIT_DATA``) or a directory with the task's split files; or a file:
+            ``.conllu`` (CoNLL-U words), ``.jsonl`` (relation JSONL, markers stripped, or
+            classification JSONL: its ``text``), ``.csv``/``.tsv`` with a ``text`` column, an
+            ``ID<TAB>TEXT`` file, a CoNLL token/tag file, or plain text (one sentence a line).
         max_examples: read only the first N training examples (sentences; relation pairs
             before their shared sentences are merged), as fine-tuning's
             ``--max-train-samples`` does; None reads them all.
@@ -64,7 +126,30 @@ def task_text_lines(spec: str, max_examples: int | None = None) -> list[str]:
     Reference:
         Gururangan et al. (2020), "Don't Stop Pretraining", sec. 4 (task-adaptive pretraining).
     """
-    spec = str(spec)
+    try:
+        return _task_text_lines(str(spec), max_examples)
+    except BertkitError as exc:  # the readers' advice names fine-tuning options adapt lacks
+        expected = _without_reader_options(exc.expected or "")
+        if exc.expected and ("--skip-bad-lines" in exc.expected or not expected):
+            expected = ((expected + "; ") if expected else "") + \
+                "the line fixed or removed (--task-text reads every line)"
+        raise BertkitError(_without_reader_options(exc.message), file=exc.file, line=exc.line,
+                           expected=expected or None) from None
+
+
+def _without_reader_options(text: str) -> str:
+    """``text`` less its clauses (between ``;``, ``(`` or ``)``) that name a fine-tuning reader
+    option ``bertkit adapt`` does not have (``--skip-bad-lines``, ``--text-column``, ...): the
+    TAPT text is read whole, with the readers' defaults."""
+    import re
+
+    option = r"--(?!task-text\b)[a-z][a-z-]*"
+    text = re.sub(rf"\s*\([^()]*{option}[^()]*\)", "", text)  # "(--text-column)"
+    text = re.sub(rf"[;,]?\s*(?:or\s+)?[^;,()]*{option}[^;()]*", "", text)
+    return text.strip(" ;,")
+
+
+def _task_text_lines(spec: str, max_examples: int | None) -> list[str]:
     task, sep, data = spec.partition(":")
     path = Path(spec).expanduser()
     if sep and task in TASKS and not path.exists():
@@ -76,6 +161,11 @@ def task_text_lines(spec: str, max_examples: int | None = None) -> list[str]:
             from bertkit.tasks.re.data import load_re_data
 
             lines = [ex.text for ex in load_re_data(data, ("train",)).splits["train"]]
+        elif task == "cls":
+            from bertkit.tasks.cls.data import load_cls_data
+
+            train = load_cls_data(data, ("train",))[0]["train"]
+            lines = [t for ex in train for t in (ex.text, ex.text_pair) if t]
         else:
             from bertkit.tasks.dep.data import load_dep_data
 
@@ -85,8 +175,8 @@ def task_text_lines(spec: str, max_examples: int | None = None) -> list[str]:
         lines, where = _from_file(path), str(path)
     else:
         raise BertkitError(f"--task-text {spec!r} is neither TASK:DATA nor a file",
-                           expected="ner:DATA, re:DATA, dep:DATA (e.g. ner:bc5cdr) or a "
-                                    "CoNLL, JSONL, CoNLL-U or text file")
+                           expected="ner:DATA, re:DATA, dep:DATA or cls:DATA (e.g. ner:bc5cdr, "
+                                    f"cls:scicite), or a file: {FORMATS}")
     out = _distinct(lines[:max_examples])
     if not out:
         raise BertkitError("no text in the task data", file=where,

@@ -28,6 +28,14 @@ def test_choice_lists_equal_the_library_constants():
     assert tuple(DECODERS) == DECODER_NAMES  # the decoders and the config's light list of names
 
 
+def test_split_and_model_size_choices_equal_the_library():
+    from bertkit.tasks.common import SPLIT_NAMES
+    from bertkit.tasks.pretrain.model import SIZES
+
+    assert typing.get_args(opt.ModelSize) == tuple(SIZES)
+    assert set(typing.get_args(opt.Split)) == {"train", "dev", "test"} | set(SPLIT_NAMES)
+
+
 def test_the_command_line_imports_no_task_model_code():
     """The task packages export lazily, so the CLI's choice lists come from the light config
     modules without the model code (each task is imported when its command runs)."""

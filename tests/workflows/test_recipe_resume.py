@@ -75,7 +75,7 @@ def test_rerun_of_a_stopped_recipe_continues_it(tmp_path, monkeypatch):
 
     res = runner.invoke(app, ["run", str(recipe), "-o", str(out)])  # all finished: all kept
     assert res.exit_code == 0, res.output
-    assert " ".join(res.output.split()).count("nothing to resume") == 2
+    assert " ".join(res.output.split()).count("finished earlier, kept") == 3
 
 
 def test_a_vocab_stage_built_with_other_settings_is_refused(tmp_path):

@@ -79,6 +79,21 @@ def _set_packing(tagger: TokenTagger, cfg: NERConfig, console: Console | None) -
     return True
 
 
+def describe_schemes(schemes: dict[str, str]) -> str:
+    """The tagging schemes read, as text: ``tags IOB2`` when every split uses one scheme, else
+    ``tags train IOB1, dev IOB2, test IOB2 (all read as IOB2)``.
+
+    >>> describe_schemes({"train": "IOB2", "dev": "IOB2", "test": "IOB2"})
+    'tags IOB2'
+    """
+    found = set(schemes.values())
+    if len(found) == 1:
+        only = found.pop()
+        return f"tags {only}" + ("" if only == "IOB2" else " (read as IOB2)")
+    return ("tags " + ", ".join(f"{split} {scheme}" for split, scheme in schemes.items())
+            + " (all read as IOB2)")
+
+
 class NERTask:
     """Named-entity recognition as a :class:`~bertkit.tasks.base.Task`: IOB2 tagging of words
     (first-piece alignment as Hugging Face's ``run_ner.py``), best epoch by dev entity F1
@@ -122,7 +137,8 @@ class NERTask:
         length_group = cfg.length_group or (1 if packed else 50)
         order = "random" if length_group == 1 else f"length-grouped ({length_group} together)"
         summary = (f"data: {len(train_s)}/{len(dev_s)}/{len(test_s)} sentences (train/dev/test), "
-                   f"schemes {data.info.get('schemes')}; labels {labels}; model {model_name}; "
+                   f"{describe_schemes(data.info.get('schemes') or {})}; labels {labels}; "
+                   f"model {model_name}; "
                    f"device {runtime.device}, {runtime.precision}\n"
                    f"batches: {cfg.batch_size} sentences, {order}"
                    f"{f', packed into rows of >= {cfg.pack_length} tokens' if packed else ''}")
