@@ -114,10 +114,20 @@ SPECS = {
         "AutoModelForQuestionAnswering",
         (("f1", "f1", "F1 (official SQuAD scorer, percent)"),
          ("exact", "exact_match", "exact match (official SQuAD scorer, percent)")),
-        'from transformers import pipeline\n\n'
-        'qa = pipeline("question-answering", model="{path}"{remote})\n'
-        'qa(question="What does aspirin inhibit?", '
-        'context="Aspirin inhibits platelet aggregation.")'),
+        'import torch\nfrom transformers import AutoModelForQuestionAnswering, AutoTokenizer\n\n'
+        'tokenizer = AutoTokenizer.from_pretrained("{path}")\n'
+        'model = AutoModelForQuestionAnswering.from_pretrained("{path}"{remote})\n'
+        'question, context = "What does aspirin inhibit?", "Aspirin inhibits platelet aggregation."\n'
+        'enc = tokenizer(question, context, return_offsets_mapping=True, return_tensors="pt")\n'
+        'offsets = enc.pop("offset_mapping")[0]\n'
+        'with torch.no_grad():\n'
+        '    out = model(**enc)\n'
+        'in_context = torch.tensor([s == 1 for s in enc.sequence_ids(0)])\n'
+        'start = out.start_logits[0].masked_fill(~in_context, -1e9).argmax()\n'
+        'end = start + out.end_logits[0, start:].masked_fill(~in_context[start:], -1e9)[:30].argmax()\n'
+        'print(context[offsets[start][0]:offsets[end][1]])\n'
+        '# transformers 4.x: pipeline("question-answering", model="{path}") (removed in 5.x);\n'
+        '# long contexts, n-best decoding and SQuAD 2.0 thresholds: `bertkit predict qa -m {path}`'),
     "pretrain": CardSpec(
         "pretrain", "fill-mask", "Masked language modelling", "AutoModelForMaskedLM",
         (("perplexity", "perplexity", "MLM perplexity"), ("loss", "loss", "MLM loss (nats)"),
