@@ -49,8 +49,9 @@ def test_saved_model_loads_with_plain_transformers_as_the_card_shows(qa_run):
     """transformers 5 removed pipeline("question-answering"); the card's snippet (plain
     AutoModelForQuestionAnswering + AutoTokenizer, no bertkit, no remote code) runs as written
     and its logits are bertkit's."""
-    import contextlib
-    import io
+    import os
+    import subprocess
+    import sys
 
     import numpy as np
     import torch
@@ -66,10 +67,14 @@ def test_saved_model_loads_with_plain_transformers_as_the_card_shows(qa_run):
     config = json.loads((run / "model" / "config.json").read_text())
     assert config["architectures"] == ["BertForQuestionAnswering"] and "auto_map" not in config
     snippet = SPECS["qa"].usage.replace("{path}", str(run / "model")).replace("{remote}", "")
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(snippet, {})  # noqa: S102 - the card's own code
-    assert printed.getvalue().strip() in "Aspirin inhibits platelet aggregation."
+    hide = ("import sys\nclass Hide:\n    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'bertkit':\n"
+            "            raise ImportError('bertkit hidden')\n"
+            "sys.meta_path.insert(0, Hide())\n")
+    done = subprocess.run([sys.executable, "-c", hide + snippet], capture_output=True, text=True,
+                          cwd=run, env={**os.environ, "PYTHONPATH": ""}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() in "Aspirin inhibits platelet aggregation."
     model = AutoModelForQuestionAnswering.from_pretrained(run / "model").eval()
     tok = AutoTokenizer.from_pretrained(run / "model")
     ex = QAExample("q", "What does aspirin inhibit?", CONTEXT)
