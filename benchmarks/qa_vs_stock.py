@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 RESULTS = Path(__file__).resolve().parent / "results"
 
-from _interleave import load1, logger, read_split, side_order, spread  # noqa: E402
+from _interleave import load1, logger, read_split, shared_note, side_order, spread  # noqa: E402
 from bertkit.data.sets import data_root  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.qa import squad_scores  # noqa: E402
@@ -268,8 +268,8 @@ def row(name: str, seed: int, r: dict) -> str:
         if "best_f1" in t else ""
     return (f"seed {seed} {name:<8} test F1 {t['f1']:6.2f}  EM {t['exact']:6.2f}{best}  train "
             f"{r['train_seconds']:7.1f} s {r['train_questions_per_second']:7.2f} questions/s "
-            f"({r['train_windows']} windows)  predict {r['predict_seconds']:6.1f} s  load "
-            f"{r['load_before']}->{r['load_after']}")
+            f"({r['train_windows']} windows)  predict {r['predict_seconds']:6.1f} s  "
+            + shared_note(r["load_before"], r["load_after"], torch.get_num_threads()))
 
 
 def report(results: dict, seeds: list[int], log) -> tuple[float, float]:
