@@ -257,7 +257,8 @@ def qa_cli(
     best dev epoch (F1, official SQuAD scorer), score test.
 
     Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl and
-    model/ (a plain AutoModelForQuestionAnswering; works with pipeline("question-answering")).
+    model/ (a plain AutoModelForQuestionAnswering, loadable without bertkit or remote code; its
+    README.md shows how; pipeline("question-answering") exists in transformers 4.x only).
     """
     from bertkit.tasks.qa import QAConfig, finetune_qa
 

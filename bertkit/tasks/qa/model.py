@@ -4,8 +4,10 @@ per piece, Devlin et al., 2019, §4.2).
 
 Training wraps it in :class:`SpanLoss` only for the loss the training loop reads; what is saved
 is the inner model itself with the tokenizer and ``bertkit.json`` (window settings, SQuAD 2.0
-mode and thresholds). It loads with ``AutoModelForQuestionAnswering.from_pretrained(path)`` and
-works in ``pipeline("question-answering", model=path)``, without bertkit and without remote code.
+mode and thresholds). It loads with ``AutoModelForQuestionAnswering.from_pretrained(path)``,
+without bertkit and without remote code (the model card shows the few lines that answer a
+question); ``pipeline("question-answering", model=path)`` works in transformers 4.x, whose
+question-answering pipeline transformers 5 removed.
 """
 
 from __future__ import annotations
