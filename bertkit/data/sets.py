@@ -86,6 +86,18 @@ register(DatasetEntry("re", "chemprot", "", "ChemProt (Krallinger et al., 2017),
                      recipe="chemprot-re-minilm"))
 
 
+# extractive QA: qa/<name>/{train,dev,test}.json (SQuAD JSON) under BERTKIT_DATA only (no hub
+# loader); squad and squad-v2 are the official dev sets split by article (the official train
+# sets are not available offline)
+for _name, _desc in [
+    ("squad", "SQuAD v1.1 (Rajpurkar et al., 2016), the official dev set split by article"),
+    ("squad-v2", "SQuAD 2.0 (Rajpurkar et al., 2018), with unanswerable questions; the official "
+                 "dev set split by article as squad"),
+    ("covid-qa", "COVID-QA (Moller et al., 2020): questions over whole scientific papers"),
+]:
+    register(DatasetEntry("qa", _name, "", _desc))
+
+
 def canonical_data(data: str) -> str:
     """``data`` as recorded in a run: an existing directory as its absolute path (so a resumed
     run from another working directory names the same files), a registered name unchanged."""

@@ -33,6 +33,8 @@ TASKS: dict[str, TaskEntry] = {
                      "bertkit.tasks.dep:finetune_dep"),
     "cls": TaskEntry("bertkit.tasks.cls.task:TASK", "bertkit.tasks.cls:CLSConfig",
                      "bertkit.tasks.cls:finetune_cls"),
+    "qa": TaskEntry("bertkit.tasks.qa.task:TASK", "bertkit.tasks.qa:QAConfig",
+                    "bertkit.tasks.qa:finetune_qa"),
 }
 
 

@@ -1,0 +1,377 @@
+"""bertkit vs the stock Hugging Face recipe for extractive QA (SQuAD 1.1/2.0, COVID-QA), in one run.
+
+Stock recipe (``examples/pytorch/question-answering/run_qa.py`` with its defaults, reproduced
+here as that script does it: ``prepare_train_features``, ``prepare_validation_features`` and
+``utils_qa.postprocess_qa_predictions``): ``AutoModelForQuestionAnswering``, windows of
+``--max-length`` (384) pieces with ``--doc-stride`` (128) overlap, every window padded to
+``--max-length`` (``pad_to_max_length=True``), answers labelled from the first gold answer as
+given (no trimming), ``Trainer`` with random batches and its defaults for the rest (no warm-up,
+no weight decay, linear decay, clipping 1.0), the last epoch kept, ``Trainer.predict`` then
+n-best 20 / max answer 30 post-processing (SQuAD 2.0: ``version_2_with_negative`` set when the
+data has unanswerable questions, null-score-difference threshold 0.0).
+bertkit: ``finetune_qa`` with the same model (the packaged MiniLM), data, epochs, batch size,
+seed, learning rate and window settings (length-grouped batches padded per batch, best epoch on
+dev F1; with one epoch, the last).
+
+Both sides are scored by the same official SQuAD scorer (:mod:`bertkit.metrics.qa`); SQuAD 2.0:
+the fixed-threshold (0.0) scores and the best-threshold scores (from each side's no-answer score
+differences). The sides alternate (seed 1: stock first, seed 2: bertkit first, ...) and the
+1-minute load average is recorded before and after each run. Per side: median (min-max) over
+seeds of test F1/EM and training throughput (questions/s; bertkit's ``train_seconds`` exclude
+evaluation, stock's are the wall time of ``Trainer.train()``).
+
+Usage:
+    BERTKIT_DATA=../shared/data python benchmarks/qa_vs_stock.py --data squad \\
+        [--max-train-samples 2000 --max-eval-samples 500 --epochs 1 --batch-size 16 \\
+         --lr 5e-5 --max-length 384 --doc-stride 128 --seeds 1,2,3 --threads 1] [--json OUT] \\
+        [--name LOG]   # printed lines also go to benchmarks/results/<LOG>.log
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+RESULTS = Path(__file__).resolve().parent / "results"
+
+from _interleave import load1, logger, read_split, shared_note, side_order, spread  # noqa: E402
+from bertkit.data.sets import data_root  # noqa: E402
+from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
+from bertkit.metrics.qa import squad_scores  # noqa: E402
+
+
+def flat_subset(src: Path, out: Path, sizes: dict[str, int | None]) -> Path:
+    """The first N questions of each ``<split>.json`` (SQuAD JSON) of ``src`` as ``datasets``
+    JSON lines in ``out`` (id, title, context, question, answers{text, answer_start}), so both
+    sides read the same questions."""
+    out.mkdir(parents=True, exist_ok=True)
+    for split, n in sizes.items():
+        doc = json.loads((src / f"{split}.json").read_text(encoding="utf-8"))
+        rows = []
+        for a, article in enumerate(doc["data"]):
+            for p in article["paragraphs"]:
+                for q in p["qas"]:
+                    rows.append({"id": q["id"], "title": article.get("title", f"article {a + 1}"),
+                                 "context": p["context"], "question": q["question"],
+                                 "answers": {"text": [x["text"] for x in q["answers"]],
+                                             "answer_start": [x["answer_start"]
+                                                              for x in q["answers"]]}})
+        rows = rows[:n] if n else rows
+        (out / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows),
+                                            encoding="utf-8")
+    return out
+
+
+# ---- the stock recipe: run_qa.py's feature functions and utils_qa's post-processing ----------
+
+def prepare_train_features(examples, tokenizer, max_length, doc_stride):
+    """``run_qa.py``'s ``prepare_train_features`` (right padding side)."""
+    examples["question"] = [q.lstrip() for q in examples["question"]]
+    tok = tokenizer(examples["question"], examples["context"], truncation="only_second",
+                    max_length=max_length, stride=doc_stride, return_overflowing_tokens=True,
+                    return_offsets_mapping=True, padding="max_length")
+    sample_mapping = tok.pop("overflow_to_sample_mapping")
+    offset_mapping = tok.pop("offset_mapping")
+    tok["start_positions"], tok["end_positions"] = [], []
+    for i, offsets in enumerate(offset_mapping):
+        input_ids = tok["input_ids"][i]
+        cls_index = input_ids.index(tokenizer.cls_token_id) \
+            if tokenizer.cls_token_id in input_ids else 0
+        sequence_ids = tok.sequence_ids(i)
+        answers = examples["answers"][sample_mapping[i]]
+        if len(answers["answer_start"]) == 0:
+            tok["start_positions"].append(cls_index)
+            tok["end_positions"].append(cls_index)
+            continue
+        start_char = answers["answer_start"][0]
+        end_char = start_char + len(answers["text"][0])
+        token_start_index = 0
+        while sequence_ids[token_start_index] != 1:
+            token_start_index += 1
+        token_end_index = len(input_ids) - 1
+        while sequence_ids[token_end_index] != 1:
+            token_end_index -= 1
+        if not (offsets[token_start_index][0] <= start_char
+                and offsets[token_end_index][1] >= end_char):
+            tok["start_positions"].append(cls_index)
+            tok["end_positions"].append(cls_index)
+        else:
+            while token_start_index < len(offsets) and offsets[token_start_index][0] <= start_char:
+                token_start_index += 1
+            tok["start_positions"].append(token_start_index - 1)
+            while offsets[token_end_index][1] >= end_char:
+                token_end_index -= 1
+            tok["end_positions"].append(token_end_index + 1)
+    return tok
+
+
+def prepare_validation_features(examples, tokenizer, max_length, doc_stride):
+    """``run_qa.py``'s ``prepare_validation_features``."""
+    examples["question"] = [q.lstrip() for q in examples["question"]]
+    tok = tokenizer(examples["question"], examples["context"], truncation="only_second",
+                    max_length=max_length, stride=doc_stride, return_overflowing_tokens=True,
+                    return_offsets_mapping=True, padding="max_length")
+    sample_mapping = tok.pop("overflow_to_sample_mapping")
+    tok["example_id"] = []
+    for i in range(len(tok["input_ids"])):
+        sequence_ids = tok.sequence_ids(i)
+        tok["example_id"].append(examples["id"][sample_mapping[i]])
+        tok["offset_mapping"][i] = [(o if sequence_ids[k] == 1 else None)
+                                    for k, o in enumerate(tok["offset_mapping"][i])]
+    return tok
+
+
+def postprocess_qa_predictions(examples, features, predictions, version_2_with_negative=False,
+                               n_best_size=20, max_answer_length=30,
+                               null_score_diff_threshold=0.0):
+    """``utils_qa.postprocess_qa_predictions`` (its decisions unchanged); also returns the best
+    non-null text per question, for the best-threshold sweep."""
+    all_start_logits, all_end_logits = predictions
+    example_id_to_index = {k: i for i, k in enumerate(examples["id"])}
+    features_per_example = collections.defaultdict(list)
+    for i, feature in enumerate(features):
+        features_per_example[example_id_to_index[feature["example_id"]]].append(i)
+    all_predictions, scores_diff, best_text = {}, {}, {}
+    for example_index, example in enumerate(examples):
+        min_null_prediction, prelim = None, []
+        for feature_index in features_per_example[example_index]:
+            start_logits = all_start_logits[feature_index]
+            end_logits = all_end_logits[feature_index]
+            offset_mapping = features[feature_index]["offset_mapping"]
+            feature_null_score = start_logits[0] + end_logits[0]
+            if min_null_prediction is None or min_null_prediction["score"] > feature_null_score:
+                min_null_prediction = {"offsets": (0, 0), "score": feature_null_score,
+                                       "start_logit": start_logits[0],
+                                       "end_logit": end_logits[0]}
+            start_indexes = np.argsort(start_logits)[-1:-n_best_size - 1:-1].tolist()
+            end_indexes = np.argsort(end_logits)[-1:-n_best_size - 1:-1].tolist()
+            for s in start_indexes:
+                for e in end_indexes:
+                    if (s >= len(offset_mapping) or e >= len(offset_mapping)
+                            or offset_mapping[s] is None or len(offset_mapping[s]) < 2
+                            or offset_mapping[e] is None or len(offset_mapping[e]) < 2):
+                        continue
+                    if e < s or e - s + 1 > max_answer_length:
+                        continue
+                    prelim.append({"offsets": (offset_mapping[s][0], offset_mapping[e][1]),
+                                   "score": start_logits[s] + end_logits[e],
+                                   "start_logit": start_logits[s], "end_logit": end_logits[e]})
+        if version_2_with_negative and min_null_prediction is not None:
+            prelim.append(min_null_prediction)
+            null_score = min_null_prediction["score"]
+        preds = sorted(prelim, key=lambda x: x["score"], reverse=True)[:n_best_size]
+        if version_2_with_negative and min_null_prediction is not None \
+                and not any(p["offsets"] == (0, 0) for p in preds):
+            preds.append(min_null_prediction)
+        context = example["context"]
+        for pred in preds:
+            offsets = pred.pop("offsets")
+            pred["text"] = context[offsets[0]:offsets[1]]
+        if len(preds) == 0 or (len(preds) == 1 and preds[0]["text"] == ""):
+            preds.insert(0, {"text": "empty", "start_logit": 0.0, "end_logit": 0.0,
+                             "score": 0.0})
+        qid = example["id"]
+        if not version_2_with_negative:
+            all_predictions[qid] = best_text[qid] = preds[0]["text"]
+            continue
+        i = 0
+        while preds[i]["text"] == "":
+            i += 1
+        best = preds[i]
+        diff = float(null_score - best["start_logit"] - best["end_logit"])
+        scores_diff[qid], best_text[qid] = diff, best["text"]
+        all_predictions[qid] = "" if diff > null_score_diff_threshold else best["text"]
+    return all_predictions, scores_diff, best_text
+
+
+def score_side(test: list[dict], preds: dict, v2: bool, diffs: dict | None = None,
+               spans: dict | None = None) -> dict:
+    gold = {r["id"]: [t.strip() for t in r["answers"]["text"]] for r in test}
+    if not v2:
+        return squad_scores(gold, preds, "1.1")
+    return squad_scores(gold, preds, "2.0", na_scores=diffs, span_predictions=spans)
+
+
+def stock_recipe(d: Path, args, seed: int, out: str, v2: bool) -> dict:
+    """The stock Trainer recipe; returns test scores and timings."""
+    import datasets
+    from transformers import (AutoModelForQuestionAnswering, AutoTokenizer, Trainer,
+                              TrainingArguments, default_data_collator, set_seed)
+
+    quiet_transformers()
+    datasets.disable_progress_bars()
+    train, test = read_split(d, "train"), read_split(d, "test")
+    model_name = default_model()
+    tok = AutoTokenizer.from_pretrained(model_name)
+    train_raw, test_raw = datasets.Dataset.from_list(train), datasets.Dataset.from_list(test)
+    train_ds = train_raw.map(lambda b: prepare_train_features(b, tok, args.max_length,
+                                                              args.doc_stride),
+                             batched=True, remove_columns=train_raw.column_names)
+    test_feats = test_raw.map(lambda b: prepare_validation_features(b, tok, args.max_length,
+                                                                    args.doc_stride),
+                              batched=True, remove_columns=test_raw.column_names)
+    set_seed(seed)
+    model = AutoModelForQuestionAnswering.from_pretrained(model_name)
+    targs = TrainingArguments(output_dir=out, per_device_train_batch_size=args.batch_size,
+                              per_device_eval_batch_size=args.eval_batch_size,
+                              learning_rate=args.lr, num_train_epochs=args.epochs, seed=seed,
+                              report_to=[], save_strategy="no", eval_strategy="no",
+                              logging_steps=10**6, disable_tqdm=True,
+                              use_cpu=not torch.cuda.is_available())
+    trainer = Trainer(model=model, args=targs, train_dataset=train_ds,
+                      data_collator=default_data_collator)
+    start = time.perf_counter()
+    trainer.train()
+    train_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    out_pred = trainer.predict(test_feats.remove_columns(["example_id", "offset_mapping"]))
+    preds, diffs, spans = postprocess_qa_predictions(
+        test_raw, test_feats, out_pred.predictions, version_2_with_negative=v2,
+        n_best_size=args.n_best, max_answer_length=args.max_answer_length)
+    predict_seconds = time.perf_counter() - start
+    return {"test": score_side(test, preds, v2, diffs, spans), "train_seconds": train_seconds,
+            "train_windows": len(train_ds),
+            "train_questions_per_second": len(train) * args.epochs / train_seconds,
+            "predict_seconds": predict_seconds}
+
+
+def bertkit_run(d: Path, args, seed: int, out: str) -> dict:
+    from bertkit.tasks.qa import QAConfig, finetune_qa
+
+    cfg = QAConfig(data=str(d), epochs=args.epochs, batch_size=args.batch_size, seed=seed,
+                   output_dir=out, max_length=args.max_length, doc_stride=args.doc_stride,
+                   n_best=args.n_best, max_answer_length=args.max_answer_length, lr=args.lr,
+                   warmup=args.warmup, weight_decay=args.weight_decay, logging_steps=10**9,
+                   eval_batch_size=args.eval_batch_size)
+    r = finetune_qa(cfg, console=None)
+    n = len(read_split(d, "train"))
+    r["train_questions_per_second"] = n * args.epochs / r["train_seconds"]
+    r["train_windows"] = r["windows"]["train"]
+    return r
+
+
+def row(name: str, seed: int, r: dict) -> str:
+    t = r["test"]
+    best = f"  best-threshold F1 {t['best_f1']:6.2f} EM {t['best_exact']:6.2f}" \
+        if "best_f1" in t else ""
+    return (f"seed {seed} {name:<8} test F1 {t['f1']:6.2f}  EM {t['exact']:6.2f}{best}  train "
+            f"{r['train_seconds']:7.1f} s {r['train_questions_per_second']:7.2f} questions/s "
+            f"({r['train_windows']} windows)  predict {r['predict_seconds']:6.1f} s  "
+            + shared_note(r["load_before"], r["load_after"], torch.get_num_threads()))
+
+
+def report(results: dict, seeds: list[int], log) -> tuple[float, float]:
+    """Print the per-side medians, the F1 difference and the throughput ratio; return both."""
+    log(f"\nover seeds {seeds} (official SQuAD scorer, points; throughput in questions/s):")
+    med = {}
+    for side, runs in results.items():
+        f1 = [runs[s]["test"]["f1"] for s in seeds]
+        em = [runs[s]["test"]["exact"] for s in seeds]
+        tp = [runs[s]["train_questions_per_second"] for s in seeds]
+        med[side] = (statistics.median(f1), statistics.median(tp))
+        log(f"{side:<8} F1 {spread(f1)}  EM {spread(em)}  throughput {spread(tp)}")
+        if "best_f1" in runs[seeds[0]]["test"]:
+            bf = [runs[s]["test"]["best_f1"] for s in seeds]
+            log(f"{side:<8} best-threshold F1 {spread(bf)} (fixed threshold 0.0 above)")
+    gain = med["bertkit"][0] - med["stock"][0]
+    ratio = med["bertkit"][1] / med["stock"][1]
+    log(f"bertkit/stock, ratio of the medians: F1 {gain:+.2f} points (goal >= 0: "
+        f"{'met' if gain >= 0 else 'MISSED'}), training throughput {ratio:.2f}x (goal >= 1.5x: "
+        f"{'met' if ratio >= 1.5 else 'MISSED'})")
+    return gain, ratio
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="squad", help="name under $BERTKIT_DATA/qa/ or a directory "
+                                                    "with train/dev/test.json (SQuAD JSON)")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--lr", type=float, default=5e-5, help="both sides' learning rate")
+    ap.add_argument("--warmup", type=float, default=0.0, help="bertkit's warm-up (stock: none)")
+    ap.add_argument("--weight-decay", type=float, default=0.0,
+                    help="bertkit's weight decay (stock: none)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--batch-size", type=int, default=12, help="run_qa.py README: 12")
+    ap.add_argument("--eval-batch-size", type=int, default=64)
+    ap.add_argument("--max-length", type=int, default=384)
+    ap.add_argument("--doc-stride", type=int, default=128, help="overlap between windows")
+    ap.add_argument("--n-best", type=int, default=20)
+    ap.add_argument("--max-answer-length", type=int, default=30)
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--max-train-samples", type=int, default=None,
+                    help="first N training questions (reduced runs)")
+    ap.add_argument("--max-eval-samples", type=int, default=None,
+                    help="first N dev and test questions")
+    ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
+    ap.add_argument("--name", default=None,
+                    help="log name (<log-dir>/<name>.log; default qa_vs_stock_<data>)")
+    ap.add_argument("--log-dir", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    log = logger(args.log_dir / f"{args.name or 'qa_vs_stock_' + Path(args.data).name}.log")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    src = Path(args.data)
+    if not src.is_dir():
+        root = data_root()
+        if root is None or not (root / "qa" / args.data).is_dir():
+            sys.exit(f"error: no data set '{args.data}': set BERTKIT_DATA to a folder holding "
+                     f"qa/{args.data}/")
+        src = root / "qa" / args.data
+    seeds = [int(s) for s in args.seeds.split(",")]
+    log(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; command: python benchmarks/qa_vs_stock.py "
+        + " ".join(sys.argv[1:]))
+    log(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
+        f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr {args.lr} "
+        f"(bertkit warm-up {args.warmup}, weight decay {args.weight_decay}), batch "
+        f"{args.batch_size}, eval batch {args.eval_batch_size}, windows {args.max_length} / "
+        f"overlap {args.doc_stride}, n-best {args.n_best}, max answer {args.max_answer_length}, "
+        f"seeds {seeds}; train/dev/test first {args.max_train_samples}/{args.max_eval_samples}/"
+        f"{args.max_eval_samples} questions (None = all); load {load1()}")
+    sides = ("stock", "bertkit")
+    results: dict[str, dict[int, dict]] = {side: {} for side in sides}
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        d = flat_subset(src, Path(tmp) / "data", {"train": args.max_train_samples,
+                                                  "dev": args.max_eval_samples,
+                                                  "test": args.max_eval_samples})
+        v2 = any(not r["answers"]["text"] for s in ("train", "dev", "test")
+                 for r in read_split(d, s))
+        log(f"SQuAD 2.0 mode (unanswerable questions in the data): {v2}")
+        for k, seed in enumerate(seeds):
+            for side in side_order(sides, k):
+                before = load1()
+                out = f"{tmp}/{side}-{seed}"
+                r = stock_recipe(d, args, seed, out, v2) if side == "stock" else \
+                    bertkit_run(d, args, seed, out)
+                r.update(load_before=before, load_after=load1())
+                results[side][seed] = r
+                log(row(side, seed, r))
+    gain, ratio = report(results, seeds, log)
+    log(f"total wall time {time.perf_counter() - start:.0f} s; load {load1()}; log {log.path}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        slim = {side: {str(s): {k: v for k, v in r.items() if k in (
+            "test", "train_seconds", "train_questions_per_second", "train_windows",
+            "predict_seconds", "load_before", "load_after")} for s, r in runs.items()}
+            for side, runs in results.items()}
+        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)},
+                                         "runs": slim, "median_f1_gain": gain,
+                                         "median_throughput_ratio": ratio}, indent=2,
+                                        default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()

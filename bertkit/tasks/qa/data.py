@@ -1,0 +1,233 @@
+"""Extractive QA data: SQuAD JSON as released (``data`` -> articles -> ``paragraphs`` ->
+``context``, ``qas``) and the flat JSON lines that ``datasets`` exports (``id``, ``title``,
+``context``, ``question``, ``answers: {text: [...], answer_start: [...]}``), or a registered set
+under ``$BERTKIT_DATA/qa/<name>/{train,dev,test}.json`` (``squad``, ``squad-v2``, ``covid-qa``).
+
+Every question is checked as it is read; a problem stops the run before anything is trained with
+a :class:`~bertkit.errors.BertkitError` naming the file, the article title (or its number) and the
+question id: an empty context or question, a question id given twice in a file, an
+``answer_start`` that does not index its answer text in the context. An answer whose text starts
+or ends with whitespace (655 in COVID-QA) is trimmed and its offset shifted by the characters
+trimmed, so its span starts and ends on text (the labels of :mod:`bertkit.tasks.qa.encoding`).
+
+A question with no answers (or ``is_impossible: true``) is unanswerable (SQuAD 2.0).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from bertkit.data.sets import data_root, entry, resolve_local
+from bertkit.errors import BertkitError
+
+EXTENSIONS = (".json", ".jsonl")
+LAYOUT = "qa/<name>/{train,dev,test}.json"
+
+
+@dataclass
+class QAExample:
+    """One question over one context.
+
+    Attributes:
+        qid: the question id (unique in its file).
+        question / context: the texts as given (the context is never changed: answers are cut
+            from it by character offsets).
+        answers: gold answer texts (trimmed); empty for an unanswerable or unlabelled question.
+        starts: character offset of each answer in ``context``.
+        title: the article title (``article N`` when the file gives none).
+        file: where the question was read; line: 1-based line (JSON lines) or None (SQuAD JSON).
+        labelled: whether the input gave answers at all (prediction input may not).
+    """
+
+    qid: str
+    question: str
+    context: str
+    answers: list[str] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    title: str = ""
+    file: str = ""
+    line: int | None = None
+    labelled: bool = True
+
+    @property
+    def answerable(self) -> bool:
+        """Whether the question has a gold answer."""
+        return bool(self.answers)
+
+
+def _error(message: str, path: Path, title: str, qid: Any, line: int | None = None,
+           expected: str | None = None) -> BertkitError:
+    where = f"article {title!r}" + (f", question {qid!r}" if qid is not None else "")
+    return BertkitError(f"{where}: {message}", file=path, line=line, expected=expected)
+
+
+def trim_answer(text: str, start: int) -> tuple[str, int]:
+    """The answer without surrounding whitespace and its offset shifted accordingly.
+
+    >>> trim_answer(" ACE2 ", 10)
+    ('ACE2', 11)
+    """
+    stripped = text.lstrip()
+    return stripped.rstrip(), start + len(text) - len(stripped)
+
+
+def _answers(raw: Any) -> tuple[list[Any], list[Any]] | None:
+    """(texts, starts) from SQuAD's list of ``{text, answer_start}`` or ``datasets``'
+    ``{text: [...], answer_start: [...]}``; None when malformed."""
+    if raw is None:
+        return [], []
+    if isinstance(raw, dict):
+        texts, starts = raw.get("text", []), raw.get("answer_start", [])
+        if isinstance(texts, list) and isinstance(starts, list) and len(texts) == len(starts):
+            return texts, starts
+        return None
+    if isinstance(raw, list) and all(isinstance(a, dict) for a in raw):
+        return [a.get("text") for a in raw], [a.get("answer_start") for a in raw]
+    return None
+
+
+def make_example(q: dict, context: Any, title: str, path: Path, line: int | None,
+                 labelled: bool = True) -> QAExample:
+    """Check one question record and build its :class:`QAExample`.
+
+    Raises:
+        BertkitError: missing id, empty question or context, malformed answers, an answer whose
+            ``answer_start`` does not index its text (file, article, question id named).
+    """
+    qid = q.get("id")
+    if not isinstance(qid, (str, int)) or isinstance(qid, bool) or str(qid) == "":
+        raise _error("question without an id", path, title, None, line, "an 'id' string")
+    qid = str(qid)
+    if not isinstance(context, str) or not context.strip():
+        raise _error("empty context", path, title, qid, line, "a non-empty 'context' string")
+    question = q.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise _error("empty question", path, title, qid, line, "a non-empty 'question' string")
+    parsed = _answers(q.get("answers"))
+    if parsed is None:
+        raise _error(f"answers are {q.get('answers')!r}", path, title, qid, line,
+                     "a list of {text, answer_start} or {text: [...], answer_start: [...]}")
+    texts, starts = parsed
+    if q.get("is_impossible") is True:
+        texts, starts = [], []
+    answers, offsets = [], []
+    for text, start in zip(texts, starts):
+        if not isinstance(text, str) or not text.strip() or not isinstance(start, int) \
+                or isinstance(start, bool):
+            raise _error(f"answer {text!r} at {start!r}", path, title, qid, line,
+                         "a non-empty answer text and an integer answer_start")
+        if context[start:start + len(text)] != text:
+            found = context[max(start, 0):max(start, 0) + len(text)]
+            raise _error(f"answer_start {start} does not index the answer {text!r} (the "
+                         f"context has {found!r} there)", path, title, qid, line,
+                         "answer_start = the character offset of the answer text in the context")
+        text, start = trim_answer(text, start)
+        answers.append(text)
+        offsets.append(start)
+    has = "answers" in q and q.get("answers") is not None
+    return QAExample(qid, question, context, answers, offsets, title, str(path), line,
+                     labelled and (has or q.get("is_impossible") is True))
+
+
+def _squad_json(path: Path, doc: Any, labelled: bool) -> Iterator[QAExample]:
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list):
+        raise BertkitError("not SQuAD JSON", file=path,
+                           expected="an object with 'data': [articles with 'paragraphs']")
+    for a, article in enumerate(data, 1):
+        title = str(article.get("title") or f"article {a}") if isinstance(article, dict) \
+            else f"article {a}"
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        if not isinstance(paragraphs, list):
+            raise _error("no 'paragraphs' list", path, title, None)
+        for p in paragraphs:
+            qas = p.get("qas") if isinstance(p, dict) else None
+            if not isinstance(qas, list):
+                raise _error("a paragraph without a 'qas' list", path, title, None)
+            for q in qas:
+                if not isinstance(q, dict):
+                    raise _error(f"question is {q!r}", path, title, None, expected="an object")
+                yield make_example(q, p.get("context"), title, path, None, labelled)
+
+
+def _json_lines(path: Path, text: str, labelled: bool) -> Iterator[QAExample]:
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BertkitError(f"not JSON: {exc.msg}", file=path, line=n,
+                               expected="one JSON object a line") from None
+        if not isinstance(rec, dict):
+            raise BertkitError("not a JSON object", file=path, line=n,
+                               expected="{id, question, context, answers}")
+        title = str(rec.get("title") or "")
+        yield make_example(rec, rec.get("context"), title, path, n, labelled)
+
+
+def read_qa_file(path: str | Path, labelled: bool = True) -> list[QAExample]:
+    """Read a SQuAD JSON file or JSON lines (decided by content: a whole-file JSON object with
+    ``data`` is SQuAD JSON, else one record a line).
+
+    Args:
+        labelled: the file should give answers (training/evaluation); prediction input may not.
+
+    Raises:
+        BertkitError: unreadable file, bad JSON, no questions, a question id twice, or a bad
+            question (:func:`make_example`).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BertkitError(f"cannot read the file: {getattr(exc, 'strerror', None) or exc}",
+                           file=path) from None
+    doc = None
+    if text.lstrip().startswith("{"):
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            doc = None  # JSON lines (or bad JSON: reported by line)
+    examples = list(_squad_json(path, doc, labelled) if isinstance(doc, dict) and "data" in doc
+                    else _json_lines(path, text, labelled))
+    if not examples:
+        raise BertkitError("no questions found", file=path,
+                           expected="SQuAD JSON or JSON lines with id, question, context")
+    seen: dict[str, QAExample] = {}
+    for ex in examples:
+        if ex.qid in seen:
+            raise _error(f"question id given twice (first in article {seen[ex.qid].title!r})",
+                         path, ex.title, ex.qid, ex.line, "unique question ids")
+        seen[ex.qid] = ex
+    return examples
+
+
+def load_qa_data(data: str, splits: tuple[str, ...]) -> tuple[dict, dict]:
+    """Load ``splits`` of ``data`` (a directory or a registered name under ``$BERTKIT_DATA``).
+
+    Returns:
+        (``{split: [QAExample]}``, ``{split: file}``).
+
+    Raises:
+        BertkitError: unknown name, missing split file, a registered set not under the data
+            root, or bad data (:func:`read_qa_file`).
+    """
+    files = resolve_local(data, "qa", EXTENSIONS, splits)
+    if files is None:
+        root = data_root()
+        where = f"BERTKIT_DATA={root} has no qa/{data}/" if root else "BERTKIT_DATA is not set"
+        reg = entry("qa", data)
+        raise BertkitError(f"data set '{data}' is not available: {where}",
+                           expected=f"BERTKIT_DATA pointing at a folder holding {LAYOUT}, or "
+                                    f"--data DIRECTORY" + (f" ({reg.description})" if reg else ""))
+    return ({split: read_qa_file(path) for split, path in files.items()},
+            {split: str(path) for split, path in files.items()})
+
+
+def count_unanswerable(examples: list[QAExample]) -> int:
+    """Questions without a gold answer."""
+    return sum(1 for ex in examples if ex.labelled and not ex.answers)

@@ -1,0 +1,393 @@
+"""``finetune qa``, ``evaluate qa`` and ``predict qa``: extractive question answering as a
+:class:`~bertkit.tasks.base.Task`, run by the shared driver.
+
+BERT's setup for SQuAD (Devlin et al., 2019, §4.2-4.3), as Hugging Face ``run_qa.py`` runs it:
+``[CLS] question [SEP] context window [SEP]`` inputs (:mod:`bertkit.tasks.qa.encoding`), a
+start and an end logit per piece, the best span pooled over all windows of a question
+(:mod:`bertkit.tasks.qa.decode`), scored by the official SQuAD scorers
+(:mod:`bertkit.metrics.qa`); best epoch by dev F1.
+
+SQuAD 2.0 mode (``--unanswerable auto``: on when the data has unanswerable questions, said in
+the run summary; never the silent mode in which unanswerable questions are trained as spans):
+no-answer score per question, an empty answer above ``--null-threshold``, and the best threshold
+found on dev reported and saved beside the fixed one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from rich.console import Console
+
+from bertkit.errors import BertkitError
+from bertkit.inference import run_batches, sorted_batches
+from bertkit.io import write_text
+from bertkit.metrics.qa import squad_scores
+from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.common import parse_split
+from bertkit.tasks.driver import finetune
+from bertkit.tasks.qa.config import QAConfig
+from bertkit.tasks.qa.data import (EXTENSIONS, QAExample, count_unanswerable, load_qa_data,
+                                   read_qa_file)
+from bertkit.tasks.qa.decode import NEG, Answers, decode
+from bertkit.tasks.qa.encoding import Features, WindowBatches, collate, encode
+from bertkit.tasks.qa.model import SpanLoss, build_qa_model, load_qa_model, save_qa_model
+from bertkit.training.devices import Runtime, make_runtime
+
+SCORING = ("official SQuAD scorers (evaluate-v1.1.py / evaluate-v2.0.py): answers normalised "
+           "(lowercase, ASCII punctuation and the articles a/an/the removed, whitespace "
+           "collapsed); EM and token F1 each the max over gold answers, percent; a question "
+           "without a prediction scores 0 and counts in the total")
+
+
+def window_logits(model, features: Features, runtime: Runtime, pad_id: int,
+                  batch_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end logits ``[F, T]`` float32 of every window (``T`` the longest window;
+    padding ``NEG``). Windows run sorted by length, each batch padded to its own longest."""
+    inner = model.model if isinstance(model, SpanLoss) else model
+    F = len(features)
+    T = int(features.lengths.max()) if F else 1
+    start = np.full((F, T), NEG, dtype=np.float32)
+    end = np.full((F, T), NEG, dtype=np.float32)
+    if not F:
+        return start, end
+    inner.eval()
+    inner.to(runtime.device)
+
+    def run(idx: np.ndarray) -> None:
+        batch = runtime.to_device(collate(features, idx, pad_id, labels=False))
+        with runtime.autocast():
+            out = inner(**batch)
+        width = batch["input_ids"].shape[1]
+        mask = batch["attention_mask"].bool()
+        s = out.start_logits.float().masked_fill(~mask, NEG).cpu().numpy()
+        e = out.end_logits.float().masked_fill(~mask, NEG).cpu().numpy()
+        start[idx, :width], end[idx, :width] = s, e
+
+    run_batches(run, sorted_batches(features.lengths, batch_size), runtime.device)
+    return start, end
+
+
+def answer_questions(model, tokenizer, examples: Sequence[QAExample], settings: dict,
+                     runtime: Runtime, batch_size: int = 64,
+                     features: Features | None = None) -> tuple[Answers, Features]:
+    """Encode (unless ``features`` are given), run and decode ``examples``.
+
+    Args:
+        settings: ``max_length``, ``doc_stride``, ``max_question_length``, ``n_best``,
+            ``max_answer_length``.
+    """
+    if features is None:
+        features = encode(examples, tokenizer, settings["max_length"], settings["doc_stride"],
+                          settings["max_question_length"])
+    start, end = window_logits(model, features, runtime, tokenizer.pad_token_id, batch_size)
+    answers = decode(start, end, features, [x.context for x in examples], settings["n_best"],
+                     settings["max_answer_length"])
+    return answers, features
+
+
+def score(examples: Sequence[QAExample], answers: Answers, v2: bool,
+          threshold: float | None = 0.0) -> dict:
+    """The official scores of ``answers`` (:func:`bertkit.metrics.qa.squad_scores`): v1.1, or
+    v2.0 with ``threshold`` on the no-answer score difference and the best thresholds."""
+    gold = {x.qid: x.answers for x in examples}
+    if not v2:
+        return squad_scores(gold, dict(zip(gold, answers.text)), "1.1")
+    given = answers.final(threshold)
+    return {**squad_scores(gold, dict(zip(gold, given)), "2.0",
+                           na_scores=dict(zip(gold, answers.null_diff.tolist())),
+                           span_predictions=dict(zip(gold, answers.text))),
+            "threshold": threshold}
+
+
+def prediction_lines(examples: Sequence[QAExample], answers: Answers, v2: bool,
+                     threshold: float | None, gold: bool = False) -> str:
+    """JSON lines, one per question: ``id``, ``answer`` (``""``: no answer), ``start``/``end``
+    (character offsets ``[start, end)`` of the answer in the original context; -1 when empty),
+    ``score`` (start + end logit of the best span), v2 also ``null_score_diff``; ``gold`` adds
+    the gold answers."""
+    given = answers.final(threshold if v2 else None)
+    out = []
+    for i, (ex, text) in enumerate(zip(examples, given)):
+        rec = {"id": ex.qid, "answer": text,
+               "start": int(answers.start[i]) if text else -1,
+               "end": int(answers.end[i]) if text else -1,
+               "score": round(float(answers.span_score[i]), 4)}
+        if v2:
+            rec["null_score_diff"] = round(float(answers.null_diff[i]), 4)
+        if gold:
+            rec["gold"] = ex.answers
+        out.append(json.dumps(rec, ensure_ascii=False) + "\n")
+    return "".join(out)
+
+
+def _settings(cfg: QAConfig) -> dict:
+    return {"max_length": cfg.max_length, "doc_stride": cfg.doc_stride,
+            "max_question_length": cfg.max_question_length, "n_best": cfg.n_best,
+            "max_answer_length": cfg.max_answer_length}
+
+
+def decide_v2(cfg: QAConfig, data: TaskData) -> tuple[bool, str | None]:
+    """Whether to run in SQuAD 2.0 mode, and the note saying why when chosen automatically.
+
+    Raises:
+        BertkitError: ``--unanswerable off`` with unanswerable questions in the data (file,
+            article and question id of the first named).
+    """
+    counts = {s: count_unanswerable(xs) for s, xs in
+              (("train", data.label_examples), ("dev", data.splits["dev"]),
+               ("test", data.splits["test"]))}
+    found = sum(counts.values())
+    if cfg.unanswerable == "on":
+        return True, None
+    if cfg.unanswerable == "off":
+        if found:
+            for split in ("train", "dev", "test"):
+                xs = data.label_examples if split == "train" else data.splits[split]
+                first = next((x for x in xs if x.labelled and not x.answers), None)
+                if first is not None:
+                    raise BertkitError(
+                        f"article {first.title!r}, question {first.qid!r}: unanswerable question "
+                        f"({found} in the data: train {counts['train']}, dev {counts['dev']}, "
+                        f"test {counts['test']}) with --unanswerable off", file=first.file,
+                        line=first.line, expected="--unanswerable on (or auto) for SQuAD 2.0 "
+                                                  "data, or data whose questions all have answers")
+        return False, None
+    if found:
+        return True, (f"SQuAD 2.0 mode on: the data has unanswerable questions (train "
+                      f"{counts['train']}, dev {counts['dev']}, test {counts['test']}); an answer "
+                      f"is empty when null score - best span score > {cfg.null_threshold}")
+    return False, None
+
+
+class QATask:
+    """Extractive question answering as a :class:`~bertkit.tasks.base.Task` (module docstring)."""
+
+    name = "qa"
+    config_class = QAConfig
+    data_kind = "qa"
+    extensions = EXTENSIONS
+    unit = "questions"
+    select_metric = "f1"
+
+    def load(self, cfg: QAConfig, splits: tuple[str, ...], console: Console | None = None
+             ) -> TaskData:
+        """Read ``splits`` of ``cfg.data`` (directory or registered name)."""
+        out, sources = load_qa_data(cfg.data, splits)
+        return TaskData(out, sources)
+
+    def prepare(self, cfg: QAConfig, model_name: str, data: TaskData, runtime: Runtime,
+                console: Console | None = None) -> Prepared:
+        """The QA model, the training windows and the dev/test/save steps.
+
+        Raises:
+            BertkitError: unanswerable questions with ``--unanswerable off``; a model that
+                cannot be loaded.
+        """
+        from bertkit.encoders import load_tokenizer
+
+        train_x, dev_x, test_x = (data.splits[k] for k in ("train", "dev", "test"))
+        v2, note = decide_v2(cfg, data)
+        tokenizer = load_tokenizer(model_name)
+        settings = _settings(cfg)
+        model = SpanLoss(build_qa_model(model_name))
+        feats = {"train": encode(train_x, tokenizer, cfg.max_length, cfg.doc_stride,
+                                 cfg.max_question_length),
+                 "dev": encode(dev_x, tokenizer, cfg.max_length, cfg.doc_stride,
+                               cfg.max_question_length)}
+        pad = tokenizer.pad_token_id
+        batches = WindowBatches(feats["train"], cfg.batch_size, cfg.seed, pad, cfg.length_group)
+        tr = feats["train"]
+        outside = int(sum(1 for x in train_x if x.answers)
+                      - len(set(tr.example[tr.start_positions > 0].tolist())))
+        summary = (f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} questions (train/dev/test), "
+                   f"{len(tr)}/{len(feats['dev'])} windows of {cfg.max_length} pieces, overlap "
+                   f"{cfg.doc_stride} (train/dev); {tr.questions_cut} train questions cut at "
+                   f"{cfg.max_question_length} pieces; SQuAD {'2.0' if v2 else '1.1'} mode; model "
+                   f"{model_name}; device {runtime.device}, {runtime.precision}")
+        if note:
+            summary = f"note: {note}\n{summary}"
+        if outside:
+            summary += (f"\nnote: {outside} answerable training question(s) have no window "
+                        f"holding the whole answer (labelled [CLS])")
+        state: dict = {}
+
+        def run(m, split: str, xs) -> Answers:
+            return answer_questions(m, tokenizer, xs, settings, runtime, cfg.eval_batch_size,
+                                    feats[split])[0]
+
+        def evaluate_dev(m) -> dict:
+            return score(dev_x, run(m, "dev", dev_x), v2, cfg.null_threshold)
+
+        def test(m, console: Console | None = None) -> ScoredSplit:
+            feats["test"] = encode(test_x, tokenizer, cfg.max_length, cfg.doc_stride,
+                                   cfg.max_question_length)
+            answers = run(m, "test", test_x)
+            metrics = score(test_x, answers, v2, cfg.null_threshold)
+            if v2:  # the threshold chosen on dev, applied to test
+                dev = score(dev_x, run(m, "dev", dev_x), v2, cfg.null_threshold)
+                t = dev["best_f1_thresh"]
+                state["dev_threshold"] = t
+                at = score(test_x, answers, v2, t)
+                metrics.update({"dev_best_f1_thresh": t, "exact_at_dev_thresh": at["exact"],
+                                "f1_at_dev_thresh": at["f1"]})
+
+            def write(run_dir: Path) -> None:
+                write_text(Path(run_dir) / "test_predictions.jsonl",
+                           prediction_lines(test_x, answers, v2, cfg.null_threshold, gold=True))
+
+            return ScoredSplit(metrics, write)
+
+        def save(m, directory: Path) -> None:
+            save_qa_model(m, tokenizer, directory, {
+                **settings, "unanswerable": v2, "null_threshold": cfg.null_threshold,
+                "dev_best_f1_thresh": state.get("dev_threshold"), "base_model": model_name,
+                "data": cfg.data})
+
+        return Prepared(model, batches, evaluate_dev, test, save, summary=summary, results={
+            "unanswerable": v2, "doc_stride_is": "overlap (Hugging Face run_qa.py)",
+            "windows": {"train": len(tr), "dev": len(feats["dev"])},
+            "questions_cut": {"train": tr.questions_cut,
+                              "dev": feats["dev"].questions_cut},
+            "scoring": SCORING})
+
+    def report(self, results: dict, title: str):
+        """EM and F1 (all, HasAns, NoAns; v2 also the best thresholds) as a rich table."""
+        return qa_table(results["test"] if "test" in results else results, title)
+
+    @staticmethod
+    def evaluate(*args, **kwargs):
+        """:func:`evaluate_qa`."""
+        return evaluate_qa(*args, **kwargs)
+
+    @staticmethod
+    def predict(*args, **kwargs):
+        """:func:`predict_qa`."""
+        return predict_qa(*args, **kwargs)
+
+
+def qa_table(metrics: dict, title: str):
+    """The official scores of one split as a rich table (percent)."""
+    from rich.table import Table
+
+    v2 = "threshold" in metrics
+    caption = "official SQuAD v2.0 scorer" if v2 else "official SQuAD v1.1 scorer"
+    if v2:
+        caption += f"; empty answer when null - span score > {metrics['threshold']}"
+    table = Table(title=title, caption=caption)
+    for col in ("questions", "EM", "F1", "n"):
+        table.add_column(col, justify="left" if col == "questions" else "right")
+    table.add_row("[bold]all", f"{metrics['exact']:.2f}", f"[bold]{metrics['f1']:.2f}",
+                  str(metrics["total"]))
+    for part in ("HasAns", "NoAns"):
+        if f"{part}_total" in metrics:
+            table.add_row(part, f"{metrics[f'{part}_exact']:.2f}", f"{metrics[f'{part}_f1']:.2f}",
+                          str(metrics[f"{part}_total"]))
+    if "best_f1" in metrics:
+        table.add_section()
+        table.add_row(f"best threshold (EM {metrics['best_exact_thresh']:.3g}, "
+                      f"F1 {metrics['best_f1_thresh']:.3g})", f"{metrics['best_exact']:.2f}",
+                      f"{metrics['best_f1']:.2f}", "")
+    if "f1_at_dev_thresh" in metrics:
+        table.add_row(f"dev's best F1 threshold ({metrics['dev_best_f1_thresh']:.3g})",
+                      f"{metrics['exact_at_dev_thresh']:.2f}",
+                      f"{metrics['f1_at_dev_thresh']:.2f}", "")
+    if metrics.get("missing"):
+        table.add_row("missing predictions", "", "", str(metrics["missing"]))
+    return table
+
+
+TASK = QATask()
+
+
+def finetune_qa(cfg: QAConfig, console: Console | None = None) -> dict:
+    """Fine-tune, keep the best dev epoch (F1), score test, and write the run directory (through
+    the shared driver, :func:`bertkit.tasks.driver.finetune`).
+
+    Writes ``config.yaml``, ``metrics.jsonl``, ``results.json``, ``test_predictions.jsonl`` and
+    ``model/`` (a plain ``AutoModelForQuestionAnswering`` + tokenizer + ``bertkit.json``).
+
+    Raises:
+        BertkitError: bad data (before any training), model, settings or output directory.
+    """
+    return finetune(TASK, cfg, console)
+
+
+def _saved_settings(model, meta: dict) -> dict:
+    from bertkit.lengths import fit_length, position_limit
+
+    return {"max_length": fit_length(int(meta.get("max_length", 384)),
+                                     position_limit(model.config)),
+            "doc_stride": int(meta.get("doc_stride", 128)),
+            "max_question_length": int(meta.get("max_question_length", 64)),
+            "n_best": int(meta.get("n_best", 20)),
+            "max_answer_length": int(meta.get("max_answer_length", 30))}
+
+
+def _threshold(meta: dict, null_threshold: float | None) -> float:
+    return float(meta.get("null_threshold", 0.0)) if null_threshold is None else null_threshold
+
+
+def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "auto",
+                precision: str = "auto", batch_size: int = 64,
+                null_threshold: float | None = None, console: Console | None = None):
+    """Score a saved QA model on one split of ``data`` with the official scorer.
+
+    Args:
+        null_threshold: SQuAD 2.0 threshold (None: the one saved with the model).
+
+    Returns:
+        (metrics, examples, answers, v2 mode, threshold).
+
+    Raises:
+        BertkitError: no saved model there, bad data or an unknown split.
+    """
+    split = parse_split(split)
+    model, tokenizer, meta = load_qa_model(model_dir)
+    runtime = make_runtime(device, precision)
+    out, _ = load_qa_data(data, (split,))
+    xs = out[split]
+    v2 = bool(meta.get("unanswerable")) or count_unanswerable(xs) > 0
+    if v2 and not meta.get("unanswerable") and console:
+        console.print(f"[yellow]warning:[/] {split} has unanswerable questions but the model was "
+                      f"trained without them (SQuAD 1.1 mode): scoring as SQuAD 2.0",
+                      highlight=False)
+    t = _threshold(meta, null_threshold)
+    answers, _ = answer_questions(model, tokenizer, xs, _saved_settings(model, meta), runtime,
+                                  batch_size)
+    return score(xs, answers, v2, t), xs, answers, v2, t
+
+
+def predict_qa(model_dir: str, input_path: str, output: str | None = None, device: str = "auto",
+               precision: str = "auto", batch_size: int = 64,
+               null_threshold: float | None = None, console: Console | None = None) -> str:
+    """Answer the questions of a file: JSON lines with ``id``, ``question``, ``context`` (the
+    ``datasets`` form; answers optional) or SQuAD JSON.
+
+    Args:
+        output: file to write atomically; None returns the text only.
+        null_threshold: SQuAD 2.0 threshold (None: the one saved with the model).
+
+    Returns:
+        JSON lines (:func:`prediction_lines`): ``id``, ``answer``, ``start``, ``end``, ``score``
+        (and ``null_score_diff`` for a SQuAD 2.0 model).
+
+    Raises:
+        BertkitError: unreadable or bad input (file, article, question id named), no saved model.
+    """
+    model, tokenizer, meta = load_qa_model(model_dir)
+    runtime = make_runtime(device, precision)
+    xs = read_qa_file(input_path, labelled=False)
+    v2 = bool(meta.get("unanswerable"))
+    answers, feats = answer_questions(model, tokenizer, xs, _saved_settings(model, meta),
+                                      runtime, batch_size)
+    if console and feats.questions_cut:
+        console.print(f"note: {feats.questions_cut} question(s) cut at "
+                      f"{meta.get('max_question_length')} pieces", highlight=False)
+    text = prediction_lines(xs, answers, v2, _threshold(meta, null_threshold))
+    if output:
+        write_text(output, text)
+    return text

@@ -1,0 +1,58 @@
+"""Reading SQuAD JSON and datasets JSON lines; bad input named by file, article and question."""
+
+import json
+
+import pytest
+
+from bertkit.errors import BertkitError
+from bertkit.tasks.qa.data import load_qa_data, read_qa_file
+from tests.tasks.qa.conftest import CONTEXT, squad_doc
+
+
+def test_squad_json_read_and_space_padded_answer_trimmed(tmp_path):
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(squad_doc(unanswerable=True)))
+    xs = read_qa_file(path)
+    assert [x.qid for x in xs] == ["q1", "q2", "q3", "q4", "q5"]
+    q2 = xs[1]
+    assert q2.answers == ["nephrotoxicity"] and q2.starts == [56]
+    assert CONTEXT[56:56 + len("nephrotoxicity")] == "nephrotoxicity"
+    assert xs[2].answers == ["120", "120 patients"] and xs[0].title == "Drugs"
+    assert not xs[4].answerable and xs[4].labelled
+
+
+def test_datasets_jsonl_form(tmp_path):
+    path = tmp_path / "train.jsonl"
+    rec = {"id": "a1", "title": "T", "context": CONTEXT, "question": "What does aspirin inhibit?",
+           "answers": {"text": ["platelet aggregation"], "answer_start": [17]}}
+    empty = {**rec, "id": "a2", "answers": {"text": [], "answer_start": []}}
+    path.write_text(json.dumps(rec) + "\n\n" + json.dumps(empty) + "\n")
+    xs = read_qa_file(path)
+    assert [(x.qid, x.answers, x.starts, x.line) for x in xs] == \
+        [("a1", ["platelet aggregation"], [17], 1), ("a2", [], [], 3)]
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda q, p: q.update(answers=[{"text": "platelet", "answer_start": 3}]),
+     "answer_start 3 does not index the answer 'platelet'"),
+    (lambda q, p: p.update(context="   "), "empty context"),
+    (lambda q, p: q.update(id="q2"), "question id given twice"),
+    (lambda q, p: q.update(question=""), "empty question"),
+])
+def test_bad_input_names_file_article_and_question(tmp_path, change, message):
+    doc = squad_doc()
+    para = doc["data"][0]["paragraphs"][0]
+    change(para["qas"][0], para)
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(BertkitError) as err:
+        read_qa_file(path)
+    text = str(err.value)
+    assert message in text and str(path) in text and "article 'Drugs'" in text
+    assert "question 'q1'" in text or "question 'q2'" in text
+
+
+def test_registered_name_without_data_root(monkeypatch):
+    monkeypatch.delenv("BERTKIT_DATA", raising=False)
+    with pytest.raises(BertkitError, match="BERTKIT_DATA is not set"):
+        load_qa_data("squad", ("dev",))

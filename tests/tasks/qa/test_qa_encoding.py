@@ -1,0 +1,59 @@
+"""Question + context windows: overlap, question cap, labels (also at a window's edges)."""
+
+import numpy as np
+
+from bertkit.tasks.qa.data import QAExample
+from bertkit.tasks.qa.encoding import encode, label_windows
+
+LONG = " ".join(f"word{i}" for i in range(120)) + " the answer is ACE2 receptor here ."
+
+
+def _example(question="Which receptor?", context=LONG, answer="ACE2 receptor"):
+    start = context.index(answer)
+    return QAExample("q", question, context, [answer], [start])
+
+
+def test_windows_overlap_by_doc_stride_and_cover_the_context(tokenizer):
+    ex = _example()
+    f = encode([ex], tokenizer, max_length=64, doc_stride=16, max_question_length=16)
+    assert len(f) > 3 and (f.example == 0).all()
+    ctx_ids = [f.input_ids[i][f.ctx_start[i]:f.ctx_end[i] + 1] for i in range(len(f))]
+    for a, b in zip(ctx_ids, ctx_ids[1:]):  # doc_stride is the overlap (Hugging Face meaning)
+        assert list(a[-16:]) == list(b[:16])
+    every = tokenizer(ex.context, add_special_tokens=False)["input_ids"]
+    step = len(ctx_ids[0]) - 16
+    rebuilt = list(ctx_ids[0]) + [t for c in ctx_ids[1:] for t in c[16:]]
+    assert rebuilt == every and step > 0
+    # exactly the windows that hold the whole answer are labelled; the others point at [CLS]
+    labelled = np.flatnonzero(f.start_positions > 0)
+    assert len(labelled) >= 1 and (f.end_positions[f.start_positions == 0] == 0).all()
+    for i in labelled:
+        offs = f.offsets[i]
+        a, b = offs[f.start_positions[i], 0], offs[f.end_positions[i], 1]
+        assert ex.context[a:b] == "ACE2 receptor"
+        assert f.ctx_start[i] <= f.start_positions[i] <= f.end_positions[i] <= f.ctx_end[i]
+
+
+def test_long_question_capped_not_crashing(tokenizer):
+    ex = _example(question="why " * 200 + "?")
+    f = encode([ex], tokenizer, max_length=64, doc_stride=16, max_question_length=10)
+    assert f.questions_cut == 1
+    assert all(f.ctx_start[i] == 1 + 10 + 1 for i in range(len(f)))  # [CLS] q(10) [SEP]
+
+
+def test_labels_at_first_and_last_context_piece_and_outside():
+    # one window: [CLS] q [SEP] c0 c1 c2 [SEP]; context pieces at chars [0,3) [4,7) [8,11)
+    offsets = np.array([[[0, 0], [0, 1], [0, 0], [0, 3], [4, 7], [8, 11], [0, 0]]] * 4)
+    ctx = np.array([[False, False, False, True, True, True, False]] * 4)
+    start = np.array([0, 8, 4, 9])   # first piece; last piece; middle to last; past the window
+    end = np.array([3, 11, 11, 14])
+    s, e = label_windows(offsets, ctx, start, end)
+    assert s.tolist() == [3, 5, 4, 0] and e.tolist() == [3, 5, 5, 0]
+    s, e = label_windows(offsets, ctx, np.array([-1] * 4), np.array([-1] * 4))
+    assert s.tolist() == [0] * 4 and e.tolist() == [0] * 4
+
+
+def test_unanswerable_and_short_context_one_window(tokenizer):
+    ex = QAExample("u", "Who?", "Short context here.", [], [])
+    f = encode([ex], tokenizer)
+    assert len(f) == 1 and f.start_positions.tolist() == [0] and f.end_positions.tolist() == [0]
