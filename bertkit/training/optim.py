@@ -50,10 +50,16 @@ def parameter_groups(model: nn.Module, weight_decay: float,
 
 def build_optimizer(model: nn.Module, lr: float, weight_decay: float,
                     device: torch.device, sharded: bool = False) -> torch.optim.AdamW:
-    """AdamW (betas 0.9/0.999, eps 1e-8), the fused CUDA kernel on CUDA devices (the foreach one
-    for FSDP-sharded parameters); per-group learning rates as :func:`parameter_groups` gives
-    them (the schedule scales each alike)."""
-    fused = device.type == "cuda" and not sharded
+    """AdamW (betas 0.9/0.999, eps 1e-8), the fused kernel on CUDA devices and CPUs (the foreach
+    one for FSDP-sharded parameters); per-group learning rates as :func:`parameter_groups` gives
+    them (the schedule scales each alike).
+
+    On a CPU the fused kernel updates each tensor in one pass instead of a dozen element-wise
+    operators per tensor (the default for-loop implementation): for MiniLM's 103 tensors, 0.03 s
+    instead of 0.26 s of CPU time a step on one thread, about a tenth of a NER training step
+    (benchmarks/results/profile_step_1thread.log); the updates agree to rounding (1e-9).
+    """
+    fused = device.type in ("cuda", "cpu") and not sharded
     return torch.optim.AdamW(parameter_groups(model, weight_decay, lr), lr=lr, betas=(0.9, 0.999),
                              eps=1e-8, fused=fused)
 
