@@ -68,10 +68,11 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
     """Load a saved optimiser state, keeping the kernel this device's optimiser was built with.
 
     ``Optimizer.load_state_dict`` takes every group setting from the checkpoint, ``fused`` and
-    ``foreach`` included: a run resumed on a GPU from a checkpoint written on the CPU would step
-    with the unfused kernel, and one resumed on the CPU from a GPU checkpoint with the CPU's
-    fused kernel. This puts back the choice :func:`build_optimizer` made, and moves the step
-    counters where the fused kernel wants them (fp32 on the parameter's device).
+    ``foreach`` included: a run resumed from a checkpoint written with another kernel (an
+    FSDP-sharded run's foreach one, or an unfused CPU checkpoint of an older bertkit) would step
+    with that kernel. This puts back the choice :func:`build_optimizer` made, and moves the step
+    counters where the kernel wants them (the fused one: fp32 on the parameter's device, so a
+    CPU checkpoint resumed on a GPU moves them to the GPU).
     """
     chosen = [{k: g[k] for k in ("fused", "foreach", "capturable") if k in g}
               for g in optimizer.param_groups]
