@@ -67,3 +67,23 @@ def run_environment(device: Any, seed: int | None, world_size: int = 1) -> dict[
         "git": git_commit(),
         **device_record(device),
     }
+
+
+def write_run_environment(env_file: Path, runtime: Any, seed: int | None, world_size: int = 1,
+                          resume: bool = False) -> None:
+    """Write ``environment.json``: :func:`run_environment` plus the run's ``precision`` and
+    ``precision_reason`` (``runtime``: a :class:`bertkit.training.devices.Runtime`). On
+    ``resume`` the original record is kept and this start is appended to its ``resumed`` list."""
+    import json
+
+    from bertkit.io import write_json
+
+    env = {**run_environment(runtime.device, seed, world_size),
+           "precision": runtime.precision, "precision_reason": runtime.reason}
+    if resume and env_file.is_file():
+        try:
+            first = json.loads(env_file.read_text(encoding="utf-8"))
+            env = {**first, "resumed": [*first.get("resumed", []), env]}
+        except (OSError, ValueError, AttributeError):
+            pass
+    write_json(env_file, env)

@@ -141,7 +141,8 @@ def test_every_task_model_loads_without_bertkit_and_has_a_card(tmp_path, tiny_en
     assert torch.allclose(torch.tensor(got["re"]), _ref_logits(model, tok, RE_TEXT), atol=1e-5)
     src = tmp_path / "re-in.txt"
     src.write_text("<< aspirin >> inhibits [[ cox-1 ]] in platelets .\n", encoding="utf-8")
-    ours = json.loads(predict_re(str(tmp_path / "re"), str(src), device="cpu"))
+    # in fp32 as the pipeline runs (auto is bf16 autocast on a CPU with AMX-BF16)
+    ours = json.loads(predict_re(str(tmp_path / "re"), str(src), device="cpu", precision="fp32"))
     assert got["re_pipeline"]["label"] == ours["predicted"]
     assert got["re_pipeline"]["score"] == pytest.approx(ours["probability"], abs=1e-5)
     # dependency parser: its encoder, as bertkit's parser holds it

@@ -50,7 +50,7 @@ Unanswerable = Literal[UNANSWERABLE]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", help="Subword pieces per window incl. [CLS]/[SEP]; longer input is windowed, never truncated. \\[default: 512]", min=8)]
 Recipe = Annotated[Optional[Path], typer.Option("--recipe", help="A recipe: YAML file or name from `bertkit recipes` (keys as flags in snake_case); flags override it.")]
 PrecisionChoice = Literal[PRECISIONS]  # the choices the runtime accepts (bertkit.training.devices)
-PRECISION_HELP = "auto (bf16 on CUDA, else fp32), " + ", ".join(PRECISIONS[1:-1]) + " or " \
+PRECISION_HELP = "auto (bf16 on CUDA and AMX-BF16 CPUs, else fp32), " + ", ".join(PRECISIONS[1:-1]) + " or " \
     + PRECISIONS[-1] + "."
 InferencePrecision = Annotated[PrecisionChoice, typer.Option("--precision", help=PRECISION_HELP)]
 InferenceDevice = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]

@@ -204,7 +204,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     settings = {**to_dict(cfg), "model": model_name}
     check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg))
     check_length(cfg.max_length, model_position_limit(model_name))
-    runtime = make_runtime(cfg.device, cfg.precision)
+    runtime = make_runtime(cfg.device, cfg.precision, console)
     data = load_splits(task, cfg, console)
     seed_everything(cfg.seed)
     prepared = task.prepare(cfg, model_name, data, runtime, console)

@@ -26,8 +26,8 @@ class TrainConfig:
         warmup: linear warm-up length: a ratio of all optimiser steps if < 1, else a step count.
         weight_decay: AdamW decoupled weight decay (not applied to biases and LayerNorm weights).
         max_grad_norm: clip the global gradient L2 norm to this (0 = no clipping).
-        precision: ``auto`` (bf16 autocast on CUDA where supported, else fp32), ``fp32``, ``bf16``
-            or ``fp16`` (CUDA only, with loss scaling).
+        precision: ``auto`` (bf16 autocast on CUDA with bf16 and on CPUs with AMX-BF16, else
+            fp32), ``fp32``, ``bf16`` or ``fp16`` (CUDA only, with loss scaling).
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
         seed: seeds Python, NumPy and torch; the data order of epoch e derives from ``seed + e``.
         save_steps: write a checkpoint every this many optimiser steps (0: at epoch ends only).

@@ -8,9 +8,11 @@ its own. Only the main process writes files.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -67,16 +69,54 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_has_amx_bf16() -> bool:
+    """True where this process can use the CPU's AMX-BF16 matrix units (Intel Sapphire Rapids and
+    later), which make bf16 matrix products several times faster than fp32 ones.
+
+    Asks torch first (``torch.cpu._is_amx_tile_supported``: CPUID and the kernel's permission to
+    use the tiles, which oneDNN needs); only a torch without that check falls back on the
+    ``amx_bf16`` flag of ``/proc/cpuinfo`` (Linux; anything unreadable counts as no AMX). Every
+    CPU with AMX tiles so far has AMX-BF16. The answer is cached for the process.
+    """
+    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    if probe is not None:
+        try:
+            return bool(probe())
+        except RuntimeError:
+            return False
+    return "amx_bf16" in _cpu_flags()
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags from ``/proc/cpuinfo`` (empty where there is none)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
+    return set()
+
+
 @dataclass
 class Runtime:
-    """Where and how a model runs: the device and the autocast dtype (None = fp32)."""
+    """Where and how a model runs: the device, the autocast dtype (None = fp32) and why that
+    precision was chosen (e.g. ``auto: bf16, CPU has AMX-BF16``; see :func:`make_runtime`)."""
 
     device: torch.device
     dtype: torch.dtype | None
+    reason: str = ""
 
     @property
     def precision(self) -> str:
         return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.dtype]
+
+    def describe(self) -> str:
+        """One line for a command's first output: ``device cpu, precision bf16 (auto: ...)``."""
+        return f"device {self.device}, precision {self.precision}" + (
+            f" ({self.reason})" if self.reason else "")
 
     def autocast(self):
         """Context manager for mixed-precision forward passes (a no-op in fp32)."""
@@ -90,11 +130,34 @@ class Runtime:
                 for k, v in batch.items()}
 
 
-def make_runtime(device: str = "auto", precision: str = "auto") -> Runtime:
+def auto_dtype(dev: torch.device) -> tuple[torch.dtype | None, str]:
+    """What ``--precision auto`` means on ``dev``: (autocast dtype or None for fp32, the reason).
+
+    bf16 autocast on a CUDA device that supports bf16 and on a CPU with AMX-BF16
+    (:func:`cpu_has_amx_bf16`); fp32 elsewhere: without AMX a CPU computes bf16 products with
+    vector instructions (AVX512-BF16 at best, conversions on AVX2) and gains little or loses
+    against fp32, and autocast adds a cast of every weight on every forward.
+    """
+    if dev.type == "cuda":
+        if torch.cuda.is_bf16_supported():
+            return torch.bfloat16, "auto: bf16, CUDA device supports bf16"
+        return None, "auto: fp32, CUDA device lacks bf16"
+    if dev.type == "cpu":
+        if cpu_has_amx_bf16():
+            return torch.bfloat16, "auto: bf16, CPU has AMX-BF16"
+        return None, "auto: fp32, CPU lacks AMX-BF16"
+    return None, f"auto: fp32 on {dev.type}"
+
+
+def make_runtime(device: str = "auto", precision: str = "auto", console=None) -> Runtime:
     """Resolve ``--device`` and ``--precision`` into a :class:`Runtime`.
 
-    ``auto`` precision is bf16 autocast on CUDA devices that support it and fp32 elsewhere
-    (bf16 on a CPU is slower than fp32 on most CPUs and is used only when asked).
+    ``auto`` precision is bf16 autocast where the hardware computes bf16 well (a CUDA device with
+    bf16, a CPU with AMX-BF16) and fp32 elsewhere (:func:`auto_dtype`); ``fp32``, ``bf16`` and
+    ``fp16`` force that precision. Weights stay fp32 under autocast (and on disk).
+
+    Args:
+        console: where the main process prints :meth:`Runtime.describe` (None: nothing printed).
 
     Raises:
         BertkitError: unknown precision, or fp16 without CUDA.
@@ -103,16 +166,16 @@ def make_runtime(device: str = "auto", precision: str = "auto") -> Runtime:
     if precision not in PRECISIONS:
         raise BertkitError(f"unknown precision '{precision}'", expected=", ".join(PRECISIONS))
     if precision == "auto":
-        dtype = torch.bfloat16 if dev.type == "cuda" and torch.cuda.is_bf16_supported() else None
-    elif precision == "bf16":
-        dtype = torch.bfloat16
-    elif precision == "fp16":
-        if dev.type != "cuda":
-            raise BertkitError("fp16 mixed precision needs a CUDA device", expected="--precision bf16 or fp32")
-        dtype = torch.float16
+        dtype, reason = auto_dtype(dev)
+    elif precision == "fp16" and dev.type != "cuda":
+        raise BertkitError("fp16 mixed precision needs a CUDA device", expected="--precision bf16 or fp32")
     else:
-        dtype = None
+        dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        reason = f"forced by --precision {precision}"
     if dev.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    return Runtime(dev, dtype)
+    runtime = Runtime(dev, dtype, reason)
+    if console is not None and is_main_process():
+        console.print(runtime.describe(), highlight=False)
+    return runtime

@@ -22,7 +22,6 @@ visible at a glance); each step it takes is a plain function below, tested on it
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,6 +29,7 @@ import torch
 from rich.console import Console
 
 from bertkit.errors import BertkitError
+from bertkit.provenance import write_run_environment
 from bertkit.training.batches import BatchSource, TrainResult, batch_examples, plan_steps
 from bertkit.training.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint, set_rng_state
 from bertkit.training.config import TrainConfig
@@ -84,7 +84,8 @@ def train(
     parts.meter.source_stats = getattr(data, "stats", None)  # e.g. Prefetcher's data wait
     state = resume(parts) if cfg.resume else TrainState()
     if parts.out.main:  # after a resume's checkpoint is found: a failed resume records nothing
-        _write_environment(parts.out.path("environment.json"), runtime, cfg)
+        write_run_environment(parts.out.path("environment.json"), runtime, cfg.seed,
+                              torch_world_size(), cfg.resume)
     parts.log = MetricsLog(parts.out.path("metrics.jsonl") if parts.out.main else None,
                            keep_until_step=state.step if cfg.resume else None,
                            tensorboard=cfg.report_to == "tensorboard")
@@ -420,18 +421,3 @@ def _draw_curves(output_dir: Path, console: Console | None) -> None:
 
             console.print(f"[yellow]warning:[/] could not draw curves.png: {escape(str(exc))}",
                           highlight=False)
-
-
-def _write_environment(env_file: Path, runtime: Runtime, cfg: TrainConfig) -> None:
-    """Write ``environment.json``; on ``--resume`` keep the original start and list each resume."""
-    from bertkit.io import write_json
-    from bertkit.provenance import run_environment
-
-    env = run_environment(runtime.device, cfg.seed, torch_world_size())
-    if cfg.resume and env_file.is_file():
-        try:
-            first = json.loads(env_file.read_text(encoding="utf-8"))
-            env = {**first, "resumed": [*first.get("resumed", []), env]}
-        except (OSError, ValueError, AttributeError):
-            pass
-    write_json(env_file, env)

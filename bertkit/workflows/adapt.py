@@ -358,6 +358,7 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
 
     from bertkit.encoders import default_model
     from bertkit.io import write_json, write_text
+    from bertkit.training.devices import make_runtime
     from bertkit.training.rundir import RunStopped
 
     cfg.validate()
@@ -366,6 +367,7 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
     base = cfg.model or default_model()
     # every config is built (and checked) before the first stage runs
     ft_probe = finetune_config(cfg, base, root / "finetune", cfg.seed_list()[0])
+    make_runtime(ft_probe.device, ft_probe.precision, console)  # the precision and why, first
     text_spec = cfg.task_text
     if text_spec == "task" and not Path(text_spec).exists():
         text_spec = f"{cfg.task}:{ft_probe.data}"

@@ -6,6 +6,7 @@ from typer.testing import CliRunner
 
 from bertkit import __version__
 from bertkit.cli import app
+from bertkit.training.devices import make_runtime
 from tests.conftest import write_ner_dir
 
 runner = CliRunner()
@@ -48,6 +49,9 @@ def test_finetune_evaluate_predict_tiny(tmp_path, ner_dir, tiny_encoder):
     res = invoke("finetune", "ner", "--data", str(ner_dir), "--model", tiny_encoder, "-o", str(run),
                  "--epochs", "2", "--batch-size", "2", "--lr", "1e-3", "--crf", "--device", "cpu")
     assert res.exit_code == 0, res.output
+    # the precision and why come first (bf16 on a CPU with AMX-BF16, fp32 elsewhere)
+    said = "device cpu, " + make_runtime("cpu", "auto").describe().split(", ", 1)[1]
+    assert said in res.output.splitlines()[:3], res.output
     for name in ("config.yaml", "metrics.jsonl", "results.json", "test_predictions.conll",
                  "model/config.json", "model/bertkit.json", "model/crf.safetensors"):
         assert (run / name).exists(), name
@@ -76,13 +80,14 @@ def test_finetune_evaluate_predict_tiny(tmp_path, ner_dir, tiny_encoder):
     res = invoke("evaluate", "ner", "--model", str(run), "--data", str(ner_dir), "--split", "dev",
                  "--output", str(tmp_path / "m.json"))
     assert res.exit_code == 0, res.output
-    assert "micro (strict)" in res.output
+    assert "micro (strict)" in res.output and said.split(", ", 1)[1] in res.output
     assert 0 <= json.loads((tmp_path / "m.json").read_text())["f1"] <= 1
 
     text = tmp_path / "in.txt"
     text.write_text("Aspirin induced renal failure .\nCisplatin \u200b nephrotoxicity\n", encoding="utf-8")
     res = invoke("predict", "ner", "--model", str(run), "--input", str(text), "--format", "jsonl")
     assert res.exit_code == 0, res.output
+    assert said.split(", ", 1)[1] in res.stderr and "precision" not in res.stdout  # a note, not output
     rows = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
     assert [len(r["tags"]) for r in rows] == [len(r["tokens"]) for r in rows] == [5, 3]
     out = tmp_path / "pred.conll"

@@ -7,7 +7,7 @@ from torch import nn
 from bertkit.errors import BertkitError
 from bertkit.training import TrainConfig, train
 from bertkit.training.devices import make_runtime
-from bertkit.training.optim import build_scheduler, parameter_groups, warmup_steps
+from bertkit.training.optim import build_optimizer, build_scheduler, parameter_groups, warmup_steps
 
 
 class Toy(nn.Module):
@@ -148,6 +148,24 @@ def test_run_records_environment_curves_and_tensorboard(tmp_path):
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
     events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
     assert events and events[0].stat().st_size > 100
+
+
+def test_adamw_is_fused_on_a_cpu_and_updates_as_the_reference():
+    fused, ref = Toy(), Toy()
+    opt = build_optimizer(fused, 1e-2, 0.01, torch.device("cpu"))
+    assert all(g["fused"] for g in opt.param_groups)
+    ref_opt = torch.optim.AdamW(parameter_groups(ref, 0.01, 1e-2), lr=1e-2, foreach=False)
+    g = torch.Generator().manual_seed(3)
+    for _ in range(5):
+        for p, q in zip(fused.parameters(), ref.parameters()):
+            p.grad = torch.randn(p.shape, generator=g)
+            q.grad = p.grad.clone()
+        opt.step()
+        ref_opt.step()
+    moved = [(p - q0).abs().max() for p, q0 in zip(fused.parameters(), Toy().parameters())]
+    assert min(moved) > 1e-3  # the weights did move
+    for p, q in zip(fused.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
 
 
 def test_warmup_then_linear_decay():

@@ -1,6 +1,7 @@
-"""Resuming keeps the AdamW kernel this device chose (``load_optimizer_state``): a checkpoint
-written with the fused kernel (a GPU run) resumed on the CPU, and one written on the CPU resumed
-with the fused kernel. ``Optimizer.load_state_dict`` alone takes ``fused`` from the checkpoint."""
+"""Resuming keeps the AdamW kernel this run chose (``load_optimizer_state``): a checkpoint
+written with the fused kernel (a CPU or GPU run) resumed with the unfused one (FSDP-sharded
+parameters), and one written unfused resumed with the fused kernel. ``Optimizer.load_state_dict``
+alone takes ``fused`` from the checkpoint."""
 
 import torch
 from torch import nn
@@ -22,10 +23,10 @@ def _stepped(fused: bool) -> torch.optim.AdamW:
 
 
 def test_fused_checkpoint_resumed_with_the_unfused_kernel():
-    saved = _stepped(fused=True).state_dict()  # as a CUDA run writes it
+    saved = _stepped(fused=True).state_dict()  # as a CPU or CUDA run writes it
     model = _model()
-    opt = build_optimizer(model, 1e-3, 0.01, torch.device("cpu"))
-    plain = build_optimizer(_model(), 1e-3, 0.01, torch.device("cpu"))
+    opt = build_optimizer(model, 1e-3, 0.01, torch.device("cpu"), sharded=True)  # unfused
+    plain = build_optimizer(_model(), 1e-3, 0.01, torch.device("cpu"), sharded=True)
     plain.load_state_dict(saved)
     assert all(g["fused"] for g in plain.param_groups)  # what torch alone does
     load_optimizer_state(opt, saved)
@@ -39,7 +40,7 @@ def test_fused_checkpoint_resumed_with_the_unfused_kernel():
 
 
 def test_unfused_checkpoint_resumed_with_the_fused_kernel():
-    saved = _stepped(fused=False).state_dict()  # as a CPU run writes it
+    saved = _stepped(fused=False).state_dict()  # as an FSDP run (or an older bertkit on a CPU) writes it
     model = _model()
     opt = torch.optim.AdamW(parameter_groups(model, 0.01), lr=1e-3, fused=True)  # as on CUDA
     load_optimizer_state(opt, saved)

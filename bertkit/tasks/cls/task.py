@@ -338,7 +338,7 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
     """
     split = parse_split(split)
     model, tokenizer, labels, meta = load_classifier(model_dir)
-    runtime = make_runtime(device, precision)
+    runtime = make_runtime(device, precision, console)
     cols = _saved_columns(meta, text_column, label_column, quoting)
     notes: list[str] = []
     out, _, bad = load_cls_data(data, (split,), cols, skip_bad_lines, notes)
@@ -415,7 +415,7 @@ def predict_cls(model_dir: str, input_path: str, output: str | None = None,
         BertkitError: unknown format, bad input line (without ``skip_bad_lines``), no saved model.
     """
     model, tokenizer, labels, meta = load_classifier(model_dir)
-    runtime = make_runtime(device, precision)
+    runtime = make_runtime(device, precision, console)
     cols = _saved_columns(meta, text_column, None, quoting)
     xs, bad = _read_input(input_path, input_format, cols, skip_bad_lines)
     warn_bad_lines(bad, console)

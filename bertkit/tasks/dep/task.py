@@ -154,7 +154,7 @@ def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "
         raise BertkitError(f"unknown decoder '{decoder}'", expected="mst or eisner")
     parser, meta = load_parser(model_dir)
     tokenizer = load_tokenizer(meta["path"])
-    runtime = make_runtime(device, precision)
+    runtime = make_runtime(device, precision, console)
     loaded = load_dep_data(data, (split,), skip_bad_sentences)
     if console and loaded.note:
         console.print(f"note: {loaded.note}", highlight=False)
@@ -192,7 +192,7 @@ def predict_dep(model_dir: str, input_path: str, output: str | None = None,
         raise BertkitError(f"unknown decoder '{decoder}'", expected="mst or eisner")
     parser, meta = load_parser(model_dir)
     tokenizer = load_tokenizer(meta["path"])
-    runtime = make_runtime(device, precision)
+    runtime = make_runtime(device, precision, console)
     path = Path(input_path)
     if not path.is_file():
         raise BertkitError("input file not found", file=path)

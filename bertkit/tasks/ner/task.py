@@ -221,7 +221,7 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
     split = parse_split(split)
     tagger, meta = load_tagger(model_dir)
     tokenizer = load_tokenizer(meta["path"])
-    runtime = make_runtime(device, precision)
+    runtime = make_runtime(device, precision, console)
     sents = load_ner_data(data, (split,)).splits[split]
     known = {lab[2:] for lab in tagger.labels if lab != "O"}
     warn_unseen(unseen_labels(known, sents), split, "entity type", console, against="model")
@@ -261,7 +261,7 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
         raise BertkitError(f"unknown input format '{input_format}'", expected="auto, conll or text")
     tagger, meta = load_tagger(model_dir)
     tokenizer = load_tokenizer(meta["path"])
-    runtime = make_runtime(device, precision)
+    runtime = make_runtime(device, precision, console)
     pre = tokenizer.backend_tokenizer.pre_tokenizer
     is_conll = looks_like_conll(input_path) if input_format == "auto" else input_format == "conll"
     if is_conll:

@@ -67,7 +67,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     cfg.output_dir = str(run_dir)
     settings = {**to_dict(cfg), "sbo": cfg.use_sbo}
     check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg))
-    runtime = make_runtime(cfg.device, cfg.precision)
+    runtime = make_runtime(cfg.device, cfg.precision, console)
     tokenizer = _tokenizer(cfg)
     with main_process_first(runtime.device):  # one process tokenises, the others read its cache
         stream = tokenize_corpus(_paths(cfg.corpus), tokenizer, cfg.cache_dir,

@@ -235,7 +235,7 @@ def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "a
     """
     split = parse_split(split)
     model, tokenizer, labels, markers, marker_ids, meta = load_relation_model(model_dir)
-    runtime = make_runtime(device, precision)
+    runtime = make_runtime(device, precision, console)
     read = load_re_data(data, (split,), skip_bad_lines)
     _warn_bad(read.bad_lines, console)
     xs = read.splits[split]
@@ -273,7 +273,7 @@ def predict_re(model_dir: str, input_path: str, output: str | None = None,
     if input_format not in ("auto", "jsonl", "text"):
         raise BertkitError(f"unknown input format '{input_format}'", expected="auto, jsonl or text")
     model, tokenizer, labels, markers, marker_ids, meta = load_relation_model(model_dir)
-    runtime = make_runtime(device, precision)
+    runtime = make_runtime(device, precision, console)
     if input_format == "auto":
         try:
             head = Path(input_path).read_bytes()[:4096].lstrip()
