@@ -347,7 +347,7 @@ def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "a
     """
     split = parse_split(split)
     model, tokenizer, meta = load_qa_model(model_dir)
-    runtime = make_runtime(device, precision)
+    runtime = make_runtime(device, precision, console)
     out, _ = load_qa_data(data, (split,))
     xs = out[split]
     v2 = bool(meta.get("unanswerable")) or count_unanswerable(xs) > 0
@@ -379,7 +379,7 @@ def predict_qa(model_dir: str, input_path: str, output: str | None = None, devic
         BertkitError: unreadable or bad input (file, article, question id named), no saved model.
     """
     model, tokenizer, meta = load_qa_model(model_dir)
-    runtime = make_runtime(device, precision)
+    runtime = make_runtime(device, precision, console)
     xs = read_qa_file(input_path, labelled=False)
     v2 = bool(meta.get("unanswerable"))
     answers, feats = answer_questions(model, tokenizer, xs, _saved_settings(model, meta),
