@@ -17,10 +17,10 @@ from bertkit.recipes import run_settings
 @opt.training_options(exclude=("epochs",), lr=1e-4, warmup=0.06, max_steps=1000,
                       eval_steps=500)
 def pretrain_cli(
-    corpus: Annotated[Optional[List[Path]], typer.Option("--corpus", "-c", help="Text file (one sentence a line, blank line between documents), .gz file, directory, or a registered corpus under $BERTKIT_DATA: scientific (corpus/train.txt) or general (corpus-general/train.txt); repeatable.")] = None,
+    corpus: Annotated[Optional[List[Path]], typer.Option("--corpus", "-c", help="Text file (one sentence a line, blank line between documents), .gz file, directory, or a registered corpus under $BERTKIT_DATA: scientific or general (the train.txt of corpus/ or corpus-general/); repeatable.")] = None,
     valid: Annotated[Optional[Path], typer.Option("--valid", help="Held-out text (or scientific / general: that corpus's valid.txt): validation MLM loss, perplexity and masked-token accuracy, logged with the tokens trained so far (token masking, the same masks every evaluation).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Continue pretraining this masked-LM or encoder (directory or hub id). \\[default: the packaged MiniLM encoder]")] = None,
-    config: Annotated[Optional[str], typer.Option("--config", help="Pretrain from scratch (needs --vocab): tiny, small, base, large, or a custom size layers=L,hidden=H[,heads=A,intermediate=I] (heads default to H/64, intermediate to 4H).")] = None,
+    config: Annotated[Optional[str], typer.Option("--config", help="Pretrain from scratch (needs --vocab): tiny, small, base, large, or a custom size such as layers=4,hidden=256 (keys layers, hidden, heads, intermediate; heads default to hidden/64, intermediate to 4 x hidden).")] = None,
     dropout: Annotated[Optional[float], typer.Option("--dropout", help="Hidden and attention dropout (Cramming: 0 for a short from-scratch run). \\[default: the model's own; 0.1 from scratch]", min=0, max=0.999)] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Token budget: train for the optimiser steps of B x accumulation x sequence length tokens that cover N tokens, instead of --max-steps.", min=1)] = None,
     vocab: Annotated[Optional[str], typer.Option("--vocab", help="Vocabulary of a from-scratch model: scivocab-uncased, scivocab-cased, a tokenizer folder or vocab.txt.")] = None,

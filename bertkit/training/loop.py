@@ -163,7 +163,7 @@ def setup(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: 
     n_epochs, total_steps = plan_steps(data, cfg)
     optimizer = build_optimizer(net if sharded else model, cfg.lr, cfg.weight_decay,
                                 runtime.device, sharded=sharded)
-    scheduler = build_scheduler(optimizer, cfg.warmup, total_steps)
+    scheduler = build_scheduler(optimizer, cfg.warmup, total_steps, cfg.lr_schedule)
     scaler = torch.amp.GradScaler(runtime.device.type, enabled=runtime.dtype == torch.float16)
     return Parts(model, net, optimizer, scheduler, scaler, runtime, cfg, out, n_epochs,
                  total_steps, sharded, console)

@@ -129,3 +129,24 @@ def test_cli_names_the_corpora_and_trains_on_a_registered_one(corpus, tmp_path, 
     assert "trained 4 steps, 256 tokens" in res.output
     results = json.loads((out / "results.json").read_text())
     assert results["corpus"].endswith("corpus/train.txt") and results["dropout"] == 0.0
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("linear", [0.0, 0.5, 1.0, 0.75, 0.5, 0.25, 0.0]),
+    ("constant", [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0]),
+    ("cosine", [0.0, 0.5, 1.0, 0.8536, 0.5, 0.1464, 0.0]),
+])
+def test_lr_schedules_after_a_linear_warm_up(kind, expected):
+    from bertkit.training.config import TrainConfig
+    from bertkit.training.optim import build_scheduler
+
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = build_scheduler(opt, 2, 6, kind)
+    rates = []
+    for _ in range(7):
+        rates.append(round(sched.get_last_lr()[0], 4))
+        opt.step()
+        sched.step()
+    assert rates == expected
+    with pytest.raises(BertkitError, match="--lr-schedule"):
+        TrainConfig(lr_schedule="step").validate()
