@@ -28,7 +28,8 @@ class PretrainConfig(TrainConfig):
         dropout: hidden and attention dropout (None: the model's own, 0.1 from scratch).
         max_tokens: token budget: train for ``ceil(max_tokens / (batch_size x
             gradient_accumulation x max_seq_length))`` optimiser steps (packed sequences have
-            no padding, so every token is real) instead of ``max_steps``; None: ``max_steps``.
+            no padding, so every token is real; with ``nsp`` padded positions count too)
+            instead of ``max_steps``; None: ``max_steps``. :meth:`validate` sets ``max_steps``.
         vocab: vocabulary for a from-scratch model (a tokenizer directory, ``vocab.txt``, or a
             shipped name such as ``scivocab-uncased``).
         masking: ``token`` (BERT), ``wwm`` (whole-word) or ``span`` (SpanBERT).
@@ -100,7 +101,8 @@ class PretrainConfig(TrainConfig):
         return self.masking in MASKING and MASKING[self.masking].spans
 
     def validate(self) -> None:
-        """Check every setting before anything is loaded or written.
+        """Check every setting before anything is loaded or written; with ``max_tokens``, set
+        ``max_steps`` (:meth:`plan_token_budget`).
 
         Raises:
             BertkitError: naming the option at fault and what it must be.
@@ -109,8 +111,9 @@ class PretrainConfig(TrainConfig):
         if not self.corpus:
             from bertkit.data.sets import corpus_names
 
-            raise BertkitError("no --corpus given", expected=f"a text file, .gz file, directory "
-                                                            f"or a registered corpus: {corpus_names()}")
+            raise BertkitError("no --corpus given",
+                               expected=f"a text file, .gz file, directory or a registered "
+                                        f"corpus: {corpus_names()}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise BertkitError(f"--max-tokens is {self.max_tokens}", expected="an integer >= 1")
         self.plan_token_budget()
@@ -128,8 +131,9 @@ class PretrainConfig(TrainConfig):
                                expected="a vocabulary (e.g. scivocab-uncased or a tokenizer folder)")
         if self.vocab and not self.config:
             raise BertkitError("--vocab is only for a model built from scratch (--config)",
-                               expected="--config tiny|small|base|large|layers=L,hidden=H, or `bertkit vocab "
-                                        "extend` to add words to a model's vocabulary")
+                               expected="--config tiny|small|base|large|layers=L,hidden=H, or "
+                                        "`bertkit vocab extend` to add words to a model's "
+                                        "vocabulary")
         if self.masking not in MASKING:
             raise BertkitError(f"unknown --masking '{self.masking}'", expected=MASKING_CHOICES)
         if self.sbo and not self.spans:
