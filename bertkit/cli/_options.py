@@ -23,7 +23,7 @@ from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.dep.config import DECODER_NAMES, WORD_REPRS
 from bertkit.tasks.ner.config import METRICS as NER_METRICS
 from bertkit.tasks.qa.config import UNANSWERABLE
-from bertkit.training.config import REPORT_TO
+from bertkit.training.config import REPORT_TO, SCHEDULES
 from bertkit.training.devices import PRECISIONS
 from bertkit.vocab.build import ALGORITHMS
 from bertkit.vocab.coverage import NORMALIZATIONS
@@ -78,6 +78,8 @@ LOOP_OPTIONS = {
                               "step.", {"min": 1}),
     "warmup": (float, ("--warmup",), "Linear warm-up: a ratio of all steps if < 1, else a step "
                "count.", {"min": 0}),
+    "lr_schedule": (Literal[SCHEDULES], ("--lr-schedule",), "After the warm-up: linear decay "
+                    "to 0 at the last step (BERT), constant, or cosine decay to 0.", {}),
     "weight_decay": (float, ("--weight-decay",), "AdamW weight decay (not on biases/LayerNorm).",
                      {"min": 0}),
     "max_grad_norm": (float, ("--max-grad-norm",), "Clip the gradient norm (0: off).",

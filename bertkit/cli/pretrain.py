@@ -17,10 +17,12 @@ from bertkit.recipes import run_settings
 @opt.training_options(exclude=("epochs",), lr=1e-4, warmup=0.06, max_steps=1000,
                       eval_steps=500)
 def pretrain_cli(
-    corpus: Annotated[Optional[List[Path]], typer.Option("--corpus", "-c", help="Text file (one sentence a line, blank line between documents), .gz file or directory; repeatable.")] = None,
-    valid: Annotated[Optional[Path], typer.Option("--valid", help="Held-out text: validation MLM loss, perplexity and masked-token accuracy (always token masking).")] = None,
+    corpus: Annotated[Optional[List[Path]], typer.Option("--corpus", "-c", help="Text file (one sentence a line, blank line between documents), .gz file, directory, or a registered corpus under $BERTKIT_DATA: scientific or general (the train.txt of corpus/ or corpus-general/); repeatable.")] = None,
+    valid: Annotated[Optional[Path], typer.Option("--valid", help="Held-out text (or scientific / general: that corpus's valid.txt): validation MLM loss, perplexity and masked-token accuracy, logged with the tokens trained so far (token masking, the same masks every evaluation).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Continue pretraining this masked-LM or encoder (directory or hub id). \\[default: the packaged MiniLM encoder]")] = None,
-    config: Annotated[Optional[opt.ModelSize], typer.Option("--config", help="Pretrain from scratch: tiny, small, base or large (needs --vocab).")] = None,
+    config: Annotated[Optional[str], typer.Option("--config", help="Pretrain from scratch (needs --vocab): tiny, small, base, large, or a custom size such as layers=4,hidden=256 (keys layers, hidden, heads, intermediate; heads default to hidden/64, intermediate to 4 x hidden).")] = None,
+    dropout: Annotated[Optional[float], typer.Option("--dropout", help="Hidden and attention dropout (Cramming: 0 for a short from-scratch run). \\[default: the model's own; 0.1 from scratch]", min=0, max=0.999)] = None,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Token budget: train for the optimiser steps of B x accumulation x sequence length tokens that cover N tokens, instead of --max-steps.", min=1)] = None,
     vocab: Annotated[Optional[str], typer.Option("--vocab", help="Vocabulary of a from-scratch model: scivocab-uncased, scivocab-cased, a tokenizer folder or vocab.txt.")] = None,
     masking: Annotated[Optional[opt.Masking], typer.Option("--masking", help="token (BERT), wwm (whole-word) or span (SpanBERT). \\[default: span]")] = None,
     mask_prob: Annotated[Optional[float], typer.Option("--mask-prob", help="Share of real tokens to predict. \\[default: 0.15]")] = None,
@@ -54,7 +56,7 @@ def pretrain_cli(
 
     flags = opt.train_options(
         train_flags, corpus=",".join(str(p) for p in corpus) if corpus else None, valid=valid, model=model,
-        config=config, vocab=vocab, masking=masking, mask_prob=mask_prob,
+        config=config, vocab=vocab, dropout=dropout, max_tokens=max_tokens, masking=masking, mask_prob=mask_prob,
         mask_replace_prob=mask_replace_prob, random_replace_prob=random_replace_prob,
         span_p=span_p, max_span_length=max_span_length, sbo=sbo, sbo_weight=sbo_weight,
         nsp=nsp, short_seq_prob=short_seq_prob, max_seq_length=max_seq_length,
@@ -68,7 +70,7 @@ def pretrain_cli(
         return
     train = results["train"]
     parts = ", ".join(f"{k} {v:.4f}" for k, v in train.items())
-    console.print(f"trained {results['steps']} steps ({parts}); "
+    console.print(f"trained {results['steps']} steps, {results['train_tokens']:,} tokens ({parts}); "
                   f"{results['tokens_per_second']:.0f} tokens/s", highlight=False)
     if results["valid"]:
         v = results["valid"]

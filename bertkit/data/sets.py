@@ -179,3 +179,42 @@ def missing_message(task: str, name: str, layout: str) -> str:
 def entry(task: str, name: str) -> DatasetEntry | None:
     """The registry entry for ``name``, or None."""
     return _REGISTRY.get((task, name))
+
+
+# Pretraining corpora: ``--corpus NAME`` / ``--valid NAME`` of ``bertkit pretrain`` resolve to
+# ``$BERTKIT_DATA/<folder>/train.txt`` and ``valid.txt``: the scientific corpus (the stand-in
+# for SciBERT's papers) and the general one (English Wikipedia, the analogue of BERT's).
+CORPORA = {
+    "scientific": ("corpus", "biomedical and computer-science sentences, one a line"),
+    "general": ("corpus-general", "English Wikipedia paragraphs, blank line between articles"),
+}
+CORPUS_SPLITS = {"train": "train.txt", "valid": "valid.txt"}
+
+
+def resolve_corpus(spec: str, split: str = "train") -> str:
+    """Each registered corpus name in a comma-separated ``spec`` replaced by its ``split`` file
+    under ``$BERTKIT_DATA`` (:data:`CORPORA`); paths are left as they are: with
+    ``BERTKIT_DATA=/data``, ``scientific,extra.txt`` and ``valid`` give
+    ``/data/corpus/valid.txt,extra.txt``.
+
+    Raises:
+        BertkitError: a registered name with ``$BERTKIT_DATA`` unset or without that file.
+    """
+    out = []
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        if part in CORPORA and not Path(part).exists():
+            root = data_root()
+            path = (root / CORPORA[part][0] / CORPUS_SPLITS[split]) if root else None
+            if path is None or not path.is_file():
+                where = f"BERTKIT_DATA={root} has no {path}" if root else "BERTKIT_DATA is not set"
+                raise BertkitError(f"corpus '{part}' is not available: {where}",
+                                   expected=f"BERTKIT_DATA pointing at a folder holding "
+                                            f"{CORPORA[part][0]}/{CORPUS_SPLITS[split]}")
+            part = str(path)
+        out.append(part)
+    return ",".join(out)
+
+
+def corpus_names() -> str:
+    """The registered corpus names with what they hold, for messages: ``scientific (...), ...``."""
+    return ", ".join(f"{name} ({desc})" for name, (_, desc) in CORPORA.items())

@@ -41,6 +41,7 @@ class TrainResult:
     best_metric: float | None = None
     train_seconds: float = 0.0
     train_examples: int = 0
+    train_tokens: int = 0
     last_train: dict[str, Any] | None = None
 
     @property

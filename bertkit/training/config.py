@@ -11,6 +11,8 @@ from bertkit.training.devices import PRECISIONS
 
 REPORT_TO = ("none", "tensorboard")
 """Where ``--report-to`` sends metrics besides ``metrics.jsonl``."""
+SCHEDULES = ("linear", "constant", "cosine")
+"""``--lr-schedule`` after the warm-up (:func:`bertkit.training.optim.decay`)."""
 
 
 @dataclass
@@ -24,6 +26,8 @@ class TrainConfig:
         gradient_accumulation: forward passes per optimiser step; the effective batch is
             ``batch_size * gradient_accumulation``.
         warmup: linear warm-up length: a ratio of all optimiser steps if < 1, else a step count.
+        lr_schedule: after the warm-up, ``linear`` decay to 0 at the last step (BERT),
+            ``constant`` or ``cosine`` decay to 0 (:func:`bertkit.training.optim.decay`).
         weight_decay: AdamW decoupled weight decay (not applied to biases and LayerNorm weights).
         max_grad_norm: clip the global gradient L2 norm to this (0 = no clipping).
         precision: ``auto`` (bf16 autocast on CUDA with bf16 and on CPUs with AMX-BF16, else
@@ -53,6 +57,7 @@ class TrainConfig:
     batch_size: int = 32
     gradient_accumulation: int = 1
     warmup: float = 0.1
+    lr_schedule: str = "linear"
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     precision: str = "auto"
@@ -109,6 +114,7 @@ class TrainConfig:
             ("eval_steps", self.eval_steps >= 0, "an integer >= 0 (0: after each epoch)"),
             ("skip_nonfinite", self.skip_nonfinite >= 0, "an integer >= 0"),
             ("report_to", self.report_to in REPORT_TO, " or ".join(REPORT_TO)),
+            ("lr_schedule", self.lr_schedule in SCHEDULES, ", ".join(SCHEDULES)),
             ("fsdp", not (self.fsdp and self.precision == "fp16"),
              "bf16 or fp32 with --fsdp (fp16 loss scaling is not sharded)"),
         ]

@@ -109,6 +109,7 @@ def train(
                     continue
                 parts.meter.add(out)
                 state.train_examples += out.examples
+                state.train_tokens += out.tokens
                 if (i + 1) % accum and i + 1 != n_batches:
                     continue  # accumulate gradients over the step's batches
                 optimizer_step(parts)
@@ -162,7 +163,7 @@ def setup(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: 
     n_epochs, total_steps = plan_steps(data, cfg)
     optimizer = build_optimizer(net if sharded else model, cfg.lr, cfg.weight_decay,
                                 runtime.device, sharded=sharded)
-    scheduler = build_scheduler(optimizer, cfg.warmup, total_steps)
+    scheduler = build_scheduler(optimizer, cfg.warmup, total_steps, cfg.lr_schedule)
     scaler = torch.amp.GradScaler(runtime.device.type, enabled=runtime.dtype == torch.float16)
     return Parts(model, net, optimizer, scheduler, scaler, runtime, cfg, out, n_epochs,
                  total_steps, sharded, console)
@@ -276,7 +277,8 @@ def evaluate_and_select(parts: Parts, state: TrainState,
                         select_metric: str | None, epoch: int) -> dict[str, Any] | None:
     """Score dev on rank 0 (the others wait), log an ``eval`` record and keep the weights in
     ``checkpoints/best.pt`` when ``select_metric`` (higher is better) improves. Evaluation time
-    is not training time. Returns the record (None off rank 0).
+    is not training time. The record carries ``train_tokens`` and ``train_seconds`` so far (a
+    learning curve against tokens seen or training time). Returns the record (None off rank 0).
 
     Raises:
         KeyError: ``evaluate`` returned no ``select_metric``.
@@ -295,6 +297,8 @@ def evaluate_and_select(parts: Parts, state: TrainState,
             model.to("cpu")
         parts.net.train()
         record = {"type": "eval", "split": "dev", "step": state.step, "epoch": epoch + 1,
+                  "train_tokens": state.train_tokens,
+                  "train_seconds": round(state.train_seconds, 3),
                   **{k: v for k, v in metrics.items() if isinstance(v, (int, float))}}
         parts.log.log(record)
         state.history.append(record)
@@ -320,7 +324,7 @@ def describe_eval(record: dict[str, Any], score: float | None, state: TrainState
     in points (x100), as the result tables show them; losses as they are."""
     if select_metric is None:
         shown = ", ".join(f"{k} {_points(k, v)}" for k, v in record.items()
-                          if isinstance(v, float) and k != "time_s")
+                          if isinstance(v, float) and k not in ("time_s", "train_seconds"))
         return f"step {state.step}/{parts.total_steps}: dev {shown}"
     best = state.history[state.best_index] if state.best_index is not None else {}
     if parts.cfg.eval_steps:

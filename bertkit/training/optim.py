@@ -1,8 +1,9 @@
-"""AdamW with BERT's parameter groups and a linear warm-up / linear decay schedule.
+"""AdamW with BERT's parameter groups and a linear warm-up / linear decay schedule (or, after
+the warm-up, a constant rate or a cosine decay).
 
 Reference: Loshchilov & Hutter (2019) for AdamW; Devlin et al. (2019), appendix A.2, for the
 schedule (linear warm-up to the peak rate, then linear decay to 0) and for exempting biases and
-LayerNorm weights from weight decay.
+LayerNorm weights from weight decay; Loshchilov & Hutter (2017) for the cosine decay.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import math
 import torch
 from torch import nn
 from transformers import get_linear_schedule_with_warmup
+
+from bertkit.training.config import SCHEDULES  # noqa: F401 - the choices of decay()
 
 
 def parameter_groups(model: nn.Module, weight_decay: float,
@@ -94,8 +97,26 @@ def warmup_steps(warmup: float, total_steps: int) -> int:
     return int(warmup)
 
 
-def build_scheduler(optimizer: torch.optim.Optimizer, warmup: float, total_steps: int):
-    """Linear warm-up over :func:`warmup_steps` steps, then linear decay to 0 at ``total_steps``.
+def decay(kind: str, progress: float) -> float:
+    """The rate's share of the peak after the warm-up, ``progress`` in [0, 1] of the decay phase:
+    ``linear`` 1 - p, ``constant`` 1 (a learning curve cut at any point is the curve of a
+    longer run), ``cosine`` (1 + cos(pi p)) / 2.
+
+    >>> [round(decay(k, 0.5), 3) for k in SCHEDULES]
+    [0.5, 1.0, 0.5]
+    """
+    progress = min(max(progress, 0.0), 1.0)
+    if kind == "constant":
+        return 1.0
+    if kind == "cosine":
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+    return 1.0 - progress
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, warmup: float, total_steps: int,
+                    kind: str = "linear"):
+    """Linear warm-up over :func:`warmup_steps` steps, then (``kind``, :func:`decay`) linear
+    decay to 0 at ``total_steps``, a constant rate, or a cosine decay to 0.
 
     A parameter group with ``"frozen_steps": F`` (:func:`parameter_groups`) has rate 0 for its
     first F steps, then its own linear warm-up (over :func:`warmup_steps` of the F..total steps
@@ -113,10 +134,10 @@ def build_scheduler(optimizer: torch.optim.Optimizer, warmup: float, total_steps
                 return 0.0
             if step - frozen < warm:
                 return float(step - frozen) / float(max(1, warm))
-            return max(0.0, float(total - step) / float(max(1, total - frozen - warm)))
+            return decay(kind, float(step - frozen - warm) / float(max(1, total - frozen - warm)))
         return rate
 
     frozen = [int(g.get("frozen_steps", 0)) for g in optimizer.param_groups]
-    if not any(frozen):
+    if not any(frozen) and kind == "linear":
         return get_linear_schedule_with_warmup(optimizer, warmup_steps(warmup, total_steps), total)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, [schedule(f) for f in frozen])

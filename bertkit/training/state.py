@@ -42,6 +42,8 @@ class TrainState:
         history: every dev evaluation record, in order.
         train_seconds: seconds spent training (evaluation and checkpoint loading excluded).
         train_examples: examples trained on (all processes together).
+        train_tokens: real (not padding) tokens trained on, all processes together: the
+            x-axis of a learning curve (each ``eval`` record carries it).
         last_train: the newest training-loss record.
         skipped: batches skipped for a non-finite loss (``--skip-nonfinite`` counts them).
     """
@@ -55,6 +57,7 @@ class TrainState:
     history: list[dict[str, Any]] = field(default_factory=list)
     train_seconds: float = 0.0
     train_examples: int = 0
+    train_tokens: int = 0
     last_train: dict[str, Any] | None = None
     skipped: int = 0
 
@@ -74,7 +77,8 @@ class TrainState:
         return TrainResult(steps=self.step, history=self.history, best_epoch=self.best_epoch,
                            best_index=self.best_index, best_metric=self.best_metric,
                            train_seconds=self.train_seconds,
-                           train_examples=self.train_examples, last_train=self.last_train)
+                           train_examples=self.train_examples, train_tokens=self.train_tokens,
+                           last_train=self.last_train)
 
 
 class Meter:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from bertkit.errors import BertkitError
@@ -15,11 +16,20 @@ class PretrainConfig(TrainConfig):
     """MLM pretraining settings: the training-loop fields (steps-based here) plus these.
 
     Attributes:
-        corpus: text file, ``.gz`` file or directory (several separated by commas).
-        valid: held-out text for validation MLM loss/perplexity/accuracy (token masking).
+        corpus: text file, ``.gz`` file, directory or registered corpus name (``scientific``,
+            ``general``: its ``train.txt`` under ``$BERTKIT_DATA``, see
+            :data:`bertkit.data.sets.CORPORA`); several separated by commas.
+        valid: held-out text (or a registered corpus name: its ``valid.txt``) for validation
+            MLM loss/perplexity/accuracy (token masking, masked once with a fixed seed).
         model: masked-LM or encoder to continue pretraining (None with no ``config``: the
             packaged MiniLM encoder).
-        config: from-scratch size, ``tiny``, ``small``, ``base`` or ``large`` (needs ``vocab``).
+        config: from-scratch size, ``tiny``, ``small``, ``base``, ``large`` or a custom
+            ``layers=L,hidden=H[,heads=A,intermediate=I]`` (needs ``vocab``).
+        dropout: hidden and attention dropout (None: the model's own, 0.1 from scratch).
+        max_tokens: token budget: train for ``ceil(max_tokens / (batch_size x
+            gradient_accumulation x max_seq_length))`` optimiser steps (packed sequences have
+            no padding, so every token is real; with ``nsp`` padded positions count too)
+            instead of ``max_steps``; None: ``max_steps``. :meth:`validate` sets ``max_steps``.
         vocab: vocabulary for a from-scratch model (a tokenizer directory, ``vocab.txt``, or a
             shipped name such as ``scivocab-uncased``).
         masking: ``token`` (BERT), ``wwm`` (whole-word) or ``span`` (SpanBERT).
@@ -45,6 +55,8 @@ class PretrainConfig(TrainConfig):
     model: str | None = None
     config: str | None = None
     vocab: str | None = None
+    dropout: float | None = None
+    max_tokens: int | None = None
     masking: str = "span"
     mask_prob: float = 0.15
     mask_replace_prob: float = 0.8
@@ -69,6 +81,17 @@ class PretrainConfig(TrainConfig):
     eval_steps: int = 500
 
     @property
+    def tokens_per_step(self) -> int:
+        """Tokens per optimiser step: packed sequences have no padding (NSP pairs may)."""
+        return self.batch_size * self.gradient_accumulation * self.max_seq_length
+
+    def plan_token_budget(self) -> None:
+        """With ``max_tokens``, set ``max_steps`` to the steps that budget takes (rounded up),
+        so the warm-up and decay schedule spans the budget."""
+        if self.max_tokens is not None and self.max_tokens >= 1:
+            self.max_steps = max(1, math.ceil(self.max_tokens / self.tokens_per_step))
+
+    @property
     def use_sbo(self) -> bool:
         return self.spans if self.sbo is None else self.sbo
 
@@ -78,26 +101,39 @@ class PretrainConfig(TrainConfig):
         return self.masking in MASKING and MASKING[self.masking].spans
 
     def validate(self) -> None:
-        """Check every setting before anything is loaded or written.
+        """Check every setting before anything is loaded or written; with ``max_tokens``, set
+        ``max_steps`` (:meth:`plan_token_budget`).
 
         Raises:
             BertkitError: naming the option at fault and what it must be.
         """
         super().validate()
         if not self.corpus:
-            raise BertkitError("no --corpus given", expected="a text file, .gz file or directory")
+            from bertkit.data.sets import corpus_names
+
+            raise BertkitError("no --corpus given",
+                               expected=f"a text file, .gz file, directory or a registered "
+                                        f"corpus: {corpus_names()}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise BertkitError(f"--max-tokens is {self.max_tokens}", expected="an integer >= 1")
+        self.plan_token_budget()
         if self.max_steps < 1:
             raise BertkitError(f"--max-steps is {self.max_steps}", expected="an integer >= 1")
         if self.model and self.config:
             raise BertkitError("--model (continue pretraining) and --config (from scratch) "
                                "exclude each other", expected="one of them")
+        if self.config:
+            from bertkit.tasks.pretrain.model import parse_size
+
+            parse_size(self.config)  # an unknown or malformed size fails before any loading
         if self.config and not self.vocab:
             raise BertkitError(f"--config {self.config} needs --vocab",
                                expected="a vocabulary (e.g. scivocab-uncased or a tokenizer folder)")
         if self.vocab and not self.config:
             raise BertkitError("--vocab is only for a model built from scratch (--config)",
-                               expected="--config tiny|small|base|large, or `bertkit vocab "
-                                        "extend` to add words to a model's vocabulary")
+                               expected="--config tiny|small|base|large|layers=L,hidden=H, or "
+                                        "`bertkit vocab extend` to add words to a model's "
+                                        "vocabulary")
         if self.masking not in MASKING:
             raise BertkitError(f"unknown --masking '{self.masking}'", expected=MASKING_CHOICES)
         if self.sbo and not self.spans:
@@ -110,6 +146,7 @@ class PretrainConfig(TrainConfig):
                                                         "or --no-nsp")
         self.require((
             ("mask_prob", 0 < self.mask_prob < 1, "a number in (0, 1)"),
+            ("dropout", self.dropout is None or 0 <= self.dropout < 1, "a number in [0, 1)"),
             ("mask_replace_prob", 0 <= self.mask_replace_prob <= 1, "a number in [0, 1]"),
             ("random_replace_prob", 0 <= self.random_replace_prob
              <= 1 - self.mask_replace_prob, "a number in [0, 1 - mask_replace_prob]"),

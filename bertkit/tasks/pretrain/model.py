@@ -143,29 +143,97 @@ class PretrainModel(nn.Module):
         (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
-def scratch_config(size: str, tokenizer, max_positions: int = 512):
-    """A ``BertConfig`` of a named size for the tokenizer's vocabulary.
+# ``--config layers=4,hidden=256[,heads=4,intermediate=1024]``: the keys and the BertConfig
+# fields they set; heads default to hidden / 64 and the feed-forward size to 4 x hidden
+# (Devlin et al., 2019; Turc et al., 2019 use the same ratios).
+SIZE_KEYS = {"layers": "num_hidden_layers", "hidden": "hidden_size",
+             "heads": "num_attention_heads", "intermediate": "intermediate_size"}
+SIZE_FORMAT = ("tiny, small, base, large or layers=L,hidden=H[,heads=A,intermediate=I] "
+               "(e.g. layers=4,hidden=256)")
+
+
+def parse_size(size: str) -> dict[str, int]:
+    """The ``BertConfig`` size fields of a named size or of a custom ``layers=L,hidden=H[,
+    heads=A,intermediate=I]`` (heads default to ``H / 64``, at least 1; intermediate to ``4 H``).
+
+    >>> parse_size("layers=4,hidden=256")
+    {'num_hidden_layers': 4, 'hidden_size': 256, 'num_attention_heads': 4, 'intermediate_size': 1024}
 
     Raises:
-        BertkitError: an unknown size.
+        BertkitError: an unknown name or key, a value that is not a positive integer, a missing
+            ``layers``/``hidden``, or a hidden size not divisible by the heads.
+    """
+    if size in SIZES:
+        return dict(SIZES[size])
+    if "=" not in size:
+        raise BertkitError(f"unknown --config '{size}'", expected=SIZE_FORMAT)
+    values: dict[str, int] = {}
+    for part in (p.strip() for p in size.split(",") if p.strip()):
+        key, _, raw = part.partition("=")
+        key = key.strip()
+        if key not in SIZE_KEYS:
+            raise BertkitError(f"--config {size}: unknown key '{key}'",
+                               expected=", ".join(SIZE_KEYS))
+        if key in values:
+            raise BertkitError(f"--config {size}: '{key}' given twice", expected="each key once")
+        try:
+            values[key] = int(raw.strip())
+        except ValueError:
+            values[key] = 0
+        if values[key] < 1:
+            raise BertkitError(f"--config {size}: {key}={raw.strip()!r}",
+                               expected="a positive integer")
+    missing = [k for k in ("layers", "hidden") if k not in values]
+    if missing:
+        raise BertkitError(f"--config {size}: no {' or '.join(missing)}", expected=SIZE_FORMAT)
+    hidden = values["hidden"]
+    heads = values.get("heads", max(1, hidden // 64))
+    if hidden % heads:
+        raise BertkitError(f"--config {size}: hidden {hidden} is not divisible by {heads} heads",
+                           expected="heads dividing hidden (e.g. hidden=256,heads=4)")
+    return {"num_hidden_layers": values["layers"], "hidden_size": hidden,
+            "num_attention_heads": heads, "intermediate_size": values.get("intermediate", 4 * hidden)}
+
+
+def scratch_config(size: str, tokenizer, max_positions: int = 512, dropout: float | None = None):
+    """A ``BertConfig`` of a named or custom size (:func:`parse_size`) for the tokenizer's
+    vocabulary; ``dropout`` sets both the hidden and the attention dropout (None: BERT's 0.1).
+
+    Raises:
+        BertkitError: an unknown or malformed size.
     """
     from transformers import BertConfig
 
-    if size not in SIZES:
-        raise BertkitError(f"unknown --config '{size}'", expected=", ".join(SIZES))
+    extra = {} if dropout is None else {"hidden_dropout_prob": dropout,
+                                        "attention_probs_dropout_prob": dropout}
     return BertConfig(vocab_size=len(tokenizer), max_position_embeddings=max_positions,
-                      pad_token_id=tokenizer.pad_token_id, **SIZES[size])
+                      pad_token_id=tokenizer.pad_token_id, **parse_size(size), **extra)
+
+
+def set_dropout(model: nn.Module, dropout: float) -> None:
+    """Set every dropout of a loaded model to ``dropout``: its config's hidden and attention
+    dropout (so the saved model keeps it) and each ``nn.Dropout`` module's rate (BERT's SDPA
+    attention reads its rate from its ``nn.Dropout``)."""
+    for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+        if hasattr(model.config, name):
+            setattr(model.config, name, dropout)
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = dropout
 
 
 def build_pretrain_model(model: str | None, size: str | None, tokenizer, sbo: bool,
-                         sbo_weight: float, nsp: bool = False) -> tuple[PretrainModel, dict]:
+                         sbo_weight: float, nsp: bool = False,
+                         dropout: float | None = None) -> tuple[PretrainModel, dict]:
     """Load a masked-LM to continue pretraining (``model``) or build one from scratch (``size``).
 
     A checkpoint with no MLM head (a plain encoder such as the packaged MiniLM) gets a new head
     whose decoder is tied to the input embeddings; an SBO head saved beside the model
     (``sbo.safetensors``, from an earlier bertkit run) is loaded, else a new one is made. With
     ``nsp`` the model is loaded as ``BertForPreTraining`` (``AutoModelForPreTraining``): a
-    checkpoint without a pooler or NSP head gets new ones.
+    checkpoint without a pooler or NSP head gets new ones. ``dropout`` (None: the model's
+    own, BERT's 0.1 from scratch) sets the hidden and attention dropout; Cramming (Geiping &
+    Goldstein, 2023, sec. 4.3) trains without dropout when every token is seen about once.
 
     Returns:
         (the model, facts for the run: ``new_mlm_head``, ``new_nsp_head``, ``new_pooler``,
@@ -181,7 +249,8 @@ def build_pretrain_model(model: str | None, size: str | None, tokenizer, sbo: bo
     quiet_transformers()
     info = {"new_mlm_head": False, "new_nsp_head": nsp, "new_pooler": nsp, "sbo_loaded": False}
     if size is not None:
-        mlm = auto.from_config(scratch_config(size, tokenizer), attn_implementation="sdpa")
+        mlm = auto.from_config(scratch_config(size, tokenizer, dropout=dropout),
+                               attn_implementation="sdpa")
         info["new_mlm_head"] = True
     else:
         path = resolve_model_source(model)
@@ -204,6 +273,8 @@ def build_pretrain_model(model: str | None, size: str | None, tokenizer, sbo: bo
         if mlm.get_input_embeddings().weight.shape[0] < len(tokenizer):
             raise BertkitError(f"the model has {mlm.get_input_embeddings().weight.shape[0]} "
                                f"embeddings but the tokenizer {len(tokenizer)} tokens", file=path)
+    if dropout is not None:
+        set_dropout(mlm, dropout)
     mlm.tie_weights()
     hidden = mlm.config.hidden_size
     head = None

@@ -61,6 +61,10 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         BertkitError: bad corpus, model, vocabulary, settings or output directory.
     """
     cfg.validate()
+    from bertkit.data.sets import resolve_corpus
+
+    cfg.corpus = resolve_corpus(cfg.corpus, "train")  # registered names -> files
+    cfg.valid = resolve_corpus(cfg.valid, "valid") if cfg.valid else cfg.valid
     if not cfg.config and not cfg.model:
         cfg.model = default_model()
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("pretrain", _paths(cfg.corpus)[0])
@@ -113,7 +117,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
                                                cfg.random_replace_prob))
     seed_everything(cfg.seed)
     model, info = build_pretrain_model(cfg.model, cfg.config, tokenizer, cfg.use_sbo, cfg.sbo_weight,
-                                       nsp=cfg.nsp)
+                                       nsp=cfg.nsp, dropout=cfg.dropout)
     from bertkit.lengths import check_length, position_limit
 
     check_length(cfg.max_seq_length, position_limit(model.mlm.config), "--max-seq-length")
@@ -138,7 +142,10 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
             f"{' + SBO' if cfg.use_sbo else ''}{' + NSP' if cfg.nsp else ''}; model {source} ({info['parameters']:,} parameters"
             f"{', new MLM head tied to the input embeddings' if info['new_mlm_head'] else ''}"
             f"{', new NSP head' if info['new_nsp_head'] else ''}"
-            f"{', new pooler' if info['new_pooler'] else ''}); "
+            f"{', new pooler' if info['new_pooler'] else ''}"
+            f"{f', dropout {cfg.dropout:g}' if cfg.dropout is not None else ''}); "
+            f"{cfg.max_steps:,} steps of {cfg.tokens_per_step:,} tokens"
+            f"{f' (--max-tokens {cfg.max_tokens:,})' if cfg.max_tokens else ''}; "
             f"device {runtime.device}, {runtime.precision}", highlight=False)
 
     def evaluate(m) -> dict:
@@ -166,7 +173,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     results = {
         "task": "pretrain", "corpus": cfg.corpus, "model": cfg.model, "config": cfg.config,
         "vocab": cfg.vocab, "masking": cfg.masking, "sbo": cfg.use_sbo, "nsp": cfg.nsp,
-        "steps": result.steps,
+        "steps": result.steps, "dropout": cfg.dropout, "max_tokens": cfg.max_tokens,
+        "train_tokens": result.train_tokens,
         "train": {k: last[k] for k in ("loss", "mlm_loss", "sbo_loss", "nsp_loss") if k in last},
         "valid": result.history[-1] if result.history else None,
         "valid_initial": initial,

@@ -1,0 +1,279 @@
+"""Tokens to leave the plateau: MLM learning curves of from-scratch recipes (issue 27, phase 1).
+
+A model pretrained from scratch first predicts the most frequent tokens (the unigram plateau:
+masked-token accuracy about 12% on ``corpus/valid.txt``) and is no better than random weights
+when fine-tuned. This script measures, for named configurations, how many training tokens (and
+minutes on this machine) a recipe needs to leave that plateau: valid MLM loss and masked-token
+accuracy against tokens seen, from ``bertkit pretrain``'s own ``eval`` records.
+
+Each configuration is one ``bertkit pretrain`` command line (size, vocabulary, learning rate and
+warm-up with linear decay, batch and accumulation, dropout, masking rate, sequence length, token
+budget), run as a user would run it, one stage at a time:
+
+    python benchmarks/plateau_curves.py run a-4x256-b32-const1e-3 --max-minutes 45
+    python benchmarks/plateau_curves.py collect a-4x256-b32-const1e-3 --run-dir RUN --load-log LOG
+    python benchmarks/plateau_curves.py --merge
+
+``run`` builds the configuration's vocabulary with ``bertkit vocab build`` into a work folder
+(kept there for the next configuration), runs the pretraining (SIGTERM at ``--max-minutes``:
+bertkit checkpoints and stops, the curve so far is kept), samples the 1-minute load average every
+minute, and writes ``results/plateau_<name>.json`` (command, settings, curve points: step, tokens
+seen, training seconds, valid loss, accuracy, load). ``collect`` writes the same JSON from a run
+directory started by hand with the configuration's command (``command`` prints it). ``--merge``
+builds the "tokens to leave the plateau" table (tokens and minutes to reach 20% and 35%
+masked-token accuracy, final values) into ``results/plateau_curves.md``.
+
+Threads: one (``OMP_NUM_THREADS=1``), so another job can use the second core. Precision: fp32 on
+this machine: its CPU (AMD EPYC, AVX2, no AVX512-BF16 or AMX) ran a bf16 step 15x slower than
+fp32 (``results/plateau_precision_probe.log``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+THRESHOLDS = (0.20, 0.35)  # masked-token accuracy: leaving the plateau, and the phase-1 gate
+GATE_MINUTES = 150  # phase 1: one run of at most 2.5 hours on this machine
+
+# name -> settings; every key but "vocab_size" and "vocab_corpus" is a `bertkit pretrain` flag.
+CONFIGS: dict[str, dict] = {
+    # Cramming's choices (Geiping & Goldstein 2023): no dropout, sparse prediction (bertkit
+    # always predicts at the masked positions only), a small vocabulary, peak lr 1e-3 after a
+    # short warm-up; a batch of 32 x 128 (not 128 x 128) so that a 45-minute budget still gives
+    # a few hundred optimiser steps at ~300-600 tokens/s on one shared thread. A constant rate
+    # after the warm-up: the run is cut by time, and a curve cut at any point is then the curve
+    # of a longer run (with a decay it would depend on where the budget ends).
+    "a-4x256-b32-const1e-3": dict(
+        config="layers=4,hidden=256", vocab_size=8000, vocab_corpus="scientific", dropout=0.0,
+        masking="token", mask_prob=0.15, lr=1e-3, warmup=30, lr_schedule="constant",
+        batch_size=32, gradient_accumulation=1, max_seq_length=128, max_tokens=8_000_000,
+        eval_steps=25, max_eval_sequences=128),
+    # The same with 30% of the tokens masked: twice the predictions per token processed (the
+    # sparse decoder makes them cheap); Wettig et al. (2023) found 40% better than 15%.
+    "b-4x256-b32-const1e-3-mask30": dict(
+        config="layers=4,hidden=256", vocab_size=8000, vocab_corpus="scientific", dropout=0.0,
+        masking="token", mask_prob=0.30, lr=1e-3, warmup=30, lr_schedule="constant",
+        batch_size=32, gradient_accumulation=1, max_seq_length=128, max_tokens=8_000_000,
+        eval_steps=25, max_eval_sequences=128),
+    # A 2 x 128 encoder (BERT-tiny's shape) with the same recipe: about 6x cheaper per token,
+    # so 6x more steps in the same minutes.
+    "c-2x128-b32-const1e-3": dict(
+        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="scientific", dropout=0.0,
+        masking="token", mask_prob=0.15, lr=1e-3, warmup=30, lr_schedule="constant",
+        batch_size=32, gradient_accumulation=1, max_seq_length=128, max_tokens=8_000_000,
+        eval_steps=25, max_eval_sequences=128),
+}
+CORPUS_FILES = {"scientific": "corpus/train.txt", "general": "corpus-general/train.txt"}
+
+
+def vocab_dir(work: Path, settings: dict) -> Path:
+    """Where the configuration's vocabulary is built: ``<work>/vocab-<corpus>-<size>``."""
+    return work / f"vocab-{settings['vocab_corpus']}-{settings['vocab_size']}"
+
+
+def pretrain_command(name: str, settings: dict, work: Path) -> list[str]:
+    """The ``bertkit pretrain`` command line of a configuration (fp32, CPU, valid every
+    ``eval_steps`` steps on the scientific valid set)."""
+    flags = {k: v for k, v in settings.items() if k not in ("vocab_size", "vocab_corpus")}
+    cmd = [sys.executable, "-m", "bertkit", "pretrain", "--corpus", settings["vocab_corpus"],
+           "--valid", "scientific", "--vocab", str(vocab_dir(work, settings))]
+    for key, value in flags.items():
+        cmd += [f"--{key.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
+    return cmd + ["--logging-steps", "10", "--precision", "fp32", "--device", "cpu",
+                  "--save-steps", "100", "-o", str(work / "runs" / name), "--overwrite"]
+
+
+def crossing(points: list[dict], threshold: float) -> dict | None:
+    """The first curve point whose accuracy reaches ``threshold``, with the tokens and training
+    seconds interpolated linearly from the point before (None if never reached).
+
+    >>> pts = [{"tokens": 0, "seconds": 0, "accuracy": 0.1}, {"tokens": 100, "seconds": 10, "accuracy": 0.3}]
+    >>> crossing(pts, 0.2)
+    {'tokens': 50, 'seconds': 5.0}
+    """
+    before = None
+    for point in points:
+        if point["accuracy"] >= threshold:
+            if before is None:
+                return {"tokens": point["tokens"], "seconds": float(point["seconds"])}
+            share = (threshold - before["accuracy"]) / (point["accuracy"] - before["accuracy"])
+            return {"tokens": round(before["tokens"] + share * (point["tokens"] - before["tokens"])),
+                    "seconds": round(before["seconds"] + share * (point["seconds"] - before["seconds"]), 1)}
+        before = point
+    return None
+
+
+def load_at(samples: list[list[float]], seconds_since_start: float, start: float) -> float | None:
+    """The 1-minute load average sampled nearest to a moment (None without samples)."""
+    if not samples:
+        return None
+    moment = start + seconds_since_start
+    return min(samples, key=lambda s: abs(s[0] - moment))[1]
+
+
+def curve(run_dir: Path, load: list[list[float]]) -> tuple[list[dict], dict]:
+    """The curve points of a run directory (the initial evaluation from ``results.json`` if the
+    run finished, then each ``eval`` record of ``metrics.jsonl``) and its final results (empty if
+    the run was stopped before writing them)."""
+    records = [json.loads(line) for line in
+               (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    train = [r for r in records if r["type"] == "train"]
+    results_file = run_dir / "results.json"
+    results = json.loads(results_file.read_text()) if results_file.is_file() else {}
+    start = os.path.getmtime(run_dir / "environment.json")  # written as training starts
+    points = []
+    if results.get("valid_initial"):
+        v = results["valid_initial"]
+        points.append({"step": 0, "tokens": 0, "seconds": 0.0, "wall_s": 0.0, "loss": v["loss"],
+                       "accuracy": v["accuracy"], "load1": None})
+    for r in records:
+        if r["type"] != "eval":
+            continue
+        window = [t["tokens_per_s"] for t in train if t["step"] <= r["step"]][-3:]
+        points.append({"step": r["step"], "tokens": r["train_tokens"],
+                       "seconds": r["train_seconds"], "wall_s": r["time_s"], "loss": r["loss"],
+                       "accuracy": r["accuracy"], "tokens_per_s": round(sum(window) / len(window), 1)
+                       if window else None, "load1": load_at(load, r["time_s"], start)})
+    return points, results
+
+
+def read_load(path: Path | None) -> list[list[float]]:
+    """``[unix seconds, 1-minute load]`` samples of a load log (lines ``SECONDS LOAD1 ...``)."""
+    if path is None or not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            out.append([float(parts[0]), float(parts[1])])
+    return out
+
+
+def write_result(name: str, run_dir: Path, load: list[list[float]], command: list[str],
+                 stopped: str | None) -> Path:
+    """Write ``results/plateau_<name>.json`` from a run directory; returns its path."""
+    points, results = curve(run_dir, load)
+    summary = {
+        "name": name, "settings": CONFIGS.get(name), "command": shlex.join(command),
+        "config_yaml": (run_dir / "config.yaml").read_text(encoding="utf-8"),
+        "stopped": stopped, "finished": bool(results), "points": points,
+        "crossings": {f"{t:.2f}": crossing(points, t) for t in THRESHOLDS},
+        "final": points[-1] if points else None,
+        "parameters": results.get("parameters"), "corpus_tokens": results.get("corpus_tokens"),
+        "train_tokens": results.get("train_tokens", points[-1]["tokens"] if points else 0),
+        "threads": results.get("torch_threads", 1),
+        "load1": {"min": min((s[1] for s in load), default=None),
+                  "max": max((s[1] for s in load), default=None),
+                  "samples": len(load)},
+    }
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / f"plateau_{name}.json"
+    out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return out
+
+
+def run(name: str, work: Path, max_minutes: float) -> None:
+    """Build the vocabulary if needed, pretrain with a time limit, sample the load, write the JSON."""
+    settings = CONFIGS[name]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1",
+           "BERTKIT_CACHE": str(work / "cache")}
+    vocab = vocab_dir(work, settings)
+    if not (vocab / "vocab.txt").is_file():
+        root = Path(os.environ["BERTKIT_DATA"])
+        subprocess.run([sys.executable, "-m", "bertkit", "vocab", "build", "--corpus",
+                        str(root / CORPUS_FILES[settings["vocab_corpus"]]), "--size",
+                        str(settings["vocab_size"]), "--out", str(vocab), "--no-progress"],
+                       env=env, check=True)
+    cmd = pretrain_command(name, settings, work)
+    log = (work / f"{name}.log").open("w")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    load, deadline, stopped = [], time.time() + 60 * max_minutes, None
+    while proc.poll() is None:
+        load.append([time.time(), round(os.getloadavg()[0], 2)])
+        if time.time() > deadline and stopped is None:
+            proc.send_signal(signal.SIGTERM)  # bertkit saves a checkpoint and stops
+            stopped = f"SIGTERM after {max_minutes} minutes"
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+    write_result(name, work / "runs" / name, load, cmd, stopped)
+
+
+def _minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.0f}"
+
+
+def merge() -> Path:
+    """The "tokens to leave the plateau" table of every ``results/plateau_*.json``."""
+    rows = []
+    for path in sorted(RESULTS.glob("plateau_*.json")):
+        r = json.loads(path.read_text())
+        final, s = r["final"] or {}, r["settings"] or {}
+        rate = [p["tokens_per_s"] for p in r["points"] if p.get("tokens_per_s")]
+        cells = []
+        for t in THRESHOLDS:
+            c = r["crossings"][f"{t:.2f}"]
+            cells.append(f"{c['tokens'] / 1e6:.2f} M / {_minutes(c['seconds'])} min" if c else
+                         f"not reached (> {final.get('tokens', 0) / 1e6:.2f} M)")
+        load = r["load1"]
+        rows.append(
+            f"| {r['name']} | {s.get('config', '?')}, vocab {s.get('vocab_size', '?')}, lr "
+            f"{s.get('lr', '?')}, batch {s.get('batch_size', '?')}x{s.get('max_seq_length', '?')}"
+            f", mask {s.get('mask_prob', '?')}, dropout {s.get('dropout', '?')} | "
+            f"{final.get('tokens', 0) / 1e6:.2f} M / {_minutes(final.get('seconds'))} min | "
+            f"{sorted(rate)[len(rate) // 2] if rate else 0:.0f} | {final.get('loss', float('nan')):.3f} | "
+            f"{100 * final.get('accuracy', 0):.1f}% | {cells[0]} | {cells[1]} | "
+            f"{load['min']}-{load['max']} |")
+    header = ("| configuration | settings | trained (tokens / training min) | tokens/s (median) | "
+              "valid loss | masked-token acc. | to 20% | to 35% | load (1-min) |\n"
+              "|---|---|---|---|---|---|---|---|---|")
+    out = RESULTS / "plateau_curves.md"
+    out.write_text(header + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    print(out.read_text())
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("action", nargs="?", choices=("run", "collect", "command"))
+    ap.add_argument("name", nargs="?", choices=tuple(CONFIGS))
+    ap.add_argument("--work", type=Path, default=Path("/tmp/plateau"),
+                    help="vocabularies, token caches and run directories (not committed)")
+    ap.add_argument("--max-minutes", type=float, default=55.0)
+    ap.add_argument("--run-dir", type=Path, help="collect: the run directory")
+    ap.add_argument("--load-log", type=Path, help="collect: lines 'UNIX_SECONDS LOAD1 ...'")
+    ap.add_argument("--stopped", help="collect: how the run was stopped, if it was")
+    ap.add_argument("--command-file", type=Path, help="collect: the command line the run was "
+                                                      "started with (default: the configuration's)")
+    ap.add_argument("--merge", action="store_true", help="build results/plateau_curves.md")
+    args = ap.parse_args()
+    if args.merge:
+        merge()
+        return
+    if not args.action or not args.name:
+        ap.error("give an action and a configuration name, or --merge")
+    if args.action == "command":
+        print(shlex.join(pretrain_command(args.name, CONFIGS[args.name], args.work)))
+    elif args.action == "run":
+        run(args.name, args.work, args.max_minutes)
+    else:
+        run_dir = args.run_dir or args.work / "runs" / args.name
+        command = (shlex.split(args.command_file.read_text()) if args.command_file else
+                   pretrain_command(args.name, CONFIGS[args.name], args.work))
+        write_result(args.name, run_dir, read_load(args.load_log), command, args.stopped)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""benchmarks/plateau_curves.py: the command each configuration runs, the crossing of an accuracy
+threshold, and the merged table from a run directory's records."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def script():
+    spec = importlib.util.spec_from_file_location("bench_plateau", BENCHMARKS / "plateau_curves.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_configuration_is_a_valid_pretrain_command(script, tmp_path):
+    from bertkit.tasks.pretrain import PretrainConfig
+
+    for name, settings in script.CONFIGS.items():
+        cmd = script.pretrain_command(name, settings, tmp_path)
+        assert cmd[cmd.index("--config") + 1] == settings["config"]
+        assert cmd[cmd.index("--precision") + 1] == "fp32"
+        assert cmd[cmd.index("--vocab") + 1] == str(tmp_path / f"vocab-scientific-{settings['vocab_size']}")
+        flags = {k: v for k, v in settings.items() if k not in ("vocab_size", "vocab_corpus")}
+        cfg = PretrainConfig(corpus="x.txt", vocab="v", **flags)
+        cfg.validate()  # the settings are ones bertkit accepts
+        assert cfg.max_steps * cfg.tokens_per_step >= settings["max_tokens"]
+
+
+def test_crossing_interpolates_between_points_and_says_none_if_never(script):
+    points = [{"tokens": 0, "seconds": 0.0, "accuracy": 0.05},
+              {"tokens": 1000, "seconds": 100.0, "accuracy": 0.12},
+              {"tokens": 2000, "seconds": 200.0, "accuracy": 0.28}]
+    assert script.crossing(points, 0.20) == {"tokens": 1500, "seconds": 150.0}
+    assert script.crossing(points, 0.05) == {"tokens": 0, "seconds": 0.0}
+    assert script.crossing(points, 0.35) is None
+
+
+def test_collect_and_merge_from_a_run_directory(script, tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "environment.json").write_text("{}")
+    (run / "config.yaml").write_text("lr: 0.001\n")
+    records = [{"type": "train", "step": 10, "tokens_per_s": 500.0, "time_s": 5},
+               {"type": "eval", "step": 10, "train_tokens": 40960, "train_seconds": 80.0,
+                "loss": 7.0, "accuracy": 0.11, "time_s": 90},
+               {"type": "train", "step": 20, "tokens_per_s": 700.0, "time_s": 150},
+               {"type": "eval", "step": 20, "train_tokens": 81920, "train_seconds": 160.0,
+                "loss": 6.0, "accuracy": 0.23, "time_s": 180}]
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    monkeypatch.setattr(script, "RESULTS", tmp_path / "results")
+    name = "a-4x256-b32-const1e-3"
+    out = script.write_result(name, run, [[0.0, 3.5], [1e12, 4.5]], ["bertkit"], None)
+    saved = json.loads(out.read_text())
+    assert [p["tokens"] for p in saved["points"]] == [40960, 81920]
+    assert saved["points"][1]["tokens_per_s"] == 600.0  # mean of the train records so far
+    assert saved["crossings"]["0.20"] == {"tokens": 71680, "seconds": 140.0}
+    assert saved["crossings"]["0.35"] is None and not saved["finished"]
+    table = script.merge().read_text()
+    row = next(line for line in table.splitlines() if line.startswith(f"| {name}"))
+    assert "0.07 M / 2 min" in row and "not reached (> 0.08 M)" in row and "23.0%" in row
