@@ -329,6 +329,14 @@ def test_predict_flags_empty_lines_and_keeps_one_record_per_line(tmp_path, tiny_
     assert res.exit_code == 0, res.output
     out = [json.loads(x) for x in res.output.split("\n") if x.startswith("{")]
     assert [(x["line"], x.get("empty", False)) for x in out] == [(1, False), (2, True)]
+    # JSON lines after a UTF-8 byte-order mark, .jsonl or not: still JSON, never raw text
+    for name in ("bom.jsonl", "bom.txt"):
+        (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + j.read_bytes())
+        res = runner.invoke(app, ["predict", "cls", "-m", str(run), "-i", str(tmp_path / name),
+                                  "--device", "cpu"])
+        assert res.exit_code == 0, res.output
+        out = [json.loads(x) for x in res.output.split("\n") if x.startswith("{")]
+        assert [x["text"] for x in out] == ["ok", "\u200b"], name
 
 
 def test_plain_text_for_ner_keeps_lone_crs_and_skips_invisible_lines(tmp_path, tokenizer):

@@ -96,6 +96,7 @@ class Prepared:
     results: dict[str, Any] = field(default_factory=dict)
     summary: str | None = None
     select_metric: str | None = None  # this run's selection metric when a setting chooses it
+    scores_in_points: bool = False  # dev metrics already in points (0-100, e.g. SQuAD EM/F1)
 
 
 @runtime_checkable

@@ -220,7 +220,8 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     result = train(prepared.model, prepared.batches, cfg, runtime, run_dir,
                    evaluate=prepared.evaluate,
                    select_metric=prepared.select_metric or task.select_metric,
-                   console=console if main else None)
+                   console=console if main else None,
+                   score_scale=1.0 if prepared.scores_in_points else 100.0)
     if not main:
         return {"task": task.name, "rank": rank(), "steps": result.steps}
     start = time.perf_counter()  # forward passes and decoding (as Trainer.predict)

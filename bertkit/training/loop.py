@@ -39,7 +39,8 @@ from bertkit.training.distributed import (barrier, broadcast_flag, init_distribu
 from bertkit.training.fsdp import (full_model_state, full_optimizer_state, load_full_state,
                                    shard_model)
 from bertkit.training.logging import MetricsLog, PlainProgress, make_progress
-from bertkit.training.optim import build_optimizer, build_scheduler, load_optimizer_state
+from bertkit.training.optim import (build_optimizer, build_scheduler, load_optimizer_state,
+                                    warmup_steps)
 from bertkit.training.rundir import RunWriter, check_free_space, checkpoint_bytes
 from bertkit.training.signals import StopRequest
 from bertkit.training.state import BatchOut, Parts, TrainState
@@ -54,6 +55,7 @@ def train(
     evaluate: Callable[[torch.nn.Module], dict[str, Any]] | None = None,
     select_metric: str | None = "f1",
     console: Console | None = None,
+    score_scale: float = 100.0,
 ) -> TrainResult:
     """Train ``model`` on ``data`` for ``cfg.epochs`` epochs (or ``cfg.max_steps`` steps).
 
@@ -71,6 +73,8 @@ def train(
             better); None: keep the last weights.
         console: where the progress bar draws on a terminal; into a file or pipe, a plain
             line every 30 s (:class:`PlainProgress`).
+        score_scale: dev scores are printed as ``score_scale * value`` with two decimals:
+            100 for scores in [0, 1], 1 for scores already in points (SQuAD's EM/F1).
 
     Returns:
         a :class:`TrainResult`. On return, the model holds the best (or last) weights.
@@ -81,6 +85,7 @@ def train(
     """
     cfg.check_ranges()
     parts = setup(model, data, cfg, runtime, RunWriter(output_dir), console)
+    parts.score_scale = score_scale
     parts.meter.source_stats = getattr(data, "stats", None)  # e.g. Prefetcher's data wait
     state = resume(parts) if cfg.resume else TrainState()
     if parts.out.main:  # after a resume's checkpoint is found: a failed resume records nothing
@@ -164,6 +169,12 @@ def setup(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: 
     optimizer = build_optimizer(net if sharded else model, cfg.lr, cfg.weight_decay,
                                 runtime.device, sharded=sharded)
     scheduler = build_scheduler(optimizer, cfg.warmup, total_steps, cfg.lr_schedule)
+    warm = warmup_steps(cfg.warmup, total_steps)
+    if console is not None and out.main and cfg.warmup >= 1 and warm >= total_steps:
+        console.print(f"warning: the warm-up ({warm:,} steps) is not shorter than the run "
+                      f"({total_steps:,} steps): the learning rate never reaches its peak "
+                      f"{cfg.lr:g}; give a shorter --warmup (a ratio < 1 scales with the run)",
+                      highlight=False, markup=False)
     scaler = torch.amp.GradScaler(runtime.device.type, enabled=runtime.dtype == torch.float16)
     return Parts(model, net, optimizer, scheduler, scaler, runtime, cfg, out, n_epochs,
                  total_steps, sharded, console)
@@ -323,7 +334,7 @@ def describe_eval(record: dict[str, Any], score: float | None, state: TrainState
     (``step N/M`` with ``eval_steps``); without selection, every float metric. Scores are shown
     in points (x100), as the result tables show them; losses as they are."""
     if select_metric is None:
-        shown = ", ".join(f"{k} {_points(k, v)}" for k, v in record.items()
+        shown = ", ".join(f"{k} {_points(k, v, parts.score_scale)}" for k, v in record.items()
                           if isinstance(v, float) and k not in ("time_s", "train_seconds"))
         return f"step {state.step}/{parts.total_steps}: dev {shown}"
     best = state.history[state.best_index] if state.best_index is not None else {}
@@ -331,15 +342,17 @@ def describe_eval(record: dict[str, Any], score: float | None, state: TrainState
         where, best_at = f"step {state.step}/{parts.total_steps}", f"step {best.get('step', '?')}"
     else:
         where, best_at = f"epoch {epoch + 1}/{parts.n_epochs}", f"epoch {state.best_epoch}"
-    return (f"{where}: dev {select_metric} {_points(select_metric, score)} "
-            f"(best {_points(select_metric, state.best_metric)}, {best_at})")
+    scale = parts.score_scale
+    return (f"{where}: dev {select_metric} {_points(select_metric, score, scale)} "
+            f"(best {_points(select_metric, state.best_metric, scale)}, {best_at})")
 
 
-def _points(name: str, value: float) -> str:
-    """A score in [0, 1] as points with two decimals; a loss or perplexity as it is."""
+def _points(name: str, value: float, scale: float = 100.0) -> str:
+    """A score as points with two decimals (``scale`` 100 for a fraction, 1 for points); a loss
+    or perplexity as it is."""
     if "loss" in name or "perplexity" in name:
         return f"{value:.4f}"
-    return f"{100 * value:.2f}"
+    return f"{scale * value:.2f}"
 
 
 def sync_model(parts: Parts) -> None:

@@ -171,6 +171,7 @@ class Parts:
     console: Console | None = None
     log: MetricsLog = field(default_factory=lambda: MetricsLog(None))
     meter: Meter = field(default_factory=Meter)
+    score_scale: float = 100.0  # dev scores shown as points: x100 for fractions, x1 for points
 
     @property
     def ckpt_dir(self) -> Path:

@@ -143,6 +143,9 @@ def test_evaluate_and_select_keeps_the_best_weights(tmp_path):
     assert describe_eval({"loss": 1.25, "perplexity": 3.49, "accuracy": 0.4125}, None, state,
                          None, parts, 0) == \
         "step 3/12: dev loss 1.2500, perplexity 3.4900, accuracy 41.25"
+    parts.score_scale = 1.0  # a task whose scores are already points (SQuAD EM/F1, 0-100)
+    assert describe_eval({"f1": 6.84, "exact": 3.0, "loss": 1.25}, None, state, None, parts, 0) \
+        == "step 3/12: dev f1 6.84, exact 3.00, loss 1.2500"
 
 
 def test_save_step_then_resume_restores_everything(tmp_path):
@@ -220,3 +223,22 @@ def test_train_reads_as_the_algorithm():
     from bertkit.training import loop
 
     assert len(inspect.getsource(loop.train).splitlines()) < 100
+
+
+def test_a_warm_up_as_long_as_the_run_is_warned(tmp_path):
+    # e.g. a recipe's 10,000 warm-up steps kept while --set shortens max_steps
+    from io import StringIO
+
+    from rich.console import Console
+
+    def warning(warmup, max_steps):
+        buf = StringIO()
+        cfg = TrainConfig(epochs=1, lr=1e-2, warmup=warmup, max_steps=max_steps)
+        setup(Linear(), Source(n=4), cfg, make_runtime("cpu", "fp32"),
+              RunWriter(tmp_path / f"w{warmup}-{max_steps}"), console=Console(file=buf, width=200))
+        return " ".join(buf.getvalue().split())
+
+    text = warning(10000, 3)
+    assert "the warm-up (10,000 steps) is not shorter than the run (3 steps)" in text
+    assert "--warmup" in text
+    assert warning(2, 3) == "" and warning(0.5, 3) == ""

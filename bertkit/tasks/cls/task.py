@@ -367,9 +367,11 @@ def _read_input(path: str, input_format: str, cols: Columns, skip_bad_lines: boo
         suffix = p.suffix.lower()
         if suffix in (".csv", ".tsv"):
             input_format = suffix[1:]
+        elif suffix in (".jsonl", ".json"):
+            input_format = "jsonl"
         else:
             try:
-                head = p.read_bytes()[:4096].lstrip()
+                head = p.read_bytes()[:4096].removeprefix(b"\xef\xbb\xbf").lstrip()
             except OSError as exc:
                 raise BertkitError(f"cannot read the file: {exc.strerror}", file=path) from None
             input_format = "jsonl" if head.startswith(b"{") else "text"

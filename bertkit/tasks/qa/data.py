@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from bertkit.data.sets import data_root, entry, resolve_local
+from bertkit.data.text import visible
 from bertkit.errors import BertkitError
 
 EXTENSIONS = (".json", ".jsonl")
@@ -101,10 +102,10 @@ def make_example(q: dict, context: Any, title: str, path: Path, line: int | None
     if not isinstance(qid, (str, int)) or isinstance(qid, bool) or str(qid) == "":
         raise _error("question without an id", path, title, None, line, "an 'id' string")
     qid = str(qid)
-    if not isinstance(context, str) or not context.strip():
+    if not isinstance(context, str) or not visible(context):  # zero-width only is empty too
         raise _error("empty context", path, title, qid, line, "a non-empty 'context' string")
     question = q.get("question")
-    if not isinstance(question, str) or not question.strip():
+    if not isinstance(question, str) or not visible(question):
         raise _error("empty question", path, title, qid, line, "a non-empty 'question' string")
     parsed = _answers(q.get("answers"))
     if parsed is None:
@@ -154,7 +155,8 @@ def _squad_json(path: Path, doc: Any, labelled: bool) -> Iterator[QAExample]:
 
 
 def _json_lines(path: Path, text: str, labelled: bool) -> Iterator[QAExample]:
-    for n, line in enumerate(text.splitlines(), 1):
+    # lines end at LF (or CRLF) only: U+2028 and a lone CR may sit inside a JSON string
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -182,7 +184,7 @@ def read_qa_file(path: str | Path, labelled: bool = True) -> list[QAExample]:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise BertkitError(f"cannot read the file: {getattr(exc, 'strerror', None) or exc}",
                            file=path) from None

@@ -247,7 +247,8 @@ class QATask:
                 "dev_best_f1_thresh": state.get("dev_threshold"), "base_model": model_name,
                 "data": cfg.data})
 
-        return Prepared(model, batches, evaluate_dev, test, save, summary=summary, results={
+        return Prepared(model, batches, evaluate_dev, test, save, summary=summary,
+                        scores_in_points=True, results={
             "unanswerable": v2, "doc_stride_is": "overlap (Hugging Face run_qa.py)",
             "windows": {"train": len(tr), "dev": len(feats["dev"])},
             "questions_cut": {"train": tr.questions_cut,

@@ -32,10 +32,25 @@ def test_datasets_jsonl_form(tmp_path):
         [("a1", ["platelet aggregation"], [17], 1), ("a2", [], [], 3)]
 
 
+def test_jsonl_with_byte_order_mark_and_line_separator_in_a_context(tmp_path):
+    # a BOM is not part of the first record; U+2028 inside a JSON string does not end its line
+    ctx = "Aspirin\u2028inhibits platelet aggregation."
+    rec = {"id": "b1", "context": ctx, "question": "What?",
+           "answers": {"text": ["platelet aggregation"], "answer_start": [17]}}
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(rec, ensure_ascii=False).encode() + b"\n"
+                     + json.dumps({**rec, "id": "b2"}, ensure_ascii=False).encode() + b"\n")
+    xs = read_qa_file(path)
+    assert [(x.qid, x.line) for x in xs] == [("b1", 1), ("b2", 2)]
+    assert xs[0].context == ctx and ctx[17:37] == "platelet aggregation"
+
+
 @pytest.mark.parametrize("change,message", [
     (lambda q, p: q.update(answers=[{"text": "platelet", "answer_start": 3}]),
      "answer_start 3 does not index the answer 'platelet'"),
     (lambda q, p: p.update(context="   "), "empty context"),
+    (lambda q, p: p.update(context="\u200b\u200d \ufeff"), "empty context"),  # zero-width only
+    (lambda q, p: q.update(question="\u200b"), "empty question"),
     (lambda q, p: q.update(id="q2"), "question id given twice"),
     (lambda q, p: q.update(question=""), "empty question"),
 ])

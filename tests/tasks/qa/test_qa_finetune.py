@@ -2,6 +2,7 @@
 pipeline("question-answering"); SQuAD 2.0 mode switched on (and refused when off)."""
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -43,6 +44,11 @@ def test_finetune_writes_run_with_official_scores(qa_run):
     card = (run / "model" / "README.md").read_text()
     assert "pipeline_tag: question-answering" in card and "AutoModelForQuestionAnswering" in card
     assert "official SQuAD v1.1 scorer" in output
+    # the epoch line shows the dev F1 in points as the scorer gives them, not x100
+    dev_f1 = [r["f1"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+              if r.get("type") == "eval"][-1]
+    shown = re.search(r"dev f1 ([0-9.]+) \(best", output)
+    assert shown and float(shown.group(1)) == pytest.approx(dev_f1, abs=0.006)
 
 
 def test_saved_model_loads_with_plain_transformers_as_the_card_shows(qa_run):
