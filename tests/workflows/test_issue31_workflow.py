@@ -417,10 +417,23 @@ def test_ci95_of_a_score_is_clipped_to_0_1():
 
 @pytest.mark.parametrize("args", [
     ["evaluate", "ner", "--model", "m", "--data", "d", "--split", "tset"],
-    ["pretrain", "--config", "huge", "--vocab", "v"],
 ])
 def test_fixed_choice_options_refuse_other_values_with_exit_2(args):
     from bertkit.cli import app
 
     res = runner.invoke(app, args)
     assert res.exit_code == 2, res.output
+
+
+def test_pretrain_config_is_a_named_size_or_a_custom_one(tmp_path):
+    # --config also takes layers=L,hidden=H (issue 27), so it is text checked with a message
+    from bertkit.cli import app
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("one sentence here\n")
+    res = runner.invoke(app, ["pretrain", "--config", "huge", "--vocab", "v", "--corpus",
+                              str(corpus), "-o", str(tmp_path / "run")])
+    assert res.exit_code == 1, res.output
+    text = " ".join(res.output.split())
+    assert "unknown --config 'huge'" in text and "tiny, small, base, large" in text
+    assert "layers=L,hidden=H" in text and not (tmp_path / "run").exists()
