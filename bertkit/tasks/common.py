@@ -233,3 +233,56 @@ def class_weights(setting: str, labels: Sequence[str], examples: Iterable[Any]
     counts = Counter(lab for ex in examples
                      for lab in (ex.label if isinstance(ex.label, list) else [ex.label]))
     return balanced_weights([counts[lab] for lab in labels])
+
+
+META_FILE = "bertkit.json"  # beside the Hugging Face files of every saved model/
+
+
+def write_saved_model(model: torch.nn.Module, tokenizer, directory: str | Path, task: str,
+                      meta: dict) -> None:
+    """Write a plain Hugging Face model (``save_pretrained``), its tokenizer and bertkit's meta
+    file ``{"task": task, **meta}`` to ``directory`` (the saved-model format of the tasks whose
+    model is one ``transformers`` Auto class: ``cls``, ``qa``)."""
+    directory = Path(directory)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    (directory / META_FILE).write_text(json.dumps({"task": task, **meta}, indent=2) + "\n",
+                                       encoding="utf-8")
+
+
+def read_saved_model(directory: str | Path, task: str, what: str, auto_class):
+    """Load what :func:`write_saved_model` wrote, from a run directory or its ``model/``.
+
+    Args:
+        what: the model's kind in messages ("text-classification", "question-answering").
+        auto_class: the ``transformers`` Auto class to load it with.
+
+    Returns:
+        (model in eval mode, meta with ``path``).
+
+    Raises:
+        BertkitError: no saved bertkit ``task`` model there, or its files cannot be loaded.
+    """
+    from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers
+
+    quiet_transformers()
+    path = Path(directory).expanduser()
+    if (path / "model" / META_FILE).is_file():
+        path = path / "model"
+    meta_file = path / META_FILE
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    except json.JSONDecodeError:
+        meta = {}
+    if not isinstance(meta, dict) or meta.get("task") != task:
+        raise BertkitError(f"no saved bertkit {what} model here", file=path,
+                           expected=f"a run directory of 'finetune {task}' (model/{META_FILE})")
+    try:
+        model = auto_class.from_pretrained(path, attn_implementation="sdpa")
+    except LOAD_ERRORS as exc:
+        raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
+                           expected="the model/ folder bertkit saved (complete, not truncated)"
+                           ) from None
+    model.eval()
+    meta["path"] = str(path)
+    return model, meta

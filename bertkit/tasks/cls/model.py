@@ -11,7 +11,6 @@ the thresholds in ``bertkit.json``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -19,8 +18,8 @@ from torch import nn
 
 from bertkit.encoders import LOAD_ERRORS, _short, load_tokenizer, quiet_transformers
 from bertkit.errors import BertkitError
+from bertkit.tasks.common import read_saved_model, write_saved_model
 
-META_FILE = "bertkit.json"
 
 
 class ClassifierLoss(nn.Module):
@@ -84,12 +83,8 @@ def build_classifier(model_name: str, labels: list[str], multi_label: bool = Fal
 
 def save_classifier(model: nn.Module, tokenizer, directory: str | Path, meta: dict) -> None:
     """Write the model (Hugging Face layout), tokenizer and ``bertkit.json`` to ``directory``."""
-    directory = Path(directory)
-    inner = model.model if isinstance(model, ClassifierLoss) else model
-    inner.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    (directory / META_FILE).write_text(json.dumps({"task": "cls", **meta}, indent=2) + "\n",
-                                       encoding="utf-8")
+    write_saved_model(model.model if isinstance(model, ClassifierLoss) else model, tokenizer,
+                      directory, "cls", meta)
 
 
 def load_classifier(directory: str | Path):
@@ -103,27 +98,7 @@ def load_classifier(directory: str | Path):
     """
     from transformers import AutoModelForSequenceClassification
 
-    quiet_transformers()
-    path = Path(directory).expanduser()
-    if (path / "model" / META_FILE).is_file():
-        path = path / "model"
-    meta_file = path / META_FILE
-    try:
-        meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
-    except json.JSONDecodeError:
-        meta = {}
-    if meta.get("task") != "cls":
-        raise BertkitError("no saved bertkit text-classification model here", file=path,
-                           expected=f"a run directory of 'finetune cls' (model/{META_FILE})")
-    try:
-        model = AutoModelForSequenceClassification.from_pretrained(path,
-                                                                   attn_implementation="sdpa")
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
-                           expected="the model/ folder bertkit saved (complete, not truncated)"
-                           ) from None
-    model.eval()
-    tokenizer = load_tokenizer(str(path))
+    model, meta = read_saved_model(directory, "cls", "text-classification",
+                                   AutoModelForSequenceClassification)
     labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
-    meta["path"] = str(path)
-    return model, tokenizer, labels, meta
+    return model, load_tokenizer(meta["path"]), labels, meta

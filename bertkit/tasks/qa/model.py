@@ -12,7 +12,6 @@ question-answering pipeline transformers 5 removed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -20,8 +19,8 @@ from torch import nn
 
 from bertkit.encoders import LOAD_ERRORS, _short, load_tokenizer, quiet_transformers
 from bertkit.errors import BertkitError
+from bertkit.tasks.common import read_saved_model, write_saved_model
 
-META_FILE = "bertkit.json"
 
 
 class SpanLoss(nn.Module):
@@ -66,12 +65,8 @@ def build_qa_model(model_name: str):
 
 def save_qa_model(model: nn.Module, tokenizer, directory: str | Path, meta: dict) -> None:
     """Write the model (Hugging Face layout), tokenizer and ``bertkit.json`` to ``directory``."""
-    directory = Path(directory)
-    inner = model.model if isinstance(model, SpanLoss) else model
-    inner.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    (directory / META_FILE).write_text(json.dumps({"task": "qa", **meta}, indent=2) + "\n",
-                                       encoding="utf-8")
+    write_saved_model(model.model if isinstance(model, SpanLoss) else model, tokenizer,
+                      directory, "qa", meta)
 
 
 def load_qa_model(directory: str | Path):
@@ -85,27 +80,9 @@ def load_qa_model(directory: str | Path):
     """
     from transformers import AutoModelForQuestionAnswering
 
-    quiet_transformers()
-    path = Path(directory).expanduser()
-    if (path / "model" / META_FILE).is_file():
-        path = path / "model"
-    meta_file = path / META_FILE
-    try:
-        meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
-    except json.JSONDecodeError:
-        meta = {}
-    if meta.get("task") != "qa":
-        raise BertkitError("no saved bertkit question-answering model here", file=path,
-                           expected=f"a run directory of 'finetune qa' (model/{META_FILE})")
-    try:
-        model = AutoModelForQuestionAnswering.from_pretrained(path, attn_implementation="sdpa")
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
-                           expected="the model/ folder bertkit saved (complete, not truncated)"
-                           ) from None
-    model.eval()
-    meta["path"] = str(path)
-    return model, load_tokenizer(str(path)), meta
+    model, meta = read_saved_model(directory, "qa", "question-answering",
+                                   AutoModelForQuestionAnswering)
+    return model, load_tokenizer(meta["path"]), meta
 
 
 def logits_of(model: nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
