@@ -68,3 +68,27 @@ class _Examples(list):
         if key == "id":
             return ["q"]
         return super().__getitem__(key)
+
+
+def test_report_does_not_call_a_one_seed_goal_met():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "qa_vs_stock.py"
+    spec = importlib.util.spec_from_file_location("qa_vs_stock_report", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def runs(f1, tp):
+        return {"test": {"f1": f1, "exact": f1 - 5}, "train_questions_per_second": tp}
+
+    lines = []
+    results = {"stock": {1: runs(9.45, 0.33)}, "bertkit": {1: runs(10.19, 1.72)}}
+    gain, ratio = mod.report(results, [1], lines.append)
+    assert round(gain, 2) == 0.74 and round(ratio, 2) == 5.21
+    assert "met" not in lines[-1].replace("not assessed", "") and "fewer than 3 seeds" in lines[-1]
+    lines.clear()
+    results = {side: {s: runs(f, t) for s in (1, 2, 3)}
+               for side, f, t in (("stock", 70.0, 1.0), ("bertkit", 69.0, 2.0))}
+    mod.report(results, [1, 2, 3], lines.append)
+    assert "(goal >= 0: MISSED)" in lines[-1] and "(goal >= 1.5x: met)" in lines[-1]
