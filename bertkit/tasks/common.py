@@ -66,12 +66,15 @@ def warn_notes(notes: Iterable[str], console=None) -> int:
 def example_key(example: Any) -> tuple:
     """What makes two examples the same input, for the train/dev/test overlap check: the words of
     a sentence (NER ``tokens``, dependency ``words``), a relation example's text with its two
-    entities, or a text (and its pair) with surrounding white space removed."""
+    entities, a QA question with its context, or a text (and its pair) with surrounding white
+    space removed."""
     for name in ("tokens", "words"):
         if hasattr(example, name):
             return (name, tuple(getattr(example, name)))
     if hasattr(example, "e1"):
         return ("pair", example.text, repr(example.e1), repr(example.e2))
+    if hasattr(example, "question") and hasattr(example, "context"):  # extractive QA
+        return ("qa", example.question.strip(), example.context.strip())
     return ("text", str(getattr(example, "text", example)).strip(),
             (getattr(example, "text_pair", None) or "").strip())
 
@@ -118,8 +121,12 @@ def warn_shared(splits: Mapping[str, Sequence[Any]], unit: str = "examples", con
 
 
 def _place(example: Any) -> str:
-    """``file:line`` of an example, the file by its name (the splits share a folder)."""
-    return f"{Path(str(getattr(example, 'file', '?'))).name}:{getattr(example, 'line', '?')}"
+    """``file:line`` of an example, the file by its name (the splits share a folder); a question
+    of a SQuAD JSON file (no line) by its id."""
+    line = getattr(example, "line", "?")
+    if line is None and hasattr(example, "qid"):
+        line = f"question {example.qid}"
+    return f"{Path(str(getattr(example, 'file', '?'))).name}:{line}"
 
 
 def first_unseen(known: Iterable[str],

@@ -71,3 +71,28 @@ def test_registered_name_without_data_root(monkeypatch):
     monkeypatch.delenv("BERTKIT_DATA", raising=False)
     with pytest.raises(BertkitError, match="BERTKIT_DATA is not set"):
         load_qa_data("squad", ("dev",))
+
+
+def test_questions_shared_by_train_and_test_are_found(tmp_path):
+    # the overlap warning compares question + context (ids differ between files)
+    from bertkit.tasks.common import shared_examples, warn_shared
+
+    doc = squad_doc()
+    (tmp_path / "train.json").write_text(json.dumps(doc))
+    para = doc["data"][0]["paragraphs"][0]
+    for q in para["qas"]:
+        q["id"] = "t-" + q["id"]
+    para["qas"][1]["question"] = "A question only the test file asks?"
+    (tmp_path / "test.json").write_text(json.dumps(doc))
+    splits = {s: read_qa_file(tmp_path / f"{s}.json") for s in ("train", "test")}
+    found = shared_examples(splits)["test"]
+    assert len(found) == len(splits["test"]) - 1
+    assert all(ex.question == first.question and ex.qid == "t-" + first.qid
+               for ex, first in found)
+    from io import StringIO
+
+    from rich.console import Console
+
+    buf = StringIO()
+    assert warn_shared(splits, "questions", Console(file=buf, width=300)) == {"test": len(found)}
+    assert "test.json:question t-q1 = train.json:question q1" in buf.getvalue()
