@@ -26,6 +26,7 @@ def pretrain_cli(
     vocab: Annotated[Optional[str], typer.Option("--vocab", help="Vocabulary of a from-scratch model: scivocab-uncased, scivocab-cased, a tokenizer folder or vocab.txt.")] = None,
     masking: Annotated[Optional[opt.Masking], typer.Option("--masking", help="token (BERT), wwm (whole-word) or span (SpanBERT). \\[default: span]")] = None,
     mask_prob: Annotated[Optional[float], typer.Option("--mask-prob", help="Share of real tokens to predict. \\[default: 0.15]")] = None,
+    valid_mask_prob: Annotated[Optional[float], typer.Option("--valid-mask-prob", help="Share of the --valid tokens masked (e.g. 0.15 while training at --mask-prob 0.3). \\[default: --mask-prob]")] = None,
     mask_replace_prob: Annotated[Optional[float], typer.Option("--mask-replace-prob", help="Chosen tokens (spans) replaced by [MASK]. \\[default: 0.8]")] = None,
     random_replace_prob: Annotated[Optional[float], typer.Option("--random-replace-prob", help="Chosen tokens (spans) replaced by random tokens. \\[default: 0.1]")] = None,
     span_p: Annotated[Optional[float], typer.Option("--span-p", help="Geometric parameter of span lengths in words. \\[default: 0.2]")] = None,
@@ -57,7 +58,7 @@ def pretrain_cli(
     flags = opt.train_options(
         train_flags, corpus=",".join(str(p) for p in corpus) if corpus else None, valid=valid, model=model,
         config=config, vocab=vocab, dropout=dropout, max_tokens=max_tokens, masking=masking, mask_prob=mask_prob,
-        mask_replace_prob=mask_replace_prob, random_replace_prob=random_replace_prob,
+        valid_mask_prob=valid_mask_prob, mask_replace_prob=mask_replace_prob, random_replace_prob=random_replace_prob,
         span_p=span_p, max_span_length=max_span_length, sbo=sbo, sbo_weight=sbo_weight,
         nsp=nsp, short_seq_prob=short_seq_prob, max_seq_length=max_seq_length,
         eval_batch_size=eval_batch_size, max_eval_sequences=max_eval_sequences,

@@ -34,6 +34,9 @@ class PretrainConfig(TrainConfig):
             shipped name such as ``scivocab-uncased``).
         masking: ``token`` (BERT), ``wwm`` (whole-word) or ``span`` (SpanBERT).
         mask_prob: share of real tokens predicted (0.15).
+        valid_mask_prob: share of the validation tokens masked (None: ``mask_prob``), so that a
+            run trained with a higher masking rate (Wettig et al., 2023) is still validated at
+            BERT's 15%, comparable with other runs.
         mask_replace_prob / random_replace_prob: the 80/10/10 rule (rest: unchanged).
         span_p / max_span_length: span lengths ~ Geo(p) truncated to 1..max (words).
         sbo: add SpanBERT's span-boundary objective (None: on for span masking, off otherwise).
@@ -59,6 +62,7 @@ class PretrainConfig(TrainConfig):
     max_tokens: int | None = None
     masking: str = "span"
     mask_prob: float = 0.15
+    valid_mask_prob: float | None = None
     mask_replace_prob: float = 0.8
     random_replace_prob: float = 0.1
     span_p: float = 0.2
@@ -146,6 +150,8 @@ class PretrainConfig(TrainConfig):
                                                         "or --no-nsp")
         self.require((
             ("mask_prob", 0 < self.mask_prob < 1, "a number in (0, 1)"),
+            ("valid_mask_prob", self.valid_mask_prob is None or 0 < self.valid_mask_prob < 1,
+             "a number in (0, 1)"),
             ("dropout", self.dropout is None or 0 <= self.dropout < 1, "a number in [0, 1)"),
             ("mask_replace_prob", 0 <= self.mask_replace_prob <= 1, "a number in [0, 1]"),
             ("random_replace_prob", 0 <= self.random_replace_prob

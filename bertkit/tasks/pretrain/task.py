@@ -113,7 +113,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
             raise BertkitError("the validation text is shorter than one sequence",
                                file=_paths(cfg.valid)[0], expected="more text")
         valid = validation_batches(vseq, cfg.eval_batch_size,
-                                   TokenMasker(vocab, cfg.mask_prob, cfg.mask_replace_prob,
+                                   TokenMasker(vocab, cfg.mask_prob if cfg.valid_mask_prob is None
+                                               else cfg.valid_mask_prob, cfg.mask_replace_prob,
                                                cfg.random_replace_prob))
     seed_everything(cfg.seed)
     model, info = build_pretrain_model(cfg.model, cfg.config, tokenizer, cfg.use_sbo, cfg.sbo_weight,

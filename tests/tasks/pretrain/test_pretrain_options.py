@@ -150,3 +150,23 @@ def test_lr_schedules_after_a_linear_warm_up(kind, expected):
     assert rates == expected
     with pytest.raises(BertkitError, match="--lr-schedule"):
         TrainConfig(lr_schedule="step").validate()
+
+
+def test_valid_mask_prob_validates_at_its_own_rate(corpus, tmp_path):
+    """Training at --mask-prob 0.3 with --valid-mask-prob 0.15 masks the validation set exactly
+    as a 0.15 run does (the same fixed masks): about 15% of its 8 x 32 tokens, not 30%."""
+    def masked(name, **kw):
+        run = tmp_path / name
+        pretrain(PretrainConfig(
+            corpus=str(corpus), valid=str(corpus), config="layers=1,hidden=32", vocab="minilm",
+            dropout=0.0, masking="token", max_steps=1, batch_size=2, max_seq_length=32,
+            eval_steps=1, max_eval_sequences=8, device="cpu", output_dir=str(run),
+            cache_dir=str(tmp_path / "cache"), save_steps=0, **kw))
+        return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()
+                if json.loads(line)["type"] == "eval"][-1]["masked_tokens"]
+
+    at_15 = masked("p15", mask_prob=0.15)
+    assert 0.1 * 8 * 32 < at_15 < 0.2 * 8 * 32
+    assert masked("p30-v15", mask_prob=0.3, valid_mask_prob=0.15) == at_15
+    with pytest.raises(BertkitError, match="--valid-mask-prob is 1.0"):
+        PretrainConfig(corpus=str(corpus), valid_mask_prob=1.0).validate()
