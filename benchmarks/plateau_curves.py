@@ -72,6 +72,38 @@ CONFIGS: dict[str, dict] = {
         masking="token", mask_prob=0.15, lr=1e-3, warmup=30, lr_schedule="constant",
         batch_size=32, gradient_accumulation=1, max_seq_length=128, max_tokens=8_000_000,
         eval_steps=25, max_eval_sequences=128),
+    # Issue 27 probes, second session: many more optimiser steps per token (batch 8 x 128, 4x
+    # the updates of batch 32 at the same tokens), a longer linear warm-up (post-LN BERT needs
+    # one), then a constant rate; the peak rate varied (5e-4 as ELECTRA-small, 2e-3 above c's).
+    "d-2x128-b8-lr5e-4": dict(
+        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="scientific", dropout=0.0,
+        masking="token", mask_prob=0.15, lr=5e-4, warmup=500, lr_schedule="constant",
+        batch_size=8, gradient_accumulation=1, max_seq_length=128, max_tokens=40_000_000,
+        eval_steps=250, max_eval_sequences=128),
+    "e-2x128-b8-lr2e-3": dict(
+        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="scientific", dropout=0.0,
+        masking="token", mask_prob=0.15, lr=2e-3, warmup=500, lr_schedule="constant",
+        batch_size=8, gradient_accumulation=1, max_seq_length=128, max_tokens=40_000_000,
+        eval_steps=250, max_eval_sequences=128, save_steps=1000),
+    # c with 30% of the tokens masked: twice the MLM labels per token processed, for a curve
+    # that follows tokens seen rather than steps or the rate (c, d and e lie on one another).
+    "f-2x128-b32-lr1e-3-mask30": dict(
+        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="scientific", dropout=0.0,
+        masking="token", mask_prob=0.30, lr=1e-3, warmup=100, lr_schedule="constant",
+        batch_size=32, gradient_accumulation=1, max_seq_length=128, max_tokens=40_000_000,
+        eval_steps=100, max_eval_sequences=128, save_steps=500),
+    # f's recipe validated at BERT's 15% (--valid-mask-prob), the gate's measure: the GPU
+    # stages (GPU_STAGES), at 2 x 128 and at a's 4 x 256.
+    "g-2x128-b32-lr1e-3-mask30-v15": dict(
+        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="scientific", dropout=0.0,
+        masking="token", mask_prob=0.30, valid_mask_prob=0.15, lr=1e-3, warmup=100,
+        lr_schedule="constant", batch_size=32, gradient_accumulation=1, max_seq_length=128,
+        max_tokens=40_000_000, eval_steps=100, max_eval_sequences=128, save_steps=500),
+    "h-4x256-b32-lr1e-3-mask30-v15": dict(
+        config="layers=4,hidden=256", vocab_size=8000, vocab_corpus="scientific", dropout=0.0,
+        masking="token", mask_prob=0.30, valid_mask_prob=0.15, lr=1e-3, warmup=100,
+        lr_schedule="constant", batch_size=32, gradient_accumulation=1, max_seq_length=128,
+        max_tokens=40_000_000, eval_steps=100, max_eval_sequences=128, save_steps=500),
 }
 CORPUS_FILES = {"scientific": "corpus/train.txt", "general": "corpus-general/train.txt"}
 
@@ -84,13 +116,74 @@ def vocab_dir(work: Path, settings: dict) -> Path:
 def pretrain_command(name: str, settings: dict, work: Path) -> list[str]:
     """The ``bertkit pretrain`` command line of a configuration (fp32, CPU, valid every
     ``eval_steps`` steps on the scientific valid set)."""
-    flags = {k: v for k, v in settings.items() if k not in ("vocab_size", "vocab_corpus")}
     cmd = [sys.executable, "-m", "bertkit", "pretrain", "--corpus", settings["vocab_corpus"],
            "--valid", "scientific", "--vocab", str(vocab_dir(work, settings))]
+    return cmd + _flags(settings) + ["--precision", "fp32", "--device", "cpu", "-o",
+                                     str(work / "runs" / name), "--overwrite"]
+
+
+def _flags(settings: dict, **override) -> list[str]:
+    """The configuration's ``bertkit pretrain`` flags (``override`` replaces or adds some)."""
+    flags = {k: v for k, v in settings.items() if k not in ("vocab_size", "vocab_corpus")}
+    flags = {"save_steps": 100, **flags, "logging_steps": 10, **override}
+    out = []
     for key, value in flags.items():
-        cmd += [f"--{key.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
-    return cmd + ["--logging-steps", "10", "--precision", "fp32", "--device", "cpu",
-                  "--save-steps", "100", "-o", str(work / "runs" / name), "--overwrite"]
+        out += [f"--{key.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
+    return out
+
+
+# On a GPU (benchmarks/gpu_check.py's ``adapt`` step): the same recipe in bf16 on cuda, for a
+# token budget that this machine's 2.5 hours cannot reach. The carried folder holds the whole
+# scientific corpus (gzipped), its valid set and the vocabulary built here (``gpu-carry``).
+# f's recipe validated at 15% (g), then at 4 x 256 (h). Batch 32, not 8: the CPU curves (c, d,
+# e) follow tokens seen, not optimiser steps, and a GPU step of these sizes is launch-bound.
+GPU_STAGES = {"g-2x128-b32-lr1e-3-mask30-v15": {"max_tokens": 150_000_000, "timeout_s": 360},
+              "h-4x256-b32-lr1e-3-mask30-v15": {"max_tokens": 150_000_000, "timeout_s": 360}}
+
+
+def gpu_stages() -> list[dict]:
+    """gpu_check.py ``--adapt-stages`` entries (``{"name", "argv", "timeout_s"}``) of GPU_STAGES:
+    ``bertkit pretrain`` on ``{data}/plateau/`` (see :func:`gpu_carry`), run directory
+    ``{work}/plateau/<name>`` (its metrics.jsonl comes back in gpu_check's logs.tar.gz; then
+    ``collect NAME --run-dir ...`` gives the curve)."""
+    stages = []
+    for name, gpu in GPU_STAGES.items():
+        settings = CONFIGS[name]
+        steps = gpu["max_tokens"] // (settings["batch_size"] * settings["max_seq_length"])
+        argv = ["{python}", "-m", "bertkit", "pretrain", "--corpus", "{data}/plateau/train.txt.gz",
+                "--valid", "{data}/plateau/valid.txt", "--vocab",
+                "{data}/plateau/" + vocab_dir(Path("."), settings).name]
+        argv += _flags(settings, max_tokens=gpu["max_tokens"], eval_steps=max(steps // 60, 1),
+                       save_steps=steps, logging_steps=max(steps // 200, 1))
+        argv += ["--precision", "bf16", "--device", "cuda", "-o", "{work}/plateau/" + name,
+                 "--overwrite"]
+        stages.append({"name": f"plateau_{name}", "argv": argv, "timeout_s": gpu["timeout_s"]})
+    return stages
+
+
+def gpu_carry(carry: Path, work: Path) -> None:
+    """Add ``<carry>/data/plateau/`` to a folder made by ``gpu_check.py --prepare``: the whole
+    ``corpus/train.txt`` gzipped (about 6 MB), ``corpus/valid.txt`` and the GPU stages'
+    vocabularies (built here by ``run``, so the GPU curve uses the same WordPiece vocabulary),
+    and write ``results/gpu_stages_plateau.json``."""
+    import gzip
+    import shutil
+
+    root = Path(os.environ["BERTKIT_DATA"])
+    dest = carry / "data" / "plateau"
+    dest.mkdir(parents=True, exist_ok=True)
+    with open(root / "corpus" / "train.txt", "rb") as src, \
+            gzip.open(dest / "train.txt.gz", "wb", compresslevel=9) as out:
+        shutil.copyfileobj(src, out)
+    shutil.copyfile(root / "corpus" / "valid.txt", dest / "valid.txt")
+    for name in GPU_STAGES:
+        vocab = vocab_dir(work, CONFIGS[name])
+        if not (vocab / "vocab.txt").is_file():
+            raise SystemExit(f"{vocab} not built: run this configuration here first")
+        shutil.copytree(vocab, dest / vocab.name, dirs_exist_ok=True)
+    stages = RESULTS / "gpu_stages_plateau.json"
+    stages.write_text(json.dumps(gpu_stages(), indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {dest} and {stages}")
 
 
 def crossing(points: list[dict], threshold: float) -> dict | None:
@@ -183,8 +276,12 @@ def write_result(name: str, run_dir: Path, load: list[list[float]], command: lis
     return out
 
 
-def run(name: str, work: Path, max_minutes: float) -> None:
-    """Build the vocabulary if needed, pretrain with a time limit, sample the load, write the JSON."""
+def run(name: str, work: Path, max_minutes: float, resume: bool = False) -> None:
+    """Build the vocabulary if needed, pretrain with a time limit, sample the load, write the JSON.
+
+    ``resume``: continue the configuration's stopped run from its last checkpoint (bertkit
+    ``--resume``; the schedule is constant after the warm-up, so the continued curve is the curve
+    of one longer run) for ``max_minutes`` more; the load samples of the earlier part are lost."""
     settings = CONFIGS[name]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1",
            "BERTKIT_CACHE": str(work / "cache")}
@@ -196,7 +293,9 @@ def run(name: str, work: Path, max_minutes: float) -> None:
                         str(settings["vocab_size"]), "--out", str(vocab), "--no-progress"],
                        env=env, check=True)
     cmd = pretrain_command(name, settings, work)
-    log = (work / f"{name}.log").open("w")
+    if resume:
+        cmd = [a for a in cmd if a != "--overwrite"] + ["--resume"]
+    log = (work / f"{name}.log").open("a" if resume else "w")
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     load, deadline, stopped = [], time.time() + 60 * max_minutes, None
     while proc.poll() is None:
@@ -230,8 +329,10 @@ def merge() -> Path:
         load = r["load1"]
         rows.append(
             f"| {r['name']} | {s.get('config', '?')}, vocab {s.get('vocab_size', '?')}, lr "
-            f"{s.get('lr', '?')}, batch {s.get('batch_size', '?')}x{s.get('max_seq_length', '?')}"
-            f", mask {s.get('mask_prob', '?')}, dropout {s.get('dropout', '?')} | "
+            f"{s.get('lr', '?')} (warm-up {s.get('warmup', '?')} steps, then "
+            f"{s.get('lr_schedule', '?')}), batch {s.get('batch_size', '?')}x"
+            f"{s.get('max_seq_length', '?')}, mask {s.get('mask_prob', '?')} (valid "
+            f"{s.get('valid_mask_prob', s.get('mask_prob', '?'))}), dropout {s.get('dropout', '?')} | "
             f"{final.get('tokens', 0) / 1e6:.2f} M / {_minutes(final.get('seconds'))} min | "
             f"{sorted(rate)[len(rate) // 2] if rate else 0:.0f} | {final.get('loss', float('nan')):.3f} | "
             f"{100 * final.get('accuracy', 0):.1f}% | {cells[0]} | {cells[1]} | "
@@ -247,27 +348,33 @@ def merge() -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("action", nargs="?", choices=("run", "collect", "command"))
+    ap.add_argument("action", nargs="?", choices=("run", "collect", "command", "gpu-carry"))
     ap.add_argument("name", nargs="?", choices=tuple(CONFIGS))
     ap.add_argument("--work", type=Path, default=Path("/tmp/plateau"),
                     help="vocabularies, token caches and run directories (not committed)")
     ap.add_argument("--max-minutes", type=float, default=55.0)
+    ap.add_argument("--resume", action="store_true", help="run: continue the stopped run")
     ap.add_argument("--run-dir", type=Path, help="collect: the run directory")
     ap.add_argument("--load-log", type=Path, help="collect: lines 'UNIX_SECONDS LOAD1 ...'")
     ap.add_argument("--stopped", help="collect: how the run was stopped, if it was")
     ap.add_argument("--command-file", type=Path, help="collect: the command line the run was "
                                                       "started with (default: the configuration's)")
     ap.add_argument("--merge", action="store_true", help="build results/plateau_curves.md")
+    ap.add_argument("--carry", type=Path, default=Path(".gpu_carry"),
+                    help="gpu-carry: the folder gpu_check.py --prepare made")
     args = ap.parse_args()
     if args.merge:
         merge()
+        return
+    if args.action == "gpu-carry":
+        gpu_carry(args.carry, args.work)
         return
     if not args.action or not args.name:
         ap.error("give an action and a configuration name, or --merge")
     if args.action == "command":
         print(shlex.join(pretrain_command(args.name, CONFIGS[args.name], args.work)))
     elif args.action == "run":
-        run(args.name, args.work, args.max_minutes)
+        run(args.name, args.work, args.max_minutes, args.resume)
     else:
         run_dir = args.run_dir or args.work / "runs" / args.name
         command = (shlex.split(args.command_file.read_text()) if args.command_file else

@@ -64,3 +64,18 @@ def test_collect_and_merge_from_a_run_directory(script, tmp_path, monkeypatch):
     table = script.merge().read_text()
     row = next(line for line in table.splitlines() if line.startswith(f"| {name}"))
     assert "0.07 M / 2 min" in row and "not reached (> 0.08 M)" in row and "23.0%" in row
+
+
+def test_gpu_stages_run_the_named_recipes_on_cuda_in_bf16(script):
+    stages = script.gpu_stages()
+    assert [s["name"] for s in stages] == [f"plateau_{n}" for n in script.GPU_STAGES]
+    for stage, (name, gpu) in zip(stages, script.GPU_STAGES.items()):
+        argv = [a.format(python="py", data="/d", work="/w", repo="/r") for a in stage["argv"]]
+        value = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("-")}
+        assert argv[:4] == ["py", "-m", "bertkit", "pretrain"]
+        assert value["--device"] == "cuda" and value["--precision"] == "bf16"
+        assert value["--corpus"] == "/d/plateau/train.txt.gz"
+        assert value["--vocab"] == f"/d/plateau/vocab-scientific-{script.CONFIGS[name]['vocab_size']}"
+        assert value["--max-tokens"] == str(gpu["max_tokens"]) and value["-o"] == f"/w/plateau/{name}"
+        assert value["--valid-mask-prob"] == "0.15"  # the gate is read at BERT's masking rate
+        assert stage["timeout_s"] == gpu["timeout_s"]
