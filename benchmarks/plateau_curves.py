@@ -23,6 +23,19 @@ directory started by hand with the configuration's command (``command`` prints i
 builds the "tokens to leave the plateau" table (tokens and minutes to reach 20% and 35%
 masked-token accuracy, final values) into ``results/plateau_curves.md``.
 
+``run NAME --resume --max-minutes M`` continues a stopped run for M more minutes (the
+schedule is constant after the warm-up, so the curve is that of one longer run).
+
+On a GPU, where the token budgets that this CPU cannot reach take minutes (GPU_STAGES, through
+``benchmarks/gpu_check.py``'s ``adapt`` step):
+
+    python benchmarks/gpu_check.py --prepare .gpu_carry
+    python benchmarks/plateau_curves.py gpu-carry --carry .gpu_carry   # + whole corpus, vocab
+    python3 benchmarks/gpu_check.py --carry .gpu_carry --only adapt --budget-s 600 \
+        --adapt-stages benchmarks/results/gpu_stages_plateau.json --keep-work $OUT/gpu_check
+    python benchmarks/plateau_curves.py collect NAME --run-dir <logs.tar.gz>/gpu_check/plateau/NAME \
+        --command-file ...   # then --merge
+
 Threads: one (``OMP_NUM_THREADS=1``), so another job can use the second core. Precision: fp32 on
 this machine: its CPU (AMD EPYC, AVX2, no AVX512-BF16 or AMX) ran a bf16 step 15x slower than
 fp32 (``results/plateau_precision_probe.log``).
@@ -137,8 +150,8 @@ def _flags(settings: dict, **override) -> list[str]:
 # scientific corpus (gzipped), its valid set and the vocabulary built here (``gpu-carry``).
 # f's recipe validated at 15% (g), then at 4 x 256 (h). Batch 32, not 8: the CPU curves (c, d,
 # e) follow tokens seen, not optimiser steps, and a GPU step of these sizes is launch-bound.
-GPU_STAGES = {"g-2x128-b32-lr1e-3-mask30-v15": {"max_tokens": 150_000_000, "timeout_s": 360},
-              "h-4x256-b32-lr1e-3-mask30-v15": {"max_tokens": 150_000_000, "timeout_s": 360}}
+GPU_STAGES = {"g-2x128-b32-lr1e-3-mask30-v15": {"max_tokens": 150_000_000, "timeout_s": 270},
+              "h-4x256-b32-lr1e-3-mask30-v15": {"max_tokens": 150_000_000, "timeout_s": 270}}
 
 
 def gpu_stages() -> list[dict]:
@@ -310,6 +323,67 @@ def run(name: str, work: Path, max_minutes: float, resume: bool = False) -> None
     write_result(name, work / "runs" / name, load, cmd, stopped)
 
 
+def attention_use(name: str, checkpoint: Path, work: Path, valid_mask_prob: float = 0.15,
+                  sequences: int = 128) -> dict:
+    """Does a checkpoint use its context yet? Valid MLM loss and masked-token accuracy (the
+    validation masks ``bertkit pretrain`` uses, at ``valid_mask_prob``) with the model as
+    trained, and with every self-attention output set to zero (each token then sees only
+    itself: the unigram-plus-copy model of the plateau). Equal values: attention is unused.
+
+    Args:
+        name: the configuration (size and vocabulary).
+        checkpoint: a ``checkpoints/step_N`` folder (its ``model.pt``).
+    Returns:
+        ``{"trained": {"loss", "accuracy"}, "attention_zeroed": {...}, "step", ...}``.
+    """
+    import numpy as np
+    import torch
+    from transformers import AutoTokenizer
+
+    from bertkit.masking import TokenMasker, VocabInfo
+    from bertkit.tasks.pretrain.batches import validation_batches
+    from bertkit.tasks.pretrain.data import PackedSequences, tokenize_corpus
+    from bertkit.tasks.pretrain.model import build_pretrain_model
+
+    settings = CONFIGS[name]
+    root = Path(os.environ["BERTKIT_DATA"])
+    tok = AutoTokenizer.from_pretrained(vocab_dir(work, settings))
+    cache = work / "cache"
+    train = tokenize_corpus([str(root / CORPUS_FILES[settings["vocab_corpus"]])], tok, cache, None, False)
+    valid = tokenize_corpus([str(root / "corpus" / "valid.txt")], tok, cache, None, False)
+    seqs = PackedSequences(valid, settings["max_seq_length"], tok.cls_token_id, tok.sep_token_id,
+                           sequences)
+    batches = validation_batches(seqs, 64, TokenMasker(VocabInfo.from_tokenizer(tok, train.unigram),
+                                                       valid_mask_prob, 0.8, 0.1))
+    model, _ = build_pretrain_model(None, settings["config"], tok, sbo=False, sbo_weight=1.0,
+                                    dropout=0.0)
+    model.load_state_dict(torch.load(checkpoint / "model.pt", map_location="cpu"))
+    model.eval()
+
+    def score() -> dict:
+        loss, right, n = 0.0, 0, 0
+        with torch.no_grad():
+            for b in batches:
+                out, target = model(**b), b["labels"][b["labels"] != -100]
+                loss += out["mlm_loss"].item() * target.numel()
+                right += int((out["mlm_logits"].argmax(-1) == target).sum())
+                n += target.numel()
+        return {"loss": round(loss / n, 4), "accuracy": round(right / n, 4), "masked_tokens": n}
+
+    trained = score()
+    hooks = [layer.attention.output.dense.register_forward_hook(lambda m, i, o: o * 0)
+             for layer in model.encoder.encoder.layer]
+    zeroed = score()
+    for h in hooks:
+        h.remove()
+    value_std = [round(float(np.std(layer.attention.self.value.weight.detach().numpy())), 4)
+                 for layer in model.encoder.encoder.layer]
+    out = {"name": name, "checkpoint": str(checkpoint), "valid_mask_prob": valid_mask_prob,
+           "trained": trained, "attention_zeroed": zeroed, "value_weight_std": value_std}
+    print(json.dumps(out))
+    return out
+
+
 def _minutes(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds / 60:.0f}"
 
@@ -348,13 +422,15 @@ def merge() -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("action", nargs="?", choices=("run", "collect", "command", "gpu-carry"))
+    ap.add_argument("action", nargs="?", choices=("run", "collect", "command", "gpu-carry",
+                                                         "attention"))
     ap.add_argument("name", nargs="?", choices=tuple(CONFIGS))
     ap.add_argument("--work", type=Path, default=Path("/tmp/plateau"),
                     help="vocabularies, token caches and run directories (not committed)")
     ap.add_argument("--max-minutes", type=float, default=55.0)
     ap.add_argument("--resume", action="store_true", help="run: continue the stopped run")
     ap.add_argument("--run-dir", type=Path, help="collect: the run directory")
+    ap.add_argument("--checkpoint", type=Path, help="attention: a checkpoints/step_N folder")
     ap.add_argument("--load-log", type=Path, help="collect: lines 'UNIX_SECONDS LOAD1 ...'")
     ap.add_argument("--stopped", help="collect: how the run was stopped, if it was")
     ap.add_argument("--command-file", type=Path, help="collect: the command line the run was "
@@ -371,7 +447,9 @@ def main() -> None:
         return
     if not args.action or not args.name:
         ap.error("give an action and a configuration name, or --merge")
-    if args.action == "command":
+    if args.action == "attention":
+        attention_use(args.name, args.checkpoint, args.work)
+    elif args.action == "command":
         print(shlex.join(pretrain_command(args.name, CONFIGS[args.name], args.work)))
     elif args.action == "run":
         run(args.name, args.work, args.max_minutes, args.resume)
