@@ -289,14 +289,17 @@ def write_result(name: str, run_dir: Path, load: list[list[float]], command: lis
     return out
 
 
-def run(name: str, work: Path, max_minutes: float, resume: bool = False) -> None:
+def run(name: str, work: Path, max_minutes: float, resume: bool = False, threads: int = 1) -> None:
     """Build the vocabulary if needed, pretrain with a time limit, sample the load, write the JSON.
 
     ``resume``: continue the configuration's stopped run from its last checkpoint (bertkit
     ``--resume``; the schedule is constant after the warm-up, so the continued curve is the curve
-    of one longer run) for ``max_minutes`` more; the load samples of the earlier part are lost."""
+    of one longer run) for ``max_minutes`` more; the load samples of the earlier part are lost.
+    ``threads``: torch's intra-op threads (OMP/MKL), 1 by default so another job can use the
+    second core; 2 for the gated 2.5-hour run on the whole machine."""
     settings = CONFIGS[name]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1",
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+           "RAYON_NUM_THREADS": "1",
            "BERTKIT_CACHE": str(work / "cache")}
     vocab = vocab_dir(work, settings)
     if not (vocab / "vocab.txt").is_file():
@@ -429,6 +432,7 @@ def main() -> None:
                     help="vocabularies, token caches and run directories (not committed)")
     ap.add_argument("--max-minutes", type=float, default=55.0)
     ap.add_argument("--resume", action="store_true", help="run: continue the stopped run")
+    ap.add_argument("--threads", type=int, default=1, help="run: torch threads (default 1)")
     ap.add_argument("--run-dir", type=Path, help="collect: the run directory")
     ap.add_argument("--checkpoint", type=Path, help="attention: a checkpoints/step_N folder")
     ap.add_argument("--load-log", type=Path, help="collect: lines 'UNIX_SECONDS LOAD1 ...'")
@@ -452,7 +456,7 @@ def main() -> None:
     elif args.action == "command":
         print(shlex.join(pretrain_command(args.name, CONFIGS[args.name], args.work)))
     elif args.action == "run":
-        run(args.name, args.work, args.max_minutes, args.resume)
+        run(args.name, args.work, args.max_minutes, args.resume, args.threads)
     else:
         run_dir = args.run_dir or args.work / "runs" / args.name
         command = (shlex.split(args.command_file.read_text()) if args.command_file else
