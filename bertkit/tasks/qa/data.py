@@ -16,6 +16,7 @@ A question with no answers (or ``is_impossible: true``) is unanswerable (SQuAD 2
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -59,10 +60,25 @@ class QAExample:
         return bool(self.answers)
 
 
+def _where(title: str, qid: Any, line: int | None) -> str:
+    """``article 'T', question 'Q'``; JSON lines (``line`` set) name no article unless the record
+    gives a title (the line number is the place: :class:`BertkitError` prints ``file:line``)."""
+    parts = [] if line is not None and not title else [f"article {title!r}"]
+    if qid is not None:
+        parts.append(f"question {qid!r}")
+    return ", ".join(parts)
+
+
 def _error(message: str, path: Path, title: str, qid: Any, line: int | None = None,
            expected: str | None = None) -> BertkitError:
-    where = f"article {title!r}" + (f", question {qid!r}" if qid is not None else "")
-    return BertkitError(f"{where}: {message}", file=path, line=line, expected=expected)
+    where = _where(title, qid, line)
+    return BertkitError(f"{where}: {message}" if where else message, file=path, line=line,
+                        expected=expected)
+
+
+class QAInputWarning(UserWarning):
+    """A problem in prediction input that does not stop the prediction (a gold answer that
+    cannot be used: the question is answered without it)."""
 
 
 def trim_answer(text: str, start: int) -> tuple[str, int]:
@@ -91,12 +107,18 @@ def _answers(raw: Any) -> tuple[list[Any], list[Any]] | None:
 
 
 def make_example(q: dict, context: Any, title: str, path: Path, line: int | None,
-                 labelled: bool = True) -> QAExample:
+                 labelled: bool = True, notes: list[str] | None = None) -> QAExample:
     """Check one question record and build its :class:`QAExample`.
 
+    Args:
+        labelled: the answers are needed (training, evaluation). False (``predict``): answers
+            are optional, and bad ones are dropped (the question unlabelled) with a note added
+            to ``notes`` naming the file, article or line and question id, instead of an error.
+
     Raises:
-        BertkitError: missing id, empty question or context, malformed answers, an answer whose
-            ``answer_start`` does not index its text (file, article, question id named).
+        BertkitError: missing id, empty question or context; with ``labelled``, also malformed
+            answers or an answer whose ``answer_start`` does not index its text (file, article
+            or line, question id named).
     """
     qid = q.get("id")
     if not isinstance(qid, (str, int)) or isinstance(qid, bool) or str(qid) == "":
@@ -107,6 +129,27 @@ def make_example(q: dict, context: Any, title: str, path: Path, line: int | None
     question = q.get("question")
     if not isinstance(question, str) or not visible(question):
         raise _error("empty question", path, title, qid, line, "a non-empty 'question' string")
+    try:
+        answers, offsets = _gold(q, context, path, title, qid, line)
+    except BertkitError as err:
+        if labelled:
+            raise
+        if notes is not None:  # predict: the gold answers are not needed
+            notes.append(f"{err}; gold answers of this question ignored")
+        return QAExample(qid, question, context, [], [], title, str(path), line, False)
+    has = "answers" in q and q.get("answers") is not None
+    return QAExample(qid, question, context, answers, offsets, title, str(path), line,
+                     labelled and (has or q.get("is_impossible") is True))
+
+
+def _gold(q: dict, context: str, path: Path, title: str, qid: str, line: int | None
+          ) -> tuple[list[str], list[int]]:
+    """The checked, trimmed gold answers of one question record and their offsets.
+
+    Raises:
+        BertkitError: malformed answers, an empty answer or a non-integer offset, an
+            ``answer_start`` that does not index its text.
+    """
     parsed = _answers(q.get("answers"))
     if parsed is None:
         raise _error(f"answers are {q.get('answers')!r}", path, title, qid, line,
@@ -128,12 +171,10 @@ def make_example(q: dict, context: Any, title: str, path: Path, line: int | None
         text, start = trim_answer(text, start)
         answers.append(text)
         offsets.append(start)
-    has = "answers" in q and q.get("answers") is not None
-    return QAExample(qid, question, context, answers, offsets, title, str(path), line,
-                     labelled and (has or q.get("is_impossible") is True))
+    return answers, offsets
 
 
-def _squad_json(path: Path, doc: Any, labelled: bool) -> Iterator[QAExample]:
+def _squad_json(path: Path, doc: Any, labelled: bool, notes: list[str]) -> Iterator[QAExample]:
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, list):
         raise BertkitError("not SQuAD JSON", file=path,
@@ -151,10 +192,10 @@ def _squad_json(path: Path, doc: Any, labelled: bool) -> Iterator[QAExample]:
             for q in qas:
                 if not isinstance(q, dict):
                     raise _error(f"question is {q!r}", path, title, None, expected="an object")
-                yield make_example(q, p.get("context"), title, path, None, labelled)
+                yield make_example(q, p.get("context"), title, path, None, labelled, notes)
 
 
-def _json_lines(path: Path, text: str, labelled: bool) -> Iterator[QAExample]:
+def _json_lines(path: Path, text: str, labelled: bool, notes: list[str]) -> Iterator[QAExample]:
     # lines end at LF (or CRLF) only: U+2028 and a lone CR may sit inside a JSON string
     for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
@@ -168,15 +209,17 @@ def _json_lines(path: Path, text: str, labelled: bool) -> Iterator[QAExample]:
             raise BertkitError("not a JSON object", file=path, line=n,
                                expected="{id, question, context, answers}")
         title = str(rec.get("title") or "")
-        yield make_example(rec, rec.get("context"), title, path, n, labelled)
+        yield make_example(rec, rec.get("context"), title, path, n, labelled, notes)
 
 
-def read_qa_file(path: str | Path, labelled: bool = True) -> list[QAExample]:
+def read_qa_file(path: str | Path, labelled: bool = True, console=None) -> list[QAExample]:
     """Read a SQuAD JSON file or JSON lines (decided by content: a whole-file JSON object with
     ``data`` is SQuAD JSON, else one record a line).
 
     Args:
-        labelled: the file should give answers (training/evaluation); prediction input may not.
+        labelled: the file should give answers (training/evaluation); prediction input may not,
+            and a bad gold answer there is dropped with a warning (:func:`warn_input`, on
+            ``console`` or as a :class:`QAInputWarning`), the question still answered.
 
     Raises:
         BertkitError: unreadable file, bad JSON, no questions, a question id twice, or a bad
@@ -194,18 +237,39 @@ def read_qa_file(path: str | Path, labelled: bool = True) -> list[QAExample]:
             doc = json.loads(text)
         except json.JSONDecodeError:
             doc = None  # JSON lines (or bad JSON: reported by line)
-    examples = list(_squad_json(path, doc, labelled) if isinstance(doc, dict) and "data" in doc
-                    else _json_lines(path, text, labelled))
+    notes: list[str] = []
+    examples = list(_squad_json(path, doc, labelled, notes)
+                    if isinstance(doc, dict) and "data" in doc
+                    else _json_lines(path, text, labelled, notes))
     if not examples:
         raise BertkitError("no questions found", file=path,
                            expected="SQuAD JSON or JSON lines with id, question, context")
     seen: dict[str, QAExample] = {}
     for ex in examples:
         if ex.qid in seen:
-            raise _error(f"question id given twice (first in article {seen[ex.qid].title!r})",
+            first = seen[ex.qid]
+            raise _error(f"question id given twice (first on line {first.line})"
+                         if first.line is not None else
+                         f"question id given twice (first in article {first.title!r})",
                          path, ex.title, ex.qid, ex.line, "unique question ids")
         seen[ex.qid] = ex
+    if notes:
+        warn_input(notes, console)
     return examples
+
+
+def warn_input(notes: list[str], console=None, shown: int = 5) -> None:
+    """Report the bad optional gold answers of prediction input: on ``console`` when given
+    (:func:`bertkit.tasks.common.warn_notes`), else as one :class:`QAInputWarning` (standard
+    error in the CLI); the first ``shown`` named, then how many more."""
+    more = [f"... {len(notes) - shown} more question(s) with unusable gold answers"] \
+        if len(notes) > shown else []
+    if console is not None:
+        from bertkit.tasks.common import warn_notes
+
+        warn_notes(notes[:shown] + more, console)
+        return
+    warnings.warn("; ".join(notes[:shown] + more), QAInputWarning, stacklevel=3)
 
 
 def load_qa_data(data: str, splits: tuple[str, ...]) -> tuple[dict, dict]:

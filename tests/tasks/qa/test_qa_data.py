@@ -96,3 +96,76 @@ def test_questions_shared_by_train_and_test_are_found(tmp_path):
     buf = StringIO()
     assert warn_shared(splits, "questions", Console(file=buf, width=300)) == {"test": len(found)}
     assert "test.json:question t-q1 = train.json:question q1" in buf.getvalue()
+
+
+def _jsonl_bad_answer_on_line_2(tmp_path, title=None):
+    good = {"id": "a1", "context": CONTEXT, "question": "What does aspirin inhibit?",
+            "answers": {"text": ["platelet aggregation"], "answer_start": [17]}}
+    bad = {**good, "id": "a2", "answers": {"text": ["platelet"], "answer_start": [3]}}
+    if title:
+        good["title"] = bad["title"] = title
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    return path
+
+
+def test_jsonl_errors_name_the_line_not_an_empty_article(tmp_path):
+    path = _jsonl_bad_answer_on_line_2(tmp_path)
+    with pytest.raises(BertkitError) as err:
+        read_qa_file(path)
+    text = str(err.value)
+    assert text.startswith(f"{path}:2: question 'a2': answer_start 3 does not index")
+    assert "article" not in text
+    # a title given in the records is still named
+    path = _jsonl_bad_answer_on_line_2(tmp_path, title="Drugs")
+    with pytest.raises(BertkitError, match=r"in\.jsonl:2: article 'Drugs', question 'a2'"):
+        read_qa_file(path)
+
+
+def test_jsonl_duplicate_id_names_both_lines(tmp_path):
+    rec = {"id": "a1", "context": CONTEXT, "question": "What?"}
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(rec) + "\n\n" + json.dumps(rec) + "\n")
+    with pytest.raises(BertkitError) as err:
+        read_qa_file(path, labelled=False)
+    assert str(err.value).startswith(
+        f"{path}:3: question 'a1': question id given twice (first on line 1)")
+
+
+@pytest.mark.parametrize("form", ["squad", "jsonl"])
+def test_prediction_input_with_a_bad_optional_gold_answer_warns_and_keeps_the_question(
+        tmp_path, form):
+    from bertkit.tasks.qa.data import QAInputWarning
+
+    if form == "squad":
+        doc = squad_doc()
+        doc["data"][0]["paragraphs"][0]["qas"][2]["answers"][0]["answer_start"] = 5
+        path = tmp_path / "in.json"
+        path.write_text(json.dumps(doc))
+        where, qid = "article 'Drugs', question 'q3'", "q3"
+    else:
+        path = _jsonl_bad_answer_on_line_2(tmp_path)
+        where, qid = f"{path}:2: question 'a2'", "a2"
+    with pytest.raises(BertkitError):  # training/evaluation need the answer: refused
+        read_qa_file(path)
+    with pytest.warns(QAInputWarning) as caught:
+        xs = read_qa_file(path, labelled=False)
+    (w,) = caught
+    assert where in str(w.message) and str(path) in str(w.message)
+    assert "gold answers of this question ignored" in str(w.message)
+    bad = next(x for x in xs if x.qid == qid)
+    assert bad.answers == [] and not bad.labelled and bad.context == CONTEXT
+    assert len(xs) == (4 if form == "squad" else 2)
+    assert all(x.answers for x in xs if x.qid != qid)
+
+
+def test_prediction_input_warnings_go_to_the_console_when_given(tmp_path):
+    from io import StringIO
+
+    from rich.console import Console
+
+    path = _jsonl_bad_answer_on_line_2(tmp_path)
+    buf = StringIO()
+    xs = read_qa_file(path, labelled=False, console=Console(file=buf, width=400))
+    assert len(xs) == 2
+    assert f"warning: {path}:2: question 'a2': answer_start 3" in buf.getvalue()

@@ -145,3 +145,20 @@ def test_bad_answer_start_exits_1_naming_file_article_and_question(tmp_path, tin
     text = " ".join(res.output.split())
     assert res.exit_code == 1 and "article 'Drugs', question 'q3'" in text
     assert "train.json" in text and not (tmp_path / "run").exists()
+
+
+def test_predict_answers_input_whose_optional_gold_answer_is_bad(qa_run, tmp_path):
+    # predictions need no gold answers: a bad one is named in a warning, never a refusal
+    run, _, _ = qa_run
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"id": "x1", "question": "When was the trial?", "context": CONTEXT,
+                               "answers": {"text": ["1998"], "answer_start": [3]}}) + "\n"
+                   + json.dumps({"id": "x2", "question": "What does aspirin inhibit?",
+                                 "context": CONTEXT}) + "\n")
+    with pytest.warns(UserWarning, match=r"in\.jsonl:1: question 'x1': answer_start 3"):
+        res = runner.invoke(app, ["predict", "qa", "-m", str(run), "-i", str(inp),
+                                  "-o", str(tmp_path / "out.jsonl"), "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in recs] == ["x1", "x2"]
+    assert all(CONTEXT[r["start"]:r["end"]] == r["answer"] for r in recs)
