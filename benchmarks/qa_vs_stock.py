@@ -46,7 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 RESULTS = Path(__file__).resolve().parent / "results"
 
-from _interleave import load1, logger, read_split, shared_note, side_order, spread  # noqa: E402
+from _interleave import (load1, logger, read_same_settings, read_split, shared_note,  # noqa: E402
+                         side_order, spread)
 from bertkit.data.sets import data_root  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.qa import squad_scores  # noqa: E402
@@ -76,12 +77,13 @@ def flat_subset(src: Path, out: Path, sizes: dict[str, int | None]) -> Path:
 
 # ---- the stock recipe: run_qa.py's feature functions and utils_qa's post-processing ----------
 
-def prepare_train_features(examples, tokenizer, max_length, doc_stride):
-    """``run_qa.py``'s ``prepare_train_features`` (right padding side)."""
+def prepare_train_features(examples, tokenizer, max_length, doc_stride, pad=True):
+    """``run_qa.py``'s ``prepare_train_features`` (right padding side); ``pad``: its
+    ``pad_to_max_length`` (default True: every window padded to ``max_length``)."""
     examples["question"] = [q.lstrip() for q in examples["question"]]
     tok = tokenizer(examples["question"], examples["context"], truncation="only_second",
                     max_length=max_length, stride=doc_stride, return_overflowing_tokens=True,
-                    return_offsets_mapping=True, padding="max_length")
+                    return_offsets_mapping=True, padding="max_length" if pad else False)
     sample_mapping = tok.pop("overflow_to_sample_mapping")
     offset_mapping = tok.pop("offset_mapping")
     tok["start_positions"], tok["end_positions"] = [], []
@@ -117,12 +119,13 @@ def prepare_train_features(examples, tokenizer, max_length, doc_stride):
     return tok
 
 
-def prepare_validation_features(examples, tokenizer, max_length, doc_stride):
-    """``run_qa.py``'s ``prepare_validation_features``."""
+def prepare_validation_features(examples, tokenizer, max_length, doc_stride, pad=True):
+    """``run_qa.py``'s ``prepare_validation_features`` (``pad`` as in
+    :func:`prepare_train_features`)."""
     examples["question"] = [q.lstrip() for q in examples["question"]]
     tok = tokenizer(examples["question"], examples["context"], truncation="only_second",
                     max_length=max_length, stride=doc_stride, return_overflowing_tokens=True,
-                    return_offsets_mapping=True, padding="max_length")
+                    return_offsets_mapping=True, padding="max_length" if pad else False)
     sample_mapping = tok.pop("overflow_to_sample_mapping")
     tok["example_id"] = []
     for i in range(len(tok["input_ids"])):
@@ -204,11 +207,15 @@ def score_side(test: list[dict], preds: dict, v2: bool, diffs: dict | None = Non
     return squad_scores(gold, preds, "2.0", na_scores=diffs, span_predictions=spans)
 
 
-def stock_recipe(d: Path, args, seed: int, out: str, v2: bool) -> dict:
-    """The stock Trainer recipe; returns test scores and timings."""
+def stock_recipe(d: Path, args, seed: int, out: str, v2: bool, pad: bool = True) -> dict:
+    """The stock Trainer recipe; returns scores and timings. ``pad``: ``pad_to_max_length``
+    (``run_qa.py``'s default True); False: windows unpadded and batches padded to their longest
+    by ``DataCollatorWithPadding``, as ``run_qa.py`` does with ``--pad_to_max_length False``
+    (the ``stock-dyn`` side)."""
     import datasets
-    from transformers import (AutoModelForQuestionAnswering, AutoTokenizer, Trainer,
-                              TrainingArguments, default_data_collator, set_seed)
+    from transformers import (AutoModelForQuestionAnswering, AutoTokenizer,
+                              DataCollatorWithPadding, Trainer, TrainingArguments,
+                              default_data_collator, set_seed)
 
     quiet_transformers()
     datasets.disable_progress_bars()
@@ -217,21 +224,22 @@ def stock_recipe(d: Path, args, seed: int, out: str, v2: bool) -> dict:
     tok = AutoTokenizer.from_pretrained(model_name)
     train_raw, test_raw = datasets.Dataset.from_list(train), datasets.Dataset.from_list(test)
     train_ds = train_raw.map(lambda b: prepare_train_features(b, tok, args.max_length,
-                                                              args.doc_stride),
+                                                              args.doc_stride, pad),
                              batched=True, remove_columns=train_raw.column_names)
     test_feats = test_raw.map(lambda b: prepare_validation_features(b, tok, args.max_length,
-                                                                    args.doc_stride),
+                                                                    args.doc_stride, pad),
                               batched=True, remove_columns=test_raw.column_names)
     set_seed(seed)
     model = AutoModelForQuestionAnswering.from_pretrained(model_name)
     targs = TrainingArguments(output_dir=out, per_device_train_batch_size=args.batch_size,
                               per_device_eval_batch_size=args.eval_batch_size,
-                              learning_rate=args.lr, num_train_epochs=args.epochs, seed=seed,
-                              report_to=[], save_strategy="no", eval_strategy="no",
+                              learning_rate=args.stock_lr, num_train_epochs=args.epochs,
+                              seed=seed, report_to=[], save_strategy="no", eval_strategy="no",
                               logging_steps=10**6, disable_tqdm=True,
                               use_cpu=not torch.cuda.is_available())
     trainer = Trainer(model=model, args=targs, train_dataset=train_ds,
-                      data_collator=default_data_collator)
+                      data_collator=default_data_collator if pad
+                      else DataCollatorWithPadding(tok))
     start = time.perf_counter()
     trainer.train()
     train_seconds = time.perf_counter() - start
@@ -244,56 +252,159 @@ def stock_recipe(d: Path, args, seed: int, out: str, v2: bool) -> dict:
     return {"test": score_side(test, preds, v2, diffs, spans), "train_seconds": train_seconds,
             "train_windows": len(train_ds),
             "train_questions_per_second": len(train) * args.epochs / train_seconds,
-            "predict_seconds": predict_seconds}
+            "predict_seconds": predict_seconds,
+            "predict_questions_per_second": len(test) / predict_seconds}
 
 
-def bertkit_run(d: Path, args, seed: int, out: str) -> dict:
+def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None) -> dict:
+    """``finetune_qa`` on ``d`` (its test split scored; its dev split picks the best epoch)."""
     from bertkit.tasks.qa import QAConfig, finetune_qa
 
     cfg = QAConfig(data=str(d), epochs=args.epochs, batch_size=args.batch_size, seed=seed,
                    output_dir=out, max_length=args.max_length, doc_stride=args.doc_stride,
-                   n_best=args.n_best, max_answer_length=args.max_answer_length, lr=args.lr,
-                   warmup=args.warmup, weight_decay=args.weight_decay, logging_steps=10**9,
-                   eval_batch_size=args.eval_batch_size)
+                   n_best=args.n_best, max_answer_length=args.max_answer_length,
+                   lr=lr or args.lr, warmup=args.warmup, weight_decay=args.weight_decay,
+                   logging_steps=10**9, eval_batch_size=args.eval_batch_size)
     r = finetune_qa(cfg, console=None)
     n = len(read_split(d, "train"))
     r["train_questions_per_second"] = n * args.epochs / r["train_seconds"]
     r["train_windows"] = r["windows"]["train"]
+    r["predict_questions_per_second"] = len(read_split(d, "test")) / r["predict_seconds"]
     return r
 
 
-def row(name: str, seed: int, r: dict) -> str:
+def run_side(side: str, d: Path, args, seed: int, out: str, v2: bool) -> dict:
+    if side == "bertkit":
+        return bertkit_run(d, args, seed, out)
+    return stock_recipe(d, args, seed, out, v2, pad=side == "stock")
+
+
+def row(name: str, seed: int, r: dict, threads: int) -> str:
     t = r["test"]
     best = f"  best-threshold F1 {t['best_f1']:6.2f} EM {t['best_exact']:6.2f}" \
         if "best_f1" in t else ""
-    return (f"seed {seed} {name:<8} test F1 {t['f1']:6.2f}  EM {t['exact']:6.2f}{best}  train "
-            f"{r['train_seconds']:7.1f} s {r['train_questions_per_second']:7.2f} questions/s "
-            f"({r['train_windows']} windows)  predict {r['predict_seconds']:6.1f} s  "
-            + shared_note(r["load_before"], r["load_after"], torch.get_num_threads()))
+    pq = r.get("predict_questions_per_second")
+    return (f"seed {seed} {name:<9} F1 {t['f1']:6.2f}  EM {t['exact']:6.2f}{best}  train "
+            f"{r['train_seconds']:7.1f} s {r['train_questions_per_second']:6.2f} questions/s "
+            f"({r['train_windows']} windows)  predict {r['predict_seconds']:6.1f} s"
+            + (f" {pq:6.2f} questions/s" if pq else "") + "  "
+            + shared_note(r["load_before"], r["load_after"], threads))
 
 
-def report(results: dict, seeds: list[int], log) -> tuple[float, float]:
-    """Print the per-side medians, the F1 difference and the throughput ratio; return both."""
-    log(f"\nover seeds {seeds} (official SQuAD scorer, points; throughput in questions/s):")
+def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[float, float]:
+    """Print each side's medians (over the seeds it ran), the F1 difference and the throughput
+    ratio of bertkit against the stock recipe (over the seeds both ran), and the same against
+    ``stock-dyn`` when it ran; return the first two."""
+    log(f"\n{split} scores over seeds (official SQuAD scorer, points; throughput in "
+        f"questions/s; median (min, max)):")
     med = {}
     for side, runs in results.items():
-        f1 = [runs[s]["test"]["f1"] for s in seeds]
-        em = [runs[s]["test"]["exact"] for s in seeds]
-        tp = [runs[s]["train_questions_per_second"] for s in seeds]
-        med[side] = (statistics.median(f1), statistics.median(tp))
-        log(f"{side:<8} F1 {spread(f1)}  EM {spread(em)}  throughput {spread(tp)}")
-        if "best_f1" in runs[seeds[0]]["test"]:
-            bf = [runs[s]["test"]["best_f1"] for s in seeds]
-            log(f"{side:<8} best-threshold F1 {spread(bf)} (fixed threshold 0.0 above)")
+        mine = [s for s in seeds if s in runs]
+        if not mine:
+            continue
+        f1 = [runs[s]["test"]["f1"] for s in mine]
+        em = [runs[s]["test"]["exact"] for s in mine]
+        tp = [runs[s]["train_questions_per_second"] for s in mine]
+        pq = [runs[s]["predict_questions_per_second"] for s in mine
+              if "predict_questions_per_second" in runs[s]]
+        med[side] = (statistics.median(f1), statistics.median(tp),
+                     statistics.median(pq) if pq else None)
+        log(f"{side:<9} seeds {','.join(map(str, mine))}: F1 {spread(f1)}  EM {spread(em)}  "
+            f"train {spread(tp)}" + (f"  predict {spread(pq)}" if pq else ""))
+        if "best_f1" in runs[mine[0]]["test"]:
+            bf = [runs[s]["test"]["best_f1"] for s in mine]
+            log(f"{side:<9} best-threshold F1 {spread(bf)} (fixed threshold 0.0 above)")
+    if "stock" not in med or "bertkit" not in med:
+        return float("nan"), float("nan")
+    both = [s for s in seeds if s in results["stock"] and s in results["bertkit"]]
     gain = med["bertkit"][0] - med["stock"][0]
     ratio = med["bertkit"][1] / med["stock"][1]
-    def verdict(ok: bool) -> str:  # the issue's goals are three-seed claims
-        return "not assessed: fewer than 3 seeds" if len(seeds) < 3 else ("met" if ok else "MISSED")
 
+    def verdict(ok: bool) -> str:  # the issue's goals are three-seed claims
+        return "not assessed: fewer than 3 seeds" if len(both) < 3 else ("met" if ok else "MISSED")
+
+    if "stock-dyn" in med:  # over the seeds stock-dyn ran, each side on those same seeds
+        dyn = [s for s in both if s in results["stock-dyn"]]
+
+        def on(side: str, key: str, metric: bool = False) -> float:
+            return statistics.median(results[side][s]["test"][key] if metric
+                                     else results[side][s][key] for s in dyn)
+
+        if dyn:
+            tp = {side: on(side, "train_questions_per_second") for side in results}
+            f1 = {side: on(side, "f1", metric=True) for side in results}
+            log(f"on seed(s) {','.join(map(str, dyn))}: stock-dyn/stock (padding alone): "
+                f"training throughput {tp['stock-dyn'] / tp['stock']:.2f}x, F1 "
+                f"{f1['stock-dyn'] - f1['stock']:+.2f} points; bertkit/stock-dyn: training "
+                f"throughput {tp['bertkit'] / tp['stock-dyn']:.2f}x, F1 "
+                f"{f1['bertkit'] - f1['stock-dyn']:+.2f} points"
+                + (f", prediction throughput "
+                   f"{on('bertkit', 'predict_questions_per_second') / on('stock-dyn', 'predict_questions_per_second'):.2f}x"
+                   if all("predict_questions_per_second" in results[x][s]
+                          for x in ("bertkit", "stock-dyn") for s in dyn) else ""))
+    if med["bertkit"][2] and med["stock"][2]:
+        log(f"bertkit/stock prediction throughput: {med['bertkit'][2] / med['stock'][2]:.2f}x "
+            f"(stock: Trainer.predict + utils_qa post-processing over a plain "
+            f"AutoModelForQuestionAnswering; bertkit: encoding included)")
     log(f"bertkit/stock, ratio of the medians: F1 {gain:+.2f} points (goal >= 0: "
         f"{verdict(gain >= 0)}), training throughput {ratio:.2f}x (goal >= 1.5x: "
         f"{verdict(ratio >= 1.5)})")
     return gain, ratio
+
+
+def lr_check(d: Path, args, seed: int, tmp: str, log) -> float:
+    """bertkit at each learning rate of ``--lr-grid``, scored on dev (the data's test split is
+    dev here); returns the learning rate with the best dev F1."""
+    scores = {}
+    for lr in args.lr_grid:
+        before = load1()
+        r = bertkit_run(d, args, seed, f"{tmp}/lr-{lr}", lr=lr)
+        r.update(load_before=before, load_after=load1())
+        scores[lr] = r
+        log(row(f"lr {lr:g}", seed, r, torch.get_num_threads()))
+    best = max(scores, key=lambda lr: scores[lr]["test"]["f1"])
+    log(f"dev F1 by learning rate: " + ", ".join(f"{lr:g}: {r['test']['f1']:.2f}"
+                                                 for lr, r in scores.items())
+        + f"; chosen {best:g}")
+    return best
+
+
+# what may differ between --json files merged into one summary (the seeds split over runs)
+MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "dynamic_seeds"}
+
+
+def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
+    """``results[side][seed]`` of several ``--json`` files (seeds run as separate stages); every
+    setting but the seeds and file names must agree.
+
+    Raises:
+        SystemExit: a missing file, other settings, or a seed of a side in two files.
+    """
+    saved = read_same_settings(paths, MERGE_FREE)
+    results: dict[str, dict[int, dict]] = {}
+    log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
+    for path, run in zip(paths, saved):
+        for side, by_seed in run["runs"].items():
+            for seed, r in by_seed.items():
+                if int(seed) in results.get(side, {}):
+                    raise SystemExit(f"error: seed {seed} of {side} is in two of the files")
+                results.setdefault(side, {})[int(seed)] = r
+        log(f"  {path}: seeds {run['args']['seeds']}, sides {', '.join(run['runs'])}")
+    seeds = sorted({s for by_seed in results.values() for s in by_seed})
+    return results, seeds, saved[0]["args"]
+
+
+def write_json(path: Path, args: dict, results: dict, seeds: list[int], gain: float,
+               ratio: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keep = ("test", "train_seconds", "train_questions_per_second", "train_windows",
+            "predict_seconds", "predict_questions_per_second", "load_before", "load_after")
+    slim = {side: {str(s): {k: v for k, v in r.items() if k in keep} for s, r in runs.items()}
+            for side, runs in results.items()}
+    args_out = dict(args) | {"json": str(path)}
+    path.write_text(json.dumps({"args": args_out, "seeds": seeds, "runs": slim,
+                                "median_f1_gain": gain, "median_throughput_ratio": ratio},
+                               indent=2, default=str) + "\n")
 
 
 def main() -> None:
@@ -301,10 +412,14 @@ def main() -> None:
     ap.add_argument("--data", default="squad", help="name under $BERTKIT_DATA/qa/ or a directory "
                                                     "with train/dev/test.json (SQuAD JSON)")
     ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--lr", type=float, default=5e-5, help="both sides' learning rate")
-    ap.add_argument("--warmup", type=float, default=0.0, help="bertkit's warm-up (stock: none)")
-    ap.add_argument("--weight-decay", type=float, default=0.0,
-                    help="bertkit's weight decay (stock: none)")
+    ap.add_argument("--lr", type=float, default=5e-5, help="bertkit's learning rate")
+    ap.add_argument("--stock-lr", type=float, default=5e-5,
+                    help="the stock side's learning rate (run_qa.py's default: "
+                         "TrainingArguments' 5e-5)")
+    ap.add_argument("--warmup", type=float, default=0.1,
+                    help="bertkit's warm-up (its default 0.1; stock: none)")
+    ap.add_argument("--weight-decay", type=float, default=0.01,
+                    help="bertkit's weight decay (its default 0.01; stock: none)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ap.add_argument("--batch-size", type=int, default=12, help="run_qa.py README: 12")
     ap.add_argument("--eval-batch-size", type=int, default=64)
@@ -313,10 +428,22 @@ def main() -> None:
     ap.add_argument("--n-best", type=int, default=20)
     ap.add_argument("--max-answer-length", type=int, default=30)
     ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--dynamic-seeds", default="",
+                    help="seeds on which the stock-dyn side also runs (the stock recipe with "
+                         "pad_to_max_length False + DataCollatorWithPadding; 'all' or e.g. 1)")
+    ap.add_argument("--eval-split", choices=("test", "dev"), default="test",
+                    help="the split scored (dev: for choosing settings; bertkit still picks "
+                         "its epoch on dev)")
+    ap.add_argument("--lr-grid", type=lambda x: [float(v) for v in x.split(",")], default=None,
+                    help="run only bertkit at each of these learning rates (comma-separated) "
+                         "on the first seed, scored on dev, and report the best (no stock side)")
     ap.add_argument("--max-train-samples", type=int, default=None,
                     help="first N training questions (reduced runs)")
     ap.add_argument("--max-eval-samples", type=int, default=None,
                     help="first N dev and test questions")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="summarise these --json files of earlier stages (e.g. one seed each; "
+                         "no training)")
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
     ap.add_argument("--name", default=None,
                     help="log name (<log-dir>/<name>.log; default qa_vs_stock_<data>)")
@@ -326,6 +453,19 @@ def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.threads:
         torch.set_num_threads(args.threads)
+    log(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; command: python benchmarks/qa_vs_stock.py "
+        + " ".join(sys.argv[1:]))
+    if args.merge:
+        results, seeds, first = merge(args.merge, log)
+        for side, runs in results.items():
+            for seed in sorted(runs):
+                log(row(side, seed, runs[seed], first.get("threads") or 1))
+        gain, ratio = report(results, seeds, log, first.get("eval_split", "test"))
+        if args.json:  # the stages' settings, with the merged seeds and files
+            write_json(args.json, first | {"seeds": ",".join(map(str, seeds)),
+                                           "merge": [str(p) for p in args.merge]},
+                       results, seeds, gain, ratio)
+        return
     src = Path(args.data)
     if not src.is_dir():
         root = data_root()
@@ -334,46 +474,49 @@ def main() -> None:
                      f"qa/{args.data}/")
         src = root / "qa" / args.data
     seeds = [int(s) for s in args.seeds.split(",")]
-    log(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; command: python benchmarks/qa_vs_stock.py "
-        + " ".join(sys.argv[1:]))
+    dyn = set(seeds) if args.dynamic_seeds == "all" else \
+        {int(s) for s in args.dynamic_seeds.split(",") if s}
+    split = "dev" if args.lr_grid else args.eval_split
     log(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
-        f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr {args.lr} "
-        f"(bertkit warm-up {args.warmup}, weight decay {args.weight_decay}), batch "
+        f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr bertkit "
+        f"{args.lr_grid or args.lr} (warm-up {args.warmup}, weight decay {args.weight_decay}), "
+        f"stock {args.stock_lr} (run_qa.py: no warm-up, no weight decay); batch "
         f"{args.batch_size}, eval batch {args.eval_batch_size}, windows {args.max_length} / "
         f"overlap {args.doc_stride}, n-best {args.n_best}, max answer {args.max_answer_length}, "
-        f"seeds {seeds}; train/dev/test first {args.max_train_samples}/{args.max_eval_samples}/"
-        f"{args.max_eval_samples} questions (None = all); load {load1()}")
-    sides = ("stock", "bertkit")
-    results: dict[str, dict[int, dict]] = {side: {} for side in sides}
+        f"seeds {seeds} (stock-dyn: {sorted(dyn) or 'none'}); train/dev/test first "
+        f"{args.max_train_samples}/{args.max_eval_samples}/{args.max_eval_samples} questions "
+        f"(None = all); scored on {split}; load {load1()}")
+    results: dict[str, dict[int, dict]] = {}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         d = flat_subset(src, Path(tmp) / "data", {"train": args.max_train_samples,
                                                   "dev": args.max_eval_samples,
                                                   "test": args.max_eval_samples})
+        if split == "dev":  # settings are chosen on dev: score dev in place of test
+            (d / "test.jsonl").write_text((d / "dev.jsonl").read_text(encoding="utf-8"),
+                                          encoding="utf-8")
         v2 = any(not r["answers"]["text"] for s in ("train", "dev", "test")
                  for r in read_split(d, s))
         log(f"SQuAD 2.0 mode (unanswerable questions in the data): {v2}")
-        for k, seed in enumerate(seeds):
-            for side in side_order(sides, k):
+        if args.lr_grid:
+            lr_check(d, args, seeds[0], tmp, log)
+            log(f"total wall time {time.perf_counter() - start:.0f} s; load {load1()}; "
+                f"log {log.path}")
+            return
+        for seed in seeds:
+            sides = ("stock",) + (("stock-dyn",) if seed in dyn else ()) + ("bertkit",)
+            # seed 1: stock first, seed 2: bertkit first, ... (the seed, not its place in the
+            # list: stages run one seed each keep alternating)
+            for side in side_order(sides, seed - 1):
                 before = load1()
-                out = f"{tmp}/{side}-{seed}"
-                r = stock_recipe(d, args, seed, out, v2) if side == "stock" else \
-                    bertkit_run(d, args, seed, out)
+                r = run_side(side, d, args, seed, f"{tmp}/{side}-{seed}", v2)
                 r.update(load_before=before, load_after=load1())
-                results[side][seed] = r
-                log(row(side, seed, r))
-    gain, ratio = report(results, seeds, log)
+                results.setdefault(side, {})[seed] = r
+                log(row(side, seed, r, torch.get_num_threads()))
+    gain, ratio = report(results, seeds, log, split)
     log(f"total wall time {time.perf_counter() - start:.0f} s; load {load1()}; log {log.path}")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        slim = {side: {str(s): {k: v for k, v in r.items() if k in (
-            "test", "train_seconds", "train_questions_per_second", "train_windows",
-            "predict_seconds", "load_before", "load_after")} for s, r in runs.items()}
-            for side, runs in results.items()}
-        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)},
-                                         "runs": slim, "median_f1_gain": gain,
-                                         "median_throughput_ratio": ratio}, indent=2,
-                                        default=str) + "\n")
+        write_json(args.json, vars(args), results, seeds, gain, ratio)
 
 
 if __name__ == "__main__":

@@ -92,3 +92,62 @@ def test_report_does_not_call_a_one_seed_goal_met():
                for side, f, t in (("stock", 70.0, 1.0), ("bertkit", 69.0, 2.0))}
     mod.report(results, [1, 2, 3], lines.append)
     assert "(goal >= 0: MISSED)" in lines[-1] and "(goal >= 1.5x: met)" in lines[-1]
+
+
+def test_stock_dynamic_padding_gives_the_same_windows_unpadded(tokenizer):
+    # the stock-dyn side (pad_to_max_length False) differs from stock only in the padding
+    bench = _script()
+    start = CONTEXT.index("ACE2 receptor")
+    batch = {"id": ["q"], "question": ["Which receptor?"], "context": [CONTEXT],
+             "answers": [{"text": ["ACE2 receptor"], "answer_start": [start]}]}
+    padded = bench.prepare_train_features(dict(batch), tokenizer, 40, 10)
+    dyn = bench.prepare_train_features(dict(batch), tokenizer, 40, 10, pad=False)
+    assert len(dyn["input_ids"]) == len(padded["input_ids"]) > 2
+    assert any(len(x) < 40 for x in dyn["input_ids"]) and all(len(x) == 40
+                                                                for x in padded["input_ids"])
+    for a, b in zip(dyn["input_ids"], padded["input_ids"]):
+        assert b[:len(a)] == a and set(b[len(a):]) <= {tokenizer.pad_token_id}
+    assert dyn["start_positions"] == padded["start_positions"]
+    assert dyn["end_positions"] == padded["end_positions"]
+
+
+def _stage(tmp_path, seed, f1, tp, **changed):
+    import json
+
+    args = {"data": "squad", "epochs": 1, "lr": 1e-4, "seeds": str(seed),
+            "max_train_samples": 700, "json": "x", "name": f"s{seed}"} | changed
+    run = {"test": {"f1": f1, "exact": f1 - 10}, "train_questions_per_second": tp,
+           "train_seconds": 1.0, "train_windows": 1, "predict_seconds": 1.0,
+           "predict_questions_per_second": 2 * tp, "load_before": 1.0, "load_after": 1.0}
+    runs = {"stock": {str(seed): run | {"train_questions_per_second": tp / 5,
+                                        "test": {"f1": f1 - 1, "exact": f1 - 11}}},
+            "bertkit": {str(seed): run}}
+    path = tmp_path / f"s{seed}.json"
+    path.write_text(json.dumps({"args": args, "runs": runs}))
+    return path
+
+
+def test_merge_joins_one_seed_stages_into_the_three_seed_verdict(tmp_path):
+    import json
+
+    import pytest
+
+    bench = _script()
+    paths = [_stage(tmp_path, s, f, t) for s, f, t in ((1, 30.0, 4.0), (2, 32.0, 5.0),
+                                                        (3, 31.0, 3.0))]
+    lines = []
+    results, seeds, first = bench.merge(paths, lines.append)
+    assert seeds == [1, 2, 3] and first["max_train_samples"] == 700
+    gain, ratio = bench.report(results, seeds, lines.append)
+    assert gain == pytest.approx(1.0) and ratio == pytest.approx(5.0)
+    assert "(goal >= 0: met)" in lines[-1] and "(goal >= 1.5x: met)" in lines[-1]
+    out = tmp_path / "merged.json"
+    bench.write_json(out, first | {"seeds": "1,2,3"}, results, seeds, gain, ratio)
+    saved = json.loads(out.read_text())
+    assert saved["seeds"] == [1, 2, 3] and set(saved["runs"]["bertkit"]) == {"1", "2", "3"}
+    # a stage run with another budget, or a seed twice, is refused
+    other = _stage(tmp_path, 4, 30.0, 4.0, max_train_samples=800)
+    with pytest.raises(SystemExit, match="other settings"):
+        bench.merge(paths + [other], lines.append)
+    with pytest.raises(SystemExit, match="seed 1 of stock is in two"):
+        bench.merge(paths + paths[:1], lines.append)
