@@ -235,7 +235,7 @@ def stock_recipe(d: Path, args, seed: int, out: str, v2: bool, pad: bool = True)
                               per_device_eval_batch_size=args.eval_batch_size,
                               learning_rate=args.stock_lr, num_train_epochs=args.epochs,
                               seed=seed, report_to=[], save_strategy="no", eval_strategy="no",
-                              logging_steps=10**6, disable_tqdm=True,
+                              logging_steps=10**6, disable_tqdm=True, bf16=args.precision == "bf16",
                               use_cpu=not torch.cuda.is_available())
     trainer = Trainer(model=model, args=targs, train_dataset=train_ds,
                       data_collator=default_data_collator if pad
@@ -264,7 +264,8 @@ def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None) -> 
                    output_dir=out, max_length=args.max_length, doc_stride=args.doc_stride,
                    n_best=args.n_best, max_answer_length=args.max_answer_length,
                    lr=lr or args.lr, warmup=args.warmup, weight_decay=args.weight_decay,
-                   logging_steps=10**9, eval_batch_size=args.eval_batch_size)
+                   logging_steps=10**9, eval_batch_size=args.eval_batch_size,
+                   precision=args.precision)
     r = finetune_qa(cfg, console=None)
     n = len(read_split(d, "train"))
     r["train_questions_per_second"] = n * args.epochs / r["train_seconds"]
@@ -331,6 +332,7 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
                                      else results[side][s][key] for s in dyn)
 
         if dyn:
+            pq = "predict_questions_per_second"
             tp = {side: on(side, "train_questions_per_second") for side in results}
             f1 = {side: on(side, "f1", metric=True) for side in results}
             log(f"on seed(s) {','.join(map(str, dyn))}: stock-dyn/stock (padding alone): "
@@ -338,10 +340,9 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
                 f"{f1['stock-dyn'] - f1['stock']:+.2f} points; bertkit/stock-dyn: training "
                 f"throughput {tp['bertkit'] / tp['stock-dyn']:.2f}x, F1 "
                 f"{f1['bertkit'] - f1['stock-dyn']:+.2f} points"
-                + (f", prediction throughput "
-                   f"{on('bertkit', 'predict_questions_per_second') / on('stock-dyn', 'predict_questions_per_second'):.2f}x"
-                   if all("predict_questions_per_second" in results[x][s]
-                          for x in ("bertkit", "stock-dyn") for s in dyn) else ""))
+                + (f", prediction throughput {on('bertkit', pq) / on('stock-dyn', pq):.2f}x"
+                   if all(pq in results[x][s] for x in ("bertkit", "stock-dyn") for s in dyn)
+                   else ""))
     if med["bertkit"][2] and med["stock"][2]:
         log(f"bertkit/stock prediction throughput: {med['bertkit'][2] / med['stock'][2]:.2f}x "
             f"(stock: Trainer.predict + utils_qa post-processing over a plain "
@@ -421,6 +422,9 @@ def main() -> None:
     ap.add_argument("--weight-decay", type=float, default=0.01,
                     help="bertkit's weight decay (its default 0.01; stock: none)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="both sides (stock: Trainer's --bf16; bertkit: --precision), so that "
+                         "bertkit's auto (bf16 on CUDA and AMX CPUs) never meets stock's fp32")
     ap.add_argument("--batch-size", type=int, default=12, help="run_qa.py README: 12")
     ap.add_argument("--eval-batch-size", type=int, default=64)
     ap.add_argument("--max-length", type=int, default=384)
@@ -481,7 +485,8 @@ def main() -> None:
         f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr bertkit "
         f"{args.lr_grid or args.lr} (warm-up {args.warmup}, weight decay {args.weight_decay}), "
         f"stock {args.stock_lr} (run_qa.py: no warm-up, no weight decay); batch "
-        f"{args.batch_size}, eval batch {args.eval_batch_size}, windows {args.max_length} / "
+        f"{args.batch_size}, eval batch {args.eval_batch_size}, {args.precision} both sides, "
+        f"windows {args.max_length} / "
         f"overlap {args.doc_stride}, n-best {args.n_best}, max answer {args.max_answer_length}, "
         f"seeds {seeds} (stock-dyn: {sorted(dyn) or 'none'}); train/dev/test first "
         f"{args.max_train_samples}/{args.max_eval_samples}/{args.max_eval_samples} questions "
