@@ -23,6 +23,7 @@ from bertkit.cli import app
 from bertkit.data.conllu import parse_conllu, read_conllu, tree_problem
 from bertkit.decoding.mst import is_tree
 from bertkit.errors import BertkitError
+from bertkit.tasks.registry import task_names
 from tests.tasks.dep.conftest import TEXT as DEP_TEXT, write_dep_dir
 
 runner = CliRunner()
@@ -264,10 +265,12 @@ def test_pretrain_skips_and_counts_lines_that_are_not_utf8(tmp_path, tiny_encode
 # whose text names a command (``bertkit vocab build --corpus``) is checked against that command
 # instead. A new module whose messages name a flag must be added here: the test says so.
 # Strings inside a command's own function in bertkit/cli/ map to that command without an entry.
-FINETUNE = ("finetune ner", "finetune re", "finetune dep", "finetune cls")
+# A registered task's package needs none either: its modules' messages may name a flag of any of
+# the task's three commands (see task_package_commands). Option and command declarations
+# (typer.Option, bertkit.options' option/Option/Commands) are the commands' own flags.
+FINETUNE = tuple(f"finetune {name}" for name in task_names())
 TRAINING = FINETUNE + ("pretrain",)
-INFERENCE = ("evaluate ner", "evaluate re", "evaluate dep", "evaluate cls", "predict ner",
-             "predict re", "predict dep", "predict cls")
+INFERENCE = tuple(f"{verb} {name}" for verb in ("evaluate", "predict") for name in task_names())
 MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/cli/_options.py": TRAINING,
     "bertkit/cli/finetune.py::_finish": FINETUNE,
@@ -284,9 +287,6 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/tasks/cls/data.py": ("finetune cls",),
     "bertkit/tasks/driver.py": FINETUNE,
     "bertkit/tasks/pretrain/config.py": ("pretrain",),
-    "bertkit/tasks/qa/config.py": ("finetune qa",),
-    "bertkit/tasks/qa/data.py::load_qa_data": ("finetune qa", "evaluate qa"),
-    "bertkit/tasks/qa/task.py::decide_v2": ("finetune qa",),
     "bertkit/tasks/pretrain/model.py": ("pretrain",),
     "bertkit/tasks/pretrain/task.py": ("pretrain",),
     "bertkit/tasks/re/data.py": ("finetune re", "evaluate re"),
@@ -356,7 +356,9 @@ def flag_mentions(source: str) -> list[tuple[int, str, str, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             left_out.add(id(node.value))  # docstrings, attribute docstrings
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("Option", "Argument"):
+        if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(
+                node.func, "id", None)) in ("Option", "Argument", "option", "Commands",
+                                            "data_option", "model_option"):
             left_out.update(id(n) for n in ast.walk(node))
     found = []
     for node in ast.walk(tree):
@@ -388,6 +390,15 @@ def command_functions(app) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def task_package_commands(path: str) -> tuple[str, ...]:
+    """The commands of the registered task whose package holds ``path``
+    (``bertkit/tasks/qa/data.py`` -> finetune/evaluate/predict qa), else ()."""
+    parts = path.split("/")
+    if len(parts) == 4 and parts[:2] == ["bertkit", "tasks"] and parts[2] in task_names():
+        return tuple(f"{verb} {parts[2]}" for verb in ("finetune", "evaluate", "predict"))
+    return ()
+
+
 def missing_flags(files: dict[str, str], table: dict[str, tuple[str, ...]],
                   options: dict[str, set[str]]) -> list[str]:
     """Problems: a flag named in a module's messages that one of its commands lacks, or a module
@@ -396,6 +407,12 @@ def missing_flags(files: dict[str, str], table: dict[str, tuple[str, ...]],
     problems = []
     for path, source in sorted(files.items()):
         for line, flag, text, function in flag_mentions(source):
+            own = task_package_commands(path)
+            if own and f"{path}::{function}" not in table and path not in table:
+                if not any(flag in options.get(c, ()) for c in own):
+                    problems.append(f"{path}:{line}: no command of its task has {flag} "
+                                    f"({text.strip()!r})")
+                continue
             if f"{path}::{function}" not in table and path not in table:
                 problems.append(f"{path}:{line} names {flag}: add {path!r} (or {path}::{function}) "
                                 f"with the commands that show its messages to MESSAGE_COMMANDS")
@@ -438,3 +455,13 @@ def test_the_flag_check_catches_a_missing_flag():
     assert missing_flags(fake, {"bertkit/x.py": ("pretrain",)}, options) == [
         "bertkit/x.py:3: `pretrain` has no --no-such-flag ('--no-such-flag or `bertkit vocab "
         "build --size 5`')"]
+
+
+def test_a_task_package_needs_no_entry_but_its_flags_must_exist():
+    options = command_options(app)
+    ok = {"bertkit/tasks/qa/data.py": 'def f():\n    raise ValueError("use --max-answer-length")\n'}
+    assert missing_flags(ok, MESSAGE_COMMANDS, options) == []
+    bad = {"bertkit/tasks/qa/data.py": 'def f():\n    raise ValueError("use --no-such-flag")\n'}
+    assert missing_flags(bad, MESSAGE_COMMANDS, options) == [
+        "bertkit/tasks/qa/data.py:2: no command of its task has --no-such-flag "
+        "('use --no-such-flag')"]

@@ -18,51 +18,24 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from bertkit.masking import STRATEGIES as MASKING_STRATEGIES
-from bertkit.tasks.cls.config import LONG_TEXT, QUOTING
-from bertkit.tasks.common import CLASS_WEIGHTS
-from bertkit.tasks.dep.config import DECODER_NAMES, WORD_REPRS
-from bertkit.tasks.ner.config import METRICS as NER_METRICS
-from bertkit.tasks.qa.config import UNANSWERABLE
 from bertkit.training.config import REPORT_TO, SCHEDULES
 from bertkit.training.devices import PRECISIONS
 from bertkit.vocab.build import ALGORITHMS
 from bertkit.vocab.coverage import NORMALIZATIONS
 
 # Options with a fixed set of values are typed with it, so the command line checks them (exit 2,
-# the choices in the message) and --help shows short lists. The task packages' config modules
-# are light (the packages export lazily); only the relation head's poolings are repeated here,
-# as bertkit/heads/relation.py is a self-contained remote-code module that imports transformers'
-# model code (tests/cli/test_choices.py checks the two agree).
+# the choices in the message) and --help shows short lists. The fine-tuning tasks declare their
+# own options and choices (bertkit.options, on their settings' fields; bertkit/cli/_tasks.py).
 Masking = Literal[tuple(MASKING_STRATEGIES)]
-ClassWeights = Literal[CLASS_WEIGHTS]
 Algorithm = Literal[ALGORITHMS]
 Normalization = Literal[NORMALIZATIONS]
-Decoder = Literal[DECODER_NAMES]
-WordRepr = Literal[WORD_REPRS]
-NERMetric = Literal[tuple(NER_METRICS)]
-Pooling = Literal["cls", "entity-start"]  # bertkit.heads.relation.POOLINGS
-LongText = Literal[tuple(LONG_TEXT)]
-Quoting = Literal[QUOTING]
-Split = Literal["train", "dev", "test", "valid", "validation"]  # bertkit.tasks.common.parse_split
 ModelSize = Literal["tiny", "small", "base", "large"]  # bertkit.tasks.pretrain.model.SIZES
-Unanswerable = Literal[UNANSWERABLE]
 
-MaxLength = Annotated[Optional[int], typer.Option("--max-length", help="Subword pieces per window incl. [CLS]/[SEP]; longer input is windowed, never truncated. \\[default: 512]", min=8)]
 Recipe = Annotated[Optional[Path], typer.Option("--recipe", help="A recipe: YAML file or name from `bertkit recipes` (keys as flags in snake_case); flags override it.")]
 PrecisionChoice = Literal[PRECISIONS]  # the choices the runtime accepts (bertkit.training.devices)
 PRECISION_HELP = "auto (bf16 on CUDA and AMX-BF16 CPUs, else fp32), " + ", ".join(PRECISIONS[1:-1]) + " or " \
     + PRECISIONS[-1] + "."
-InferencePrecision = Annotated[PrecisionChoice, typer.Option("--precision", help=PRECISION_HELP)]
-InferenceDevice = Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:N or mps.")]
 Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Encoder directory or hub id. \\[default: the packaged MiniLM-L6-H384 encoder]")]
-
-
-def data_help(task: str, where: str) -> str:
-    """``--data`` help naming the data sets registered for ``task`` (:mod:`bertkit.data.sets`),
-    so the list shown is the list accepted: ``Registered set (bc5cdr, ...; WHERE)``."""
-    from bertkit.data.sets import registered
-
-    return f"Registered set ({', '.join(registered(task))}; {where})"
 
 
 # name: (type, flags, help, extra typer.Option arguments). The default shown in --help is the
@@ -124,14 +97,11 @@ def shown_default(name: str, value: Any) -> str | None:
     """
     if name in _SHOWN:
         return _SHOWN[name]
-    if name in _NOT_SHOWN or value is None:
+    if name in _NOT_SHOWN:
         return None
-    if isinstance(value, bool):
-        flag = name.replace("_", "-")
-        return flag if value else f"no-{flag}"
-    from bertkit.config import format_value
+    from bertkit.options import shown_default as shown
 
-    return format_value(value)  # 5e-5, as the commands' own help texts write rates
+    return shown(name, value)  # 5e-5, as the commands' own help texts write rates
 
 
 def training_options(exclude: tuple[str, ...] = (), **defaults):

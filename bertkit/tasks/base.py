@@ -73,6 +73,29 @@ class ScoredSplit:
 
 
 @dataclass
+class Evaluation:
+    """What a task's ``evaluate`` returns, for every task: the metrics and the predictions.
+
+    Attributes:
+        metrics: the scores of the split (as ``results.json``'s ``test``; also the report's input).
+        format_predictions: ``format_predictions() -> str``: the task's prediction file text
+            (CoNLL, CoNLL-U, JSON lines), made only when asked for (``--predictions``).
+        examples: the examples scored (sentences, pairs, texts, questions).
+        predictions: the task's predictions, in the examples' order (tags, labels, parses,
+            answers), for callers that use them directly.
+    """
+
+    metrics: dict
+    format_predictions: Callable[[], str]
+    examples: list = field(default_factory=list)
+    predictions: Any = None
+
+    def predictions_text(self) -> str:
+        """The prediction file's text (:attr:`format_predictions`)."""
+        return self.format_predictions()
+
+
+@dataclass
 class Prepared:
     """Everything the driver needs to train, select, score and save one run.
 

@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bertkit.options import option
 from bertkit.training.config import TrainConfig
+
+MODEL_HELP = "Encoder directory or hub id."
+MODEL_SHOWN = "the packaged MiniLM-L6-H384 encoder"
+
+
+def model_option(help: str = MODEL_HELP):
+    """The ``--model``/``-m`` field of a task's settings (None: the packaged encoder)."""
+    return option(None, help=help, flags=("--model", "-m"), shown=MODEL_SHOWN)
+
+
+def data_option(default: str, help: str):
+    """The ``--data``/``-d`` field of a task's settings (``help`` may name ``{sets}``)."""
+    return option(default, help=help, flags=("--data", "-d"))
 
 
 @dataclass
@@ -23,8 +37,14 @@ class FinetuneConfig(TrainConfig):
             standard deviation and 95% interval in ``summary.json``; None: one run with ``seed``.
     """
 
-    split_from_dev: float | None = None
-    seeds: str | None = None
+    split_from_dev: float | None = option(
+        None, help="Train on the dev file less this held-out fraction (every 1/F-th example, used "
+        "as dev for model selection), for sets with only dev and test files; recorded in "
+        "results.json.", shown="off; 0.1 for a registered set without train")
+    seeds: str | None = option(
+        None, help="Run once per seed (e.g. 1,2,3), each in OUTPUT/seed-N/, and write "
+        "OUTPUT/summary.json with mean, standard deviation and 95% interval per metric (one after "
+        "another under torchrun).")
 
     def task_checks(self) -> tuple:
         """The subclass's own ``(option name, ok, what it must be)`` checks (none here)."""

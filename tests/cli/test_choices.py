@@ -14,26 +14,36 @@ from bertkit.cli import app
 runner = CliRunner()
 
 
+def _choices(config, name):
+    from bertkit.options import field_options
+
+    return next(o.choices for o in field_options(config) if o.name == name)
+
+
 def test_choice_lists_equal_the_library_constants():
     from bertkit.heads.relation import POOLINGS
-    from bertkit.tasks.cls.config import LONG_TEXT
+    from bertkit.tasks.cls.config import LONG_TEXT, CLSConfig
+    from bertkit.tasks.dep.config import DECODER_NAMES, WORD_REPRS, DepConfig
     from bertkit.tasks.dep.model import DECODERS
-    from bertkit.tasks.dep.config import DECODER_NAMES, WORD_REPRS
-    from bertkit.tasks.ner.config import METRICS
+    from bertkit.tasks.ner.config import METRICS, NERConfig
+    from bertkit.tasks.re.config import REConfig
 
-    for shown, library in ((opt.Decoder, tuple(DECODERS)), (opt.WordRepr, WORD_REPRS),
-                           (opt.NERMetric, tuple(METRICS)), (opt.Pooling, POOLINGS),
-                           (opt.LongText, LONG_TEXT)):
-        assert typing.get_args(shown) == tuple(library)
+    for shown, library in ((_choices(DepConfig, "decoder"), tuple(DECODERS)),
+                           (_choices(DepConfig, "word_repr"), WORD_REPRS),
+                           (_choices(NERConfig, "metric"), tuple(METRICS)),
+                           (_choices(REConfig, "pooling"), POOLINGS),
+                           (_choices(CLSConfig, "long_text"), LONG_TEXT)):
+        assert tuple(shown) == tuple(library)
     assert tuple(DECODERS) == DECODER_NAMES  # the decoders and the config's light list of names
 
 
 def test_split_and_model_size_choices_equal_the_library():
+    from bertkit.options import SPLIT
     from bertkit.tasks.common import SPLIT_NAMES
     from bertkit.tasks.pretrain.model import SIZES
 
     assert typing.get_args(opt.ModelSize) == tuple(SIZES)
-    assert set(typing.get_args(opt.Split)) == {"train", "dev", "test"} | set(SPLIT_NAMES)
+    assert set(SPLIT.choices) == {"train", "dev", "test"} | set(SPLIT_NAMES)
 
 
 def test_the_command_line_imports_no_task_model_code():

@@ -15,8 +15,8 @@ from bertkit.tasks.ner import NERConfig
 from bertkit.tasks.pretrain import PretrainConfig
 from bertkit.tasks.re import REConfig
 
-COMMANDS = [(finetune.ner_cli, NERConfig), (finetune.re_cli, REConfig),
-            (finetune.dep_cli, DepConfig), (pretrain.pretrain_cli, PretrainConfig)]
+COMMANDS = [(finetune.COMMANDS["ner"], NERConfig), (finetune.COMMANDS["re"], REConfig),
+            (finetune.COMMANDS["dep"], DepConfig), (pretrain.pretrain_cli, PretrainConfig)]
 
 
 def _shown_default(param) -> str | None:

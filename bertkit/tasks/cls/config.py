@@ -3,12 +3,60 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from bertkit.options import (CONFUSION, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT,
+                             SAVED_MODEL, SKIP_BAD_LINES, SPLIT, Commands, Option, batch_size,
+                             option)
 from bertkit.tasks.common import CLASS_WEIGHTS
-from bertkit.tasks.finetune_config import FinetuneConfig
+from bertkit.tasks.finetune_config import FinetuneConfig, data_option, model_option
 
 LONG_TEXT = ("head-tail", "windows")
 QUOTING = ("csv", "none")  # CSV/TSV quotes: csv rules (quoted fields), or plain characters
+
+_TEXT_COLUMN = Option("Field or column holding the text. \\[default: as trained]", ("--text-column",),
+                      name="text_column", type=str)
+_QUOTING = Option("CSV/TSV quotes: csv or none (a \" is a plain character). \\[default: as trained]",
+                  ("--quoting",), name="quoting", type=str, choices=QUOTING)
+COMMANDS = Commands(
+    finetune="""Fine-tune an encoder for sentence (or sentence-pair) classification, keep the best dev
+    epoch (macro-F1), score test.
+
+    Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl,
+    test_confusion.{csv,png} and model/ (a plain AutoModelForSequenceClassification; works with
+    pipeline("text-classification")). The packaged MiniLM on scicite, acl-arc or paper-field
+    trains with that set's recipe settings (scicite-cls-minilm, ...) unless a flag or --recipe
+    says otherwise; the first line printed says where each setting came from.
+    """,
+    evaluate="""Score a saved text classifier on a labelled split: macro-F1, micro-F1, accuracy, per label,
+    beside the majority-class baseline.""",
+    predict="""Classify texts with a saved text classifier: JSON lines with predicted and probability,
+    one per input record (per line for plain text); a text empty once control and zero-width
+    characters are removed is flagged "empty": true, not labelled.""",
+    evaluate_options=(
+        SAVED_MODEL,
+        Option("Registered set ({sets}; under $BERTKIT_DATA/cls/) or a directory with split "
+               ".jsonl/.csv/.tsv files.", ("--data", "-d"), name="data", type=str, default=...),
+        SPLIT, METRICS_OUTPUT,
+        Option("Also write each text with its predicted label as JSON lines here.",
+               ("--predictions",), name="predictions", type=Path),
+        Option(CONFUSION.help[:-1] + " (single-label models).", CONFUSION.flags, name="confusion",
+               type=Path),
+        _TEXT_COLUMN,
+        Option("Field or column holding the label. \\[default: as trained]", ("--label-column",),
+               name="label_column", type=str),
+        SKIP_BAD_LINES, _QUOTING, DEVICE, PRECISION, batch_size("Texts", 64)),
+    predict_options=(
+        SAVED_MODEL,
+        Option("JSON lines or CSV/TSV (header row; the text field as trained, or --text-column; "
+               "label optional) or plain text, one text a line.", ("--input", "-i"), name="input",
+               type=Path, default=...),
+        PREDICT_OUTPUT,
+        Option("auto (by extension, else jsonl when the file starts with {, else text), jsonl, "
+               "csv, tsv or text.", ("--input-format",), name="input_format", type=str,
+               choices=("auto", "jsonl", "csv", "tsv", "text"), default="auto"),
+        _TEXT_COLUMN, SKIP_BAD_LINES, _QUOTING, DEVICE, PRECISION, batch_size("Texts", 64)),
+)
 
 
 @dataclass
@@ -45,22 +93,44 @@ class CLSConfig(FinetuneConfig):
         max_train_samples / max_eval_samples: use only the first N examples (quick runs).
     """
 
-    model: str | None = None
-    data: str = "scicite"
-    text_column: str = "text"
-    text_pair_column: str = "text_pair"
-    label_column: str = "label"
-    multi_label: bool = False
-    label_sep: str | None = None
-    quoting: str = "csv"
-    long_text: str = "head-tail"
-    class_weights: str = "none"
-    max_length: int = 512
-    skip_bad_lines: bool = False
-    eval_batch_size: int = 64
-    length_group: int = 50
-    max_train_samples: int | None = None
-    max_eval_samples: int | None = None
+    data: str = data_option("scicite", "Registered set ({sets}; under $BERTKIT_DATA/cls/) or a "
+                            "directory with train/dev/test .jsonl (text, label), .csv or .tsv "
+                            "(header row).")
+    model: str | None = model_option()
+    text_column: str = option("text", help="Field (JSON) or column (CSV/TSV) holding the text.")
+    text_pair_column: str = option("text_pair", help="Field of the second text of a sentence pair, "
+                                   "used when present.")
+    label_column: str = option("label", help="Field or column holding the label (a list with "
+                               "--multi-label).")
+    multi_label: bool = option(False, flags=("--multi-label/--single-label",), help="Labels are "
+                               "lists: sigmoid outputs, one threshold per label chosen on dev.",
+                               shown="single-label")
+    label_sep: str | None = option(None, help="With --multi-label: a string label is a list joined "
+                                   "by this separator (e.g. ';' for \"a;b\").",
+                                   shown="none; labels that look delimited are warned about")
+    quoting: str = option("csv", choices=QUOTING, help="CSV/TSV quotes: csv (quoted fields may hold "
+                          "delimiters and line breaks) or none (a \" is a plain character, for "
+                          "unquoted TSV exports).")
+    long_text: str = option("head-tail", choices=LONG_TEXT, help="Texts over --max-length: "
+                            "head-tail (keep the first quarter and last three quarters of the "
+                            "budget; counted and reported) or windows (overlapping windows, logits "
+                            "averaged).")
+    class_weights: str = option("none", choices=CLASS_WEIGHTS, help="none, or balanced (loss "
+                                "weight N/(C*count) per label, for imbalanced sets such as "
+                                "ACL-ARC).")
+    skip_bad_lines: bool = option(False, flags=("--skip-bad-lines",), help="Skip and count "
+                                  "unreadable lines instead of stopping before training.")
+    max_length: int = option(512, min=8, help="Pieces per input incl. [CLS]/[SEP]; longer texts "
+                             "follow --long-text, never cut silently.")
+    eval_batch_size: int = option(64, min=1, help="Texts per batch when evaluating.")
+    length_group: int = option(50, min=1, help="Training batches sorted by length together (1: "
+                               "random batches).")
+    max_train_samples: int | None = option(None, min=1, help="Use only the first N training "
+                                           "texts.")
+    max_eval_samples: int | None = option(None, min=1, help="Use only the first N dev and test "
+                                          "texts.")
+
+    commands = COMMANDS
 
     def task_checks(self) -> tuple:
         return (("long_text", self.long_text in LONG_TEXT, " or ".join(LONG_TEXT)),

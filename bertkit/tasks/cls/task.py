@@ -21,7 +21,7 @@ from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
 from bertkit.metrics.cls import best_thresholds, label_scores, multilabel_scores, warn_collapse
-from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
                                     delimited_labels, label_set, labels_missing_from,
@@ -249,8 +249,8 @@ class CLSTask:
             "scoring": SCORING})
 
     def report(self, results: dict, title: str):
-        """Per-label and averaged scores (:func:`bertkit.cli._report.label_scores_table`)."""
-        from bertkit.cli._report import label_scores_table
+        """Per-label and averaged scores (:func:`bertkit.reports.label_scores_table`)."""
+        from bertkit.reports import label_scores_table
 
         return label_scores_table(results["test"] if "test" in results else results, title)
 
@@ -322,7 +322,7 @@ def _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size):
 def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
                  text_column: str | None = None, label_column: str | None = None,
-                 quoting: str | None = None, console: Console | None = None):
+                 quoting: str | None = None, console: Console | None = None) -> Evaluation:
     """Score a saved classifier on one split of ``data``.
 
     Args:
@@ -330,7 +330,8 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
         quoting: CSV/TSV quotes, ``csv`` or ``none`` (None: as saved with the model).
 
     Returns:
-        (metrics as in :func:`score`, examples, predictions, probabilities ``[N, C]``, labels).
+        an :class:`~bertkit.tasks.base.Evaluation`: the metrics, the prediction file's text on
+        demand, the examples and the predictions.
 
     Raises:
         BertkitError: no saved model there, bad data, a label the model does not know, or an
@@ -350,7 +351,8 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
     metrics = score([x.label for x in xs], pred, labels, cols.multi_label)
     metrics["shortened_texts"] = shortened
     warn_collapse(metrics, console, split)
-    return metrics, xs, pred, probs, labels
+    return Evaluation(metrics, lambda: prediction_lines(
+        xs, labels, pred, probs, any(isinstance(p, list) for p in pred)), xs, pred)
 
 
 def _read_input(path: str, input_format: str, cols: Columns, skip_bad_lines: bool):

@@ -3,11 +3,51 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from bertkit.tasks.finetune_config import FinetuneConfig
+from bertkit.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
+                             SPLIT, Commands, Option, batch_size, option)
+from bertkit.tasks.finetune_config import FinetuneConfig, data_option, model_option
 
 WORD_REPRS = ("first", "mean")
 DECODER_NAMES = ("mst", "eisner")  # the keys of bertkit.tasks.dep.model.DECODERS (a test checks)
+
+_DECODER = Option("mst or eisner. \\[default: as trained]", ("--decoder",), name="decoder", type=str,
+                  choices=DECODER_NAMES)
+COMMANDS = Commands(
+    finetune="""Fine-tune a biaffine dependency parser (Dozat & Manning 2017), keep the best dev epoch
+    (LAS without punctuation), score test.
+
+    Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.conllu and
+    model/ (encoder + tokenizer loadable with AutoModel/AutoTokenizer, parser.safetensors,
+    bertkit.json with the relation labels).
+    """,
+    evaluate="""Score a saved dependency parser on a labelled split: UAS/LAS without and with punctuation,
+    per relation, complete match.""",
+    predict="""Parse new text with a saved dependency parser; writes CoNLL-U with HEAD and DEPREL filled
+    in (every sentence a well-formed tree) and every other column as it came.""",
+    evaluate_options=(
+        SAVED_MODEL,
+        Option("Registered set ({sets}; under $BERTKIT_DATA/dep/) or a directory with .conllu split "
+               "files.", ("--data", "-d"), name="data", type=str, default=...),
+        Option("train, dev or test (genia: dev is the held-out tenth of dev.conllu).", ("--split",),
+               name="split", type=str, choices=SPLIT.choices, default="test"),
+        _DECODER, METRICS_OUTPUT,
+        Option("Also write the parses as CoNLL-U here.", ("--predictions",), name="predictions",
+               type=Path),
+        Option("Leave out gold sentences that are malformed or not trees, counted in the metrics, "
+               "instead of stopping.", ("--skip-bad-sentences",), name="skip_bad_sentences",
+               type=bool, default=False),
+        DEVICE, PRECISION, batch_size("Sentences", 64)),
+    predict_options=(
+        SAVED_MODEL,
+        Option("CoNLL-U file (HEAD/DEPREL may be _) or plain text, one sentence a line.",
+               ("--input", "-i"), name="input", type=Path, default=...),
+        PREDICT_OUTPUT,
+        Option("auto, conllu or text.", ("--input-format",), name="input_format", type=str,
+               choices=("auto", "conllu", "text"), default="auto"),
+        _DECODER, DEVICE, PRECISION, batch_size("Sentences", 64)),
+)
 
 
 @dataclass
@@ -38,20 +78,35 @@ class DepConfig(FinetuneConfig):
     epochs: int = 6
     lr: float = 2e-4
     batch_size: int = 16
-    model: str | None = None
-    data: str = "genia"
-    max_length: int = 512
-    word_repr: str = "first"
-    scalar_mix: bool = False
-    arc_mlp: int = 500
-    rel_mlp: int = 100
-    mlp_dropout: float = 0.33
-    decoder: str = "mst"
-    head_lr: float | None = 1e-3
-    eval_batch_size: int = 64
-    max_train_samples: int | None = None
-    max_eval_samples: int | None = None
-    skip_bad_sentences: bool = False
+    data: str = data_option("genia", "Registered set ({sets}; under $BERTKIT_DATA as "
+                            "dep/genia/dev.conllu and test.conllu: trains on dev less every 10th "
+                            "sentence, held out for model selection, reports on test) or a "
+                            "directory with train/dev/test .conllu files.")
+    model: str | None = model_option()
+    word_repr: str = option("first", choices=WORD_REPRS, help="Word vector: first (first subword) "
+                            "or mean (mean of subwords).")
+    scalar_mix: bool = option(False, flags=("--scalar-mix/--no-scalar-mix",), help="Learned "
+                              "scalar mix of all encoder layers.")
+    decoder: str = option("mst", choices=DECODER_NAMES, help="mst (Chu-Liu/Edmonds, one root) or "
+                          "eisner (projective).")
+    arc_mlp: int = option(500, min=1, help="Arc MLP size.")
+    rel_mlp: int = option(100, min=1, help="Label MLP size.")
+    mlp_dropout: float = option(0.33, min=0, help="Dropout after the MLPs.")
+    head_lr: float | None = option(1e-3, help="Peak learning rate of the parser head (fresh "
+                                   "weights; SuPar: 20x the encoder's).")
+    max_length: int = option(512, min=8, help="Subword pieces per window incl. [CLS]/[SEP]; longer "
+                             "input is windowed, never truncated.")
+    eval_batch_size: int = option(64, min=1, help="Sentences per batch when evaluating.")
+    max_train_samples: int | None = option(None, min=1, help="Use only the first N training "
+                                           "sentences.")
+    max_eval_samples: int | None = option(None, min=1, help="Use only the first N dev and test "
+                                          "sentences.")
+    skip_bad_sentences: bool = option(False, flags=("--skip-bad-sentences",), help="Leave out gold "
+                                      "sentences that are malformed or not trees (one root, all "
+                                      "words reachable), counted in results.json, instead of "
+                                      "stopping.")
+
+    commands = COMMANDS
 
     def task_checks(self) -> tuple:
         return (("word_repr", self.word_repr in WORD_REPRS, " or ".join(WORD_REPRS)),

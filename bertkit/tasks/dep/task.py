@@ -16,7 +16,7 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.dep import RULE_TEXT, punct_rule
-from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import parse_split, warn_unseen
 from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations, unseen_relations
 from bertkit.tasks.dep.encoding import SentenceBatches, encode
@@ -97,8 +97,8 @@ class DepTask:
                        "it; ucm/lcm complete match without punctuation"})
 
     def report(self, results: dict, title: str):
-        """UAS/LAS and per-relation scores (:func:`bertkit.cli._report.parse_table`)."""
-        from bertkit.cli._report import parse_table
+        """UAS/LAS and per-relation scores (:func:`bertkit.reports.parse_table`)."""
+        from bertkit.reports import parse_table
 
         return parse_table(results["test"] if "test" in results else results, title)
 
@@ -135,7 +135,7 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
 def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 64, decoder: str | None = None,
                  console: Console | None = None, skip_bad_sentences: bool = False
-                 ) -> tuple[dict, list[DepSentence], list[np.ndarray], list[list[str]]]:
+                 ) -> Evaluation:
     """Score a saved parser on one split of ``data`` (for a set without a train file, ``dev`` is
     the held-out tenth of ``dev.conllu``).
 
@@ -143,8 +143,8 @@ def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "
     the metrics' ``skipped_sentences``.
 
     Returns:
-        (metrics as in :func:`~bertkit.metrics.dep.attachment_scores`, gold sentences, predicted
-        heads, predicted relations).
+        an :class:`~bertkit.tasks.base.Evaluation`: the metrics, the prediction file's text on
+        demand, the examples and the predictions.
 
     Raises:
         BertkitError: no saved model there, bad data, unknown split or decoder.
@@ -171,7 +171,7 @@ def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "
     metrics = score(sents, heads, rels)
     if skip_bad_sentences:
         metrics["skipped_sentences"] = loaded.skipped_summary()
-    return metrics, sents, heads, rels
+    return Evaluation(metrics, lambda: format_conllu(sents, heads, rels), sents, (heads, rels))
 
 
 def predict_dep(model_dir: str, input_path: str, output: str | None = None,

@@ -22,7 +22,7 @@ from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
 from bertkit.packing import Packer
 from bertkit.tasks.ner.config import METRICS, NERConfig
-from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import parse_split, warn_unseen
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
@@ -172,8 +172,8 @@ class NERTask:
                        "prefix dropped (scikit-learn)"}, select_metric=METRICS[cfg.metric])
 
     def report(self, results: dict, title: str):
-        """Entity precision/recall/F1 per type (:func:`bertkit.cli._report.entity_table`)."""
-        from bertkit.cli._report import entity_table
+        """Entity precision/recall/F1 per type (:func:`bertkit.reports.entity_table`)."""
+        from bertkit.reports import entity_table
 
         return entity_table(results["test"] if "test" in results else results, title)
 
@@ -209,11 +209,12 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
 
 def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 32,
-                 console: Console | None = None) -> tuple[dict, list[Sentence], list[list[str]]]:
+                 console: Console | None = None) -> Evaluation:
     """Score a saved model on one split of ``data``.
 
     Returns:
-        (metrics as in :func:`~bertkit.metrics.ner.entity_scores`, gold sentences, predictions).
+        an :class:`~bertkit.tasks.base.Evaluation`: the metrics, the prediction file's text on
+        demand, the examples and the predictions.
 
     Raises:
         BertkitError: no saved model there, bad data, or an unknown split.
@@ -229,7 +230,10 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
                             console)
     pred = tag_sentences(tagger, tokenizer, sents, runtime, max_length,
                          batch_size, console)
-    return entity_scores([s.tags for s in sents], pred), sents, pred
+    from bertkit.data.conll import format_conll
+
+    return Evaluation(entity_scores([s.tags for s in sents], pred),
+                      lambda: format_conll(sents, pred), sents, pred)
 
 
 def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt: str = "conll",

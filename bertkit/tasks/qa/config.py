@@ -5,9 +5,47 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.tasks.finetune_config import FinetuneConfig
+from bertkit.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
+                             SPLIT, Commands, Option, batch_size, option)
+from bertkit.tasks.finetune_config import FinetuneConfig, data_option, model_option
 
 UNANSWERABLE = ("auto", "on", "off")
+
+COMMANDS = Commands(
+    finetune="""Fine-tune an encoder for extractive question answering (SQuAD 1.1/2.0 style), keep the
+    best dev epoch (F1, official SQuAD scorer), score test.
+
+    Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl and
+    model/ (a plain AutoModelForQuestionAnswering, loadable without bertkit or remote code; its
+    README.md shows how; pipeline("question-answering") exists in transformers 4.x only).
+    """,
+    evaluate="""Score a saved QA model on a labelled split with the official SQuAD scorer: EM and F1
+    (SQuAD 2.0: also HasAns/NoAns and the best threshold).""",
+    predict="""Answer questions over their contexts with a saved QA model: JSON lines with id, answer,
+    start/end (character offsets into the original context; -1 when empty) and score (start +
+    end logit).""",
+    evaluate_options=(
+        SAVED_MODEL,
+        Option("Registered set ({sets}; under $BERTKIT_DATA/qa/) or a directory with split .json "
+               "(SQuAD JSON) or .jsonl files.", ("--data", "-d"), name="data", type=str,
+               default=...),
+        SPLIT, METRICS_OUTPUT,
+        Option("Also write each question's answer (id, answer, start, end, score, gold) as JSON "
+               "lines here.", ("--predictions",), name="predictions", type=Path),
+        Option("SQuAD 2.0: answer empty when null score - best span score is above this. "
+               "\\[default: the one saved with the model]", ("--null-threshold",),
+               name="null_threshold", type=float),
+        DEVICE, PRECISION, batch_size("Windows", 64)),
+    predict_options=(
+        SAVED_MODEL,
+        Option("JSON lines with id, question, context (answers optional) or SQuAD JSON.",
+               ("--input", "-i"), name="input", type=Path, default=...),
+        PREDICT_OUTPUT,
+        Option("SQuAD 2.0 models: answer empty when null score - best span score is above this. "
+               "\\[default: the one saved with the model]", ("--null-threshold",),
+               name="null_threshold", type=float),
+        DEVICE, PRECISION, batch_size("Windows", 64)),
+)
 
 
 @dataclass
@@ -39,19 +77,38 @@ class QAConfig(FinetuneConfig):
         max_train_samples / max_eval_samples: use only the first N questions (quick runs).
     """
 
-    model: str | None = None
-    data: str = "squad"
-    max_length: int = 384
-    doc_stride: int = 128
-    max_question_length: int = 64
-    max_answer_length: int = 30
-    n_best: int = 20
-    unanswerable: str = "auto"
-    null_threshold: float = 0.0
-    eval_batch_size: int = 64
-    length_group: int = 50
-    max_train_samples: int | None = None
-    max_eval_samples: int | None = None
+    data: str = data_option("squad", "Registered set ({sets}; under $BERTKIT_DATA/qa/) or a "
+                            "directory with train/dev/test .json (SQuAD JSON: data -> paragraphs "
+                            "-> qas) or .jsonl (the datasets export: id, title, context, question, "
+                            "answers{text, answer_start}).")
+    model: str | None = model_option("Encoder directory or hub id, or an earlier `finetune qa` run "
+                                     "(its directory or model/) to fine-tune further, e.g. SQuAD "
+                                     "first, then a domain set.")
+    max_length: int = option(384, min=8, help="Pieces per window: [CLS] question [SEP] context "
+                             "slice [SEP]; a longer context is read whole in several windows.")
+    doc_stride: int = option(128, min=0, help="OVERLAP in pieces between consecutive windows of "
+                             "one context (Hugging Face run_qa.py's meaning), not the step between "
+                             "window starts (Google's run_squad.py and SpanBERT).")
+    max_question_length: int = option(64, min=1, help="Pieces a question keeps; longer questions "
+                                      "are cut (counted), never an error.")
+    max_answer_length: int = option(30, min=1, help="Most pieces in a predicted answer.")
+    n_best: int = option(20, min=1, help="Start and end candidates per window when decoding.")
+    unanswerable: str = option("auto", choices=UNANSWERABLE, help="SQuAD 2.0 mode (no-answer "
+                               "score, empty answers): auto (on when the data has unanswerable "
+                               "questions, and said so), on, or off (refuses data with "
+                               "unanswerable questions).")
+    null_threshold: float = option(0.0, help="SQuAD 2.0: answer empty when null score - best span "
+                                   "score is above this; the best threshold on dev is reported "
+                                   "beside it.")
+    eval_batch_size: int = option(64, min=1, help="Windows per batch when evaluating.")
+    length_group: int = option(50, min=1, help="Training batches sorted by length together (1: "
+                               "random batches).")
+    max_train_samples: int | None = option(None, min=1, help="Use only the first N training "
+                                           "questions.")
+    max_eval_samples: int | None = option(None, min=1, help="Use only the first N dev and test "
+                                          "questions.")
+
+    commands = COMMANDS
 
     def task_checks(self) -> tuple:
         budget = self.max_length - self.max_question_length - 3

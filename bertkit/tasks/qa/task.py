@@ -26,7 +26,7 @@ from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
 from bertkit.metrics.qa import squad_scores
-from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.qa.config import QAConfig
@@ -334,14 +334,15 @@ def _threshold(meta: dict, null_threshold: float | None) -> float:
 
 def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "auto",
                 precision: str = "auto", batch_size: int = 64,
-                null_threshold: float | None = None, console: Console | None = None):
+                null_threshold: float | None = None, console: Console | None = None) -> Evaluation:
     """Score a saved QA model on one split of ``data`` with the official scorer.
 
     Args:
         null_threshold: SQuAD 2.0 threshold (None: the one saved with the model).
 
     Returns:
-        (metrics, examples, answers, v2 mode, threshold).
+        an :class:`~bertkit.tasks.base.Evaluation`: the metrics, the prediction file's text on
+        demand, the examples and the predictions.
 
     Raises:
         BertkitError: no saved model there, bad data or an unknown split.
@@ -359,7 +360,8 @@ def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "a
     t = _threshold(meta, null_threshold)
     answers, _ = answer_questions(model, tokenizer, xs, _saved_settings(model, meta), runtime,
                                   batch_size)
-    return score(xs, answers, v2, t), xs, answers, v2, t
+    return Evaluation(score(xs, answers, v2, t),
+                      lambda: prediction_lines(xs, answers, v2, t, gold=True), xs, answers)
 
 
 def predict_qa(model_dir: str, input_path: str, output: str | None = None, device: str = "auto",

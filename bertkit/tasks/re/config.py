@@ -3,10 +3,52 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from bertkit.heads.relation import POOLINGS
+from bertkit.options import (CONFUSION, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT,
+                             SAVED_MODEL, SKIP_BAD_LINES, SPLIT, Commands, Option, batch_size,
+                             option)
 from bertkit.tasks.common import CLASS_WEIGHTS
-from bertkit.tasks.finetune_config import FinetuneConfig
+from bertkit.tasks.finetune_config import FinetuneConfig, data_option, model_option
+
+POOLINGS = ("cls", "entity-start")
+"""``--pooling`` choices: :data:`bertkit.heads.relation.POOLINGS`, repeated so that this light
+module imports no model code (tests/cli/test_choices.py checks the two agree)."""
+
+COMMANDS = Commands(
+    finetune="""Fine-tune an encoder for relation classification between two marked entities.
+
+    Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl,
+    test_confusion.{csv,png} and model/ (AutoTokenizer and AutoModelForSequenceClassification;
+    pipeline("text-classification") with --pooling cls, trust_remote_code=True with entity-start).
+    The packaged MiniLM on chemprot trains with the settings chosen for it (recipe
+    chemprot-re-minilm: lr 2e-4) unless a flag or --recipe says otherwise; other encoders and sets
+    start from BERT-base's defaults (lr 5e-5). The first line printed says where each setting
+    came from.
+    """,
+    evaluate="""Score a saved relation model on a labelled split: micro/macro-F1, accuracy, per label.""",
+    predict="""Classify entity pairs with a saved relation model: JSON lines with predicted and probability.""",
+    evaluate_options=(
+        SAVED_MODEL,
+        Option("Registered set ({sets}; under $BERTKIT_DATA/re/) or a directory with split .jsonl "
+               "files.", ("--data", "-d"), name="data", type=str, default=...),
+        SPLIT, METRICS_OUTPUT,
+        Option("Also write each pair with its predicted label as JSON lines here.",
+               ("--predictions",), name="predictions", type=Path),
+        CONFUSION,
+        Option("Label left out of micro/macro-F1 (auto, a label, or -). \\[default: the one saved "
+               "with the model]", ("--negative-label",), name="negative_label", type=str),
+        SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64)),
+    predict_options=(
+        SAVED_MODEL,
+        Option("JSON lines (marker, span or TACRED form; label optional) or plain text, one << "
+               ">>/[[ ]]-marked sentence a line.", ("--input", "-i"), name="input", type=Path,
+               default=...),
+        PREDICT_OUTPUT,
+        Option("auto, jsonl or text.", ("--input-format",), name="input_format", type=str,
+               choices=("auto", "jsonl", "text"), default="auto"),
+        SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64)),
+)
 
 
 @dataclass
@@ -35,17 +77,31 @@ class REConfig(FinetuneConfig):
         max_train_samples / max_eval_samples: use only the first N pairs (quick runs).
     """
 
-    model: str | None = None
-    data: str = "chemprot"
-    pooling: str = "cls"
-    typed_markers: bool = False
-    negative_label: str = "auto"
-    class_weights: str = "none"
-    max_length: int = 512
-    skip_bad_lines: bool = False
-    eval_batch_size: int = 64
-    max_train_samples: int | None = None
-    max_eval_samples: int | None = None
+    data: str = data_option("chemprot", "Registered set ({sets}; under $BERTKIT_DATA/re/) or a "
+                            "directory with train/dev/test.jsonl.")
+    model: str | None = model_option()
+    pooling: str = option("cls", choices=POOLINGS, help="cls (SciBERT; scored higher on ChemProt "
+                          "dev in a short run) or entity-start (states at the two opening markers, "
+                          "Baldini Soares et al. 2019).")
+    typed_markers: bool = option(False, flags=("--typed-markers/--untyped-markers",),
+                                 help="One marker pair per entity type, when the data gives "
+                                 "types.", shown="untyped")
+    negative_label: str = option("auto", help="Label left out of micro/macro-F1: auto "
+                                 "(no_relation, false, ... when present), a label, or - for none.")
+    class_weights: str = option("none", choices=CLASS_WEIGHTS, help="none, or balanced (loss "
+                                "weight N/(C*count) per label, as finetune cls; for a classifier "
+                                "that collapses to the majority label).")
+    skip_bad_lines: bool = option(False, flags=("--skip-bad-lines",), help="Skip and count "
+                                  "unreadable lines instead of stopping before training.")
+    max_length: int = option(512, min=8, help="Pieces per input incl. markers and [CLS]/[SEP]; "
+                             "longer inputs are cut around the two entities, both always kept.")
+    eval_batch_size: int = option(64, min=1, help="Pairs per batch when evaluating.")
+    max_train_samples: int | None = option(None, min=1, help="Use only the first N training "
+                                           "pairs.")
+    max_eval_samples: int | None = option(None, min=1, help="Use only the first N dev and test "
+                                          "pairs.")
+
+    commands = COMMANDS
 
     def task_checks(self) -> tuple:
         return (("pooling", self.pooling in POOLINGS, " or ".join(POOLINGS)),

@@ -20,7 +20,7 @@ from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.cls import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores
-from bertkit.tasks.base import Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
                                   warn_unseen, write_test_outputs)
 from bertkit.tasks.driver import finetune
@@ -182,8 +182,8 @@ class RETask:
             "class_weights": cfg.class_weights, "scoring": SCORING})
 
     def report(self, results: dict, title: str):
-        """Per-label and averaged scores (:func:`bertkit.cli._report.label_scores_table`)."""
-        from bertkit.cli._report import label_scores_table
+        """Per-label and averaged scores (:func:`bertkit.reports.label_scores_table`)."""
+        from bertkit.reports import label_scores_table
 
         return label_scores_table(results["test"] if "test" in results else results, title)
 
@@ -220,15 +220,15 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
 def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "auto",
                 precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
                 negative_label: str | None = None, console: Console | None = None
-                ) -> tuple[dict, list[RelationExample], np.ndarray, np.ndarray, list[str]]:
+                ) -> Evaluation:
     """Score a saved model on one split of ``data``.
 
     Args:
         negative_label: None: the one saved with the model; else as ``REConfig.negative_label``.
 
     Returns:
-        (metrics as in :func:`~bertkit.metrics.re.relation_scores`, examples, predicted label ids,
-        their probabilities, the model's labels).
+        an :class:`~bertkit.tasks.base.Evaluation`: the metrics, the prediction file's text on
+        demand, the examples and the predictions.
 
     Raises:
         BertkitError: no saved model there, bad data, or an unknown split.
@@ -248,7 +248,8 @@ def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "a
     pred, prob = classify(model, items, runtime, tokenizer.pad_token_id, batch_size)
     metrics = relation_scores([ex.label for ex in xs], [labels[k] for k in pred], negative, labels)
     warn_collapse(metrics, console, split)
-    return metrics, xs, pred, prob, labels
+    return Evaluation(metrics, lambda: prediction_lines(xs, labels, pred, prob), xs,
+                      [labels[k] for k in pred])
 
 
 def predict_re(model_dir: str, input_path: str, output: str | None = None,

@@ -37,12 +37,15 @@ def test_finetune_save_reload_evaluate_predict(tmp_path, dep_dir, tiny_encoder):
     assert AutoModel.from_pretrained(run_dir / "model").config.hidden_size == 32
     assert AutoTokenizer.from_pretrained(run_dir / "model").is_fast
     # reloaded model parses the test split exactly as the trained one did
-    metrics, sents, heads, rels = evaluate_dep(str(run_dir), str(dep_dir), "test", device="cpu")
+    ev = evaluate_dep(str(run_dir), str(dep_dir), "test", device="cpu")
+    metrics, (heads, rels) = ev.metrics, ev.predictions
+    assert ev.predictions_text() == text  # the same CoNLL-U as test_predictions.conllu
     assert [h.tolist() for h in heads] == [s.heads.tolist() for s in saved]
     assert rels == [s.rels for s in saved]
     assert metrics["las"] == pytest.approx(res["test"]["las"])
     # eisner decoding: projective trees
-    m2, _, h2, _ = evaluate_dep(str(run_dir), str(dep_dir), "test", device="cpu", decoder="eisner")
+    h2 = evaluate_dep(str(run_dir), str(dep_dir), "test", device="cpu",
+                      decoder="eisner").predictions[0]
     assert all(is_tree(h) for h in h2)
     out = predict_dep(str(run_dir), str(dep_dir / "test.conllu"), device="cpu")
     assert out == text
@@ -69,7 +72,8 @@ def test_set_without_train_split_holds_out_every_tenth_dev_sentence(tmp_path, ti
     res = run(tmp_path, "h", d, tiny_encoder, epochs=1)
     assert "less every 10th sentence" in res["split_note"]
     assert res["dev"] is not None and res["splits"]["dev"].endswith("(every 10th sentence)")
-    m, sents, _, _ = evaluate_dep(str(tmp_path / "h"), str(d), "dev", device="cpu")
+    ev = evaluate_dep(str(tmp_path / "h"), str(d), "dev", device="cpu")
+    m, sents = ev.metrics, ev.examples
     assert len(sents) == 1 and m["sentences"] == 1   # sentence index 9 of 12
 
 

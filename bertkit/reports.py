@@ -1,4 +1,4 @@
-"""Rich tables for results.
+"""Rich tables for results, shared by the tasks (their `report`) and the command line.
 
 Every name that comes from the data (labels, entity types, relations, the data set in a title)
 is escaped (:func:`rich.markup.escape`): a label such as ``[bold]`` or ``[/x]`` is shown as

@@ -1,0 +1,108 @@
+"""One builder for every registered task's ``finetune``, ``evaluate`` and ``predict`` commands.
+
+A task declares its surface as data (:mod:`bertkit.options`): its settings dataclass marks the
+fields that are ``finetune`` options, and its config module's :class:`~bertkit.options.Commands`
+gives the commands' help and the ``evaluate``/``predict`` options. :func:`command` turns one
+declaration into a typer command function with the signature typer reads, so the command line
+has no per-task code: a task registered in :mod:`bertkit.tasks.registry` has its three commands.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal, Optional
+
+import typer
+
+from bertkit.options import REQUIRED, Option, field_options, shown_default
+
+
+def _help(opt: Option, task: str) -> str:
+    if "{sets}" not in opt.help:
+        return opt.help
+    from bertkit.data.sets import registered
+
+    return opt.help.replace("{sets}", ", ".join(registered(task)))
+
+
+def _value_type(opt: Option, hint: Any = None) -> Any:
+    """The option's value type: its choices as a Literal, else ``opt.type``, else ``hint`` less
+    None (a field's annotation)."""
+    if opt.choices:
+        return Literal[tuple(opt.choices)]
+    kind = opt.type if opt.type is not None else hint
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    return args[0] if args and typing.get_origin(kind) is not Literal else kind
+
+
+def _typer_option(opt: Option, task: str, kind: Any, help_text: str | None = None) -> Any:
+    extra = {"min": opt.min} if opt.min is not None else {}
+    return typer.Option(*opt.flags, help=help_text if help_text is not None else _help(opt, task),
+                        **extra)
+
+
+def finetune_parameters(config_class: type, task: str) -> list[inspect.Parameter]:
+    """The ``finetune <task>`` parameters declared on ``config_class``'s fields (all default to
+    None: not given, so the recipe's or the dataclass's value stands), ``--help`` showing each
+    field's default."""
+    hints = typing.get_type_hints(config_class)
+    defaults = {f.name: f.default for f in dataclasses.fields(config_class)}
+    params = []
+    for opt in field_options(config_class):
+        kind = _value_type(opt, hints[opt.name])
+        shown = opt.shown if opt.shown is not None else \
+            shown_default(opt.name, defaults[opt.name], opt.flags)
+        text = _help(opt, task) + (f" \\[default: {shown}]" if shown else "")
+        params.append(inspect.Parameter(
+            opt.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+            annotation=Annotated[Optional[kind], _typer_option(opt, task, kind, text)]))
+    return params
+
+
+def inference_parameters(options: tuple[Option, ...], task: str) -> list[inspect.Parameter]:
+    """The parameters of an ``evaluate``/``predict`` command (required ones first, as given)."""
+    from bertkit.cli import _options as opt
+
+    params = []
+    for o in options:
+        kind = _value_type(o)
+        if o.name == "precision":
+            kind, text = opt.PrecisionChoice, opt.PRECISION_HELP
+        else:
+            text = None
+        required = o.default is REQUIRED
+        if not required and o.default is None:
+            kind = Optional[kind]
+        params.append(inspect.Parameter(
+            o.name, inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if required else o.default,
+            annotation=Annotated[kind, _typer_option(o, task, kind, text)]))
+    return params
+
+
+def command(body: Callable[..., Any], params: list[inspect.Parameter], doc: str) -> Callable:
+    """A function typer reads as a command: ``body(**values)`` behind ``params`` and ``doc``."""
+    def fn(**values):
+        return body(**values)
+
+    fn.__signature__ = inspect.Signature(params)
+    fn.__annotations__ = {p.name: p.annotation for p in params}
+    fn.__doc__ = inspect.cleandoc(doc)
+    return fn
+
+
+def register_all(app: typer.Typer, verb: str, make: Callable[[str, type], Callable]) -> dict:
+    """Register ``bertkit <verb> <task>`` for every registered task: ``make(name, config_class)``
+    gives the command function. Returns ``{name: command function}``."""
+    from bertkit.cli._app import user_errors
+    from bertkit.tasks.registry import TASKS, load_attr
+
+    made = {}
+    for name, entry in TASKS.items():
+        fn = make(name, load_attr(entry.config))
+        fn.__name__ = fn.__qualname__ = f"{name}_cli"
+        made[name] = app.command(name)(user_errors(fn))
+    return made

@@ -1,0 +1,135 @@
+"""How a task declares its command-line surface, as plain data (no typer, no model code).
+
+A task's settings dataclass marks each field that is a ``finetune`` option with
+:func:`option` (help text, flags, choices, minimum; the ``--help`` default is the field's own
+default unless ``shown`` says otherwise), and its config module gives :class:`Commands`: the help
+of its three commands and the options of ``evaluate`` and ``predict`` (which are arguments of the
+task's ``evaluate``/``predict`` functions, not settings). One builder in the CLI
+(:mod:`bertkit.cli._tasks`) turns these into ``bertkit finetune|evaluate|predict <task>`` for
+every registered task, so a new task touches no file of ``bertkit/cli``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REQUIRED = ...
+"""``Option.default`` of an option the user must give (``--model`` of ``evaluate``)."""
+
+SETS = "{sets}"
+"""Placeholder in a ``--data`` help text for the task's registered sets (``bc5cdr, ncbi``)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option.
+
+    Attributes:
+        help: the ``--help`` text (``{sets}``: the task's registered data sets).
+        flags: the option's names (``("--batch-size", "-b")``, ``("--crf/--no-crf",)``); empty:
+            ``--`` and the field name with dashes.
+        choices: the values accepted (checked by the command line, exit 2), or None.
+        min: the smallest value accepted, or None.
+        shown: the ``[default: ...]`` text of a ``finetune`` option ("" for none); None: the
+            field's default as the shared training options show theirs.
+        name: the argument's name (``evaluate``/``predict`` options; a field's is its own).
+        type: the value type (``evaluate``/``predict`` options; a field's comes from its
+            annotation).
+        default: the default of an ``evaluate``/``predict`` option (:data:`REQUIRED`: none).
+    """
+
+    help: str
+    flags: tuple[str, ...] = ()
+    choices: tuple[str, ...] | None = None
+    min: float | None = None
+    shown: str | None = None
+    name: str | None = None
+    type: Any = None
+    default: Any = None
+
+    def named(self, name: str) -> "Option":
+        """This option with ``name`` set (and its flags, when none were given)."""
+        return dataclasses.replace(self, name=name,
+                                   flags=self.flags or ("--" + name.replace("_", "-"),))
+
+
+def option(default: Any = dataclasses.MISSING, **kwargs: Any):
+    """A dataclass field that is also a ``finetune`` option (``kwargs``: :class:`Option`'s)."""
+    return field(default=default, metadata={"option": Option(**kwargs)})
+
+
+def field_options(config_class: type) -> list[Option]:
+    """The ``finetune`` options of ``config_class``: its own fields' first, in field order, then
+    those of the classes it derives from (``--split-from-dev``, ``--seeds``)."""
+    own, inherited = [], []
+    own_names = set(vars(config_class).get("__annotations__", {}))
+    for f in dataclasses.fields(config_class):
+        opt = f.metadata.get("option")
+        if opt is not None:
+            (own if f.name in own_names else inherited).append(opt.named(f.name))
+    return own + inherited
+
+
+@dataclass(frozen=True)
+class Commands:
+    """A task's three commands: their help (the text ``--help`` shows; the first paragraph is
+    the line in the group's command list) and the ``evaluate``/``predict`` options, in order.
+
+    ``evaluate`` options ``output``, ``predictions`` and ``confusion`` are the command's own
+    (files it writes); every other option is passed by name to the task's ``evaluate``. Of
+    ``predict``'s, ``input`` and ``output`` are passed positionally, the rest by name.
+    """
+
+    finetune: str
+    evaluate: str
+    predict: str
+    evaluate_options: tuple[Option, ...] = ()
+    predict_options: tuple[Option, ...] = ()
+
+
+# Options every task's evaluate/predict commands share (a task lists them where it wants them)
+SAVED_MODEL = Option("Run directory (or its model/ folder).", ("--model", "-m"), name="model",
+                     type=str, default=REQUIRED)
+SPLIT = Option("train, dev or test.", ("--split",), name="split", type=str,
+               choices=("train", "dev", "test", "valid", "validation"), default="test")
+METRICS_OUTPUT = Option("Also write metrics as JSON here.", ("--output",), name="output",
+                        type=Path)
+CONFUSION = Option("Also write the confusion matrix as PATH.csv and PATH.png.", ("--confusion",),
+                   name="confusion", type=Path)
+PREDICT_OUTPUT = Option("Write here (atomically) instead of standard output.", ("--output", "-o"),
+                        name="output", type=Path)
+SKIP_BAD_LINES = Option("Skip and count unreadable lines.", ("--skip-bad-lines",),
+                        name="skip_bad_lines", type=bool, default=False)
+DEVICE = Option("auto, cpu, cuda, cuda:N or mps.", ("--device",), name="device", type=str,
+                default="auto")
+PRECISION = Option("", ("--precision",), name="precision", type=str, default="auto")
+"""``--precision``: its help and choices are the runtime's (filled in by the CLI)."""
+
+
+def batch_size(unit: str, default: int) -> Option:
+    """``--batch-size``/``-b`` of ``evaluate``/``predict``: ``unit`` (``Windows``) per batch."""
+    return Option(f"{unit} per batch.", ("--batch-size", "-b"), name="batch_size", type=int,
+                  min=1, default=default)
+
+
+def shown_default(name: str, value: Any, flags: tuple[str, ...] = ()) -> str | None:
+    """How ``--help`` shows a default: a switch ``--x/--no-x`` by the name of its setting
+    (``no-fsdp``), a number as :func:`bertkit.config.format_value` writes it (``5e-5``, ``0.1``);
+    None: show none (None, or a plain switch such as ``--resume`` or ``--skip-bad-lines``).
+
+    >>> shown_default("fsdp", False, ("--fsdp/--no-fsdp",)), shown_default("lr", 5e-05)
+    ('no-fsdp', '5e-5')
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        if flags and not any("/" in f for f in flags):
+            return None  # a plain switch, off unless given
+        flag = name.replace("_", "-")
+        return flag if value else f"no-{flag}"
+    from bertkit.config import format_value
+
+    return format_value(value)
