@@ -162,7 +162,7 @@ def test_every_task_model_loads_without_bertkit_and_has_a_card(tmp_path, tiny_en
     for key, res, tag, metric, split, value in (
             ("ner", ner, "token-classification", "f1", "test", ner["test"]["f1"]),
             ("re", rel, "text-classification", "f1", "test", rel["test"]["micro_f1"]),
-            ("dep", dep, "feature-extraction", "uas", "test", dep["test"]["uas"]),
+            ("dep", dep, "feature-extraction", "las", "test", dep["test"]["las"]),
             ("mlm", mlm, "fill-mask", "perplexity", "validation", mlm["valid"]["perplexity"])):
         head = card_header(Path(paths[key]))
         assert head["pipeline_tag"] == tag and head["library_name"] == "transformers"

@@ -25,7 +25,9 @@ class DatasetEntry:
     ``recipe`` names the recipe (``recipes/finetune/<recipe>.yaml``) whose settings were chosen
     on this set's dev split for the packaged encoder: ``finetune`` uses them as the set's
     defaults when that encoder is trained and no recipe or flag says otherwise
-    (:func:`bertkit.recipes.dataset_defaults`); "" for none.
+    (:func:`bertkit.recipes.dataset_defaults`); "" for none. ``license`` is the set's licence as
+    the Hub writes it (``cc-by-4.0``), written on model cards (:mod:`bertkit.modelcard`); "" for
+    unknown.
     """
 
     task: str
@@ -33,6 +35,7 @@ class DatasetEntry:
     hub_id: str
     description: str
     recipe: str = ""
+    license: str = ""
 
 
 _REGISTRY: dict[tuple[str, str], DatasetEntry] = {}
@@ -59,8 +62,10 @@ for _name, _hub, _desc in [
     # macro-F1 (finetune ner --metric token-macro)
     ("ebmnlp", "", "EBM-NLP PICO: participants, interventions, outcomes (Nye et al., 2018)"),
 ]:
+    # BC5CDR as redistributed by Crichton et al. (2017): CC BY 4.0
     register(DatasetEntry("ner", _name, _hub, _desc,
-                          recipe="bc5cdr-ner-minilm" if _name == "bc5cdr" else ""))
+                          recipe="bc5cdr-ner-minilm" if _name == "bc5cdr" else "",
+                          license="cc-by-4.0" if _name == "bc5cdr" else ""))
 
 # sentence classification: cls/<name>/{train,dev,test}.jsonl (``text``, ``label``) under
 # BERTKIT_DATA; the hub ids are where the sets live on the Hugging Face hub (read with the
@@ -83,19 +88,21 @@ register(DatasetEntry("dep", "genia", "", "GENIA treebank in UD (SciBERT's relea
 # relation extraction: re/<name>/{train,dev,test}.jsonl under BERTKIT_DATA only (no hub loader)
 register(DatasetEntry("re", "chemprot", "", "ChemProt (Krallinger et al., 2017), SciBERT's "
                                             "entity-marker release (Beltagy et al., 2019)",
-                     recipe="chemprot-re-minilm"))
+                     recipe="chemprot-re-minilm", license="apache-2.0"))  # SciBERT's release
 
 
 # extractive QA: qa/<name>/{train,dev,test}.json (SQuAD JSON) under BERTKIT_DATA only (no hub
 # loader); squad and squad-v2 are the official dev sets split by article (the official train
 # sets are not available offline)
-for _name, _desc in [
-    ("squad", "SQuAD v1.1 (Rajpurkar et al., 2016), the official dev set split by article"),
+for _name, _desc, _license in [
+    ("squad", "SQuAD v1.1 (Rajpurkar et al., 2016), the official dev set split by article",
+     "cc-by-sa-4.0"),
     ("squad-v2", "SQuAD 2.0 (Rajpurkar et al., 2018), with unanswerable questions; the official "
-                 "dev set split by article as squad"),
-    ("covid-qa", "COVID-QA (Moller et al., 2020): questions over whole scientific papers"),
+                 "dev set split by article as squad", "cc-by-sa-4.0"),
+    ("covid-qa", "COVID-QA (Moller et al., 2020): questions over whole scientific papers",
+     "apache-2.0"),
 ]:
-    register(DatasetEntry("qa", _name, "", _desc))
+    register(DatasetEntry("qa", _name, "", _desc, license=_license))
 
 
 def canonical_data(data: str) -> str:

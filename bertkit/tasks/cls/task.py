@@ -9,6 +9,7 @@ SciCite, ACL-ARC and Paper Field).
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 from typing import Sequence
 
@@ -21,6 +22,7 @@ from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
 from bertkit.metrics.cls import best_thresholds, label_scores, multilabel_scores, warn_collapse
+from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
@@ -127,6 +129,43 @@ def _columns(cfg: CLSConfig) -> Columns:
                    cfg.label_sep, cfg.quoting)
 
 
+def _card_usage(results: dict) -> str:
+    """The card's usage snippet: a pipeline; for a multi-label classifier every label's sigmoid
+    score (``top_k=None``), then the per-label thresholds chosen on dev, so the snippet predicts
+    what ``bertkit predict cls`` predicts."""
+    if not results.get("multi_label"):
+        return pipeline_usage("clf", "text-classification",
+                              "We use the parser of Collins ( 1997 ) to parse the corpus .")
+    labels = list(results.get("labels") or [])
+    saved = (results.get("test") or {}).get("thresholds") or [0.5] * len(labels)
+    thresholds = {lab: round(float(t), 6) for lab, t in zip(labels, saved)}
+    return ('from transformers import pipeline\n\n'
+            'clf = pipeline("text-classification", model="{path}", top_k=None,\n'
+            '               function_to_apply="sigmoid"{remote})\n'
+            f'thresholds = {json.dumps(thresholds, ensure_ascii=False)}  # per label, from dev\n'
+            'scores = clf(["We use the parser of Collins ( 1997 ) to parse the corpus ."])[0]\n'
+            'predicted = [s["label"] for s in scores if s["score"] >= thresholds[s["label"]]]')
+
+
+def _card_notes(results: dict) -> list[str]:
+    if not results.get("multi_label"):
+        return []
+    return ["A multi-label model (`problem_type=\"multi_label_classification\"` in its config): "
+            "`top_k=None` returns every label's sigmoid score, and each label whose score reaches "
+            "its threshold (chosen on dev, saved in `bertkit.json`) is predicted, as `bertkit "
+            "predict cls` does. Without `top_k=None` the pipeline returns only the top label."]
+
+
+CARD = CardSpec(
+    "finetune cls", "text-classification", "Text classification",
+    "AutoModelForSequenceClassification",
+    (Metric("macro_f1", "f1", "macro-F1 (scikit-learn, unweighted mean over labels)", "macro-F1"),
+     Metric("micro_f1", "f1", "micro-F1", "micro-F1"),
+     Metric("accuracy", "accuracy", "accuracy", "accuracy")),
+    _card_usage, notes=_card_notes)
+"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+
+
 class CLSTask:
     """Sentence classification as a :class:`~bertkit.tasks.base.Task` (module docstring)."""
 
@@ -136,6 +175,8 @@ class CLSTask:
     extensions = EXTENSIONS
     unit = "texts"
     select_metric = "macro_f1"
+    card = CARD
+    headline = CARD.metrics  # the card, adapt and --seeds summaries
 
     def load(self, cfg: CLSConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

@@ -16,6 +16,7 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.dep import RULE_TEXT, punct_rule
+from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import parse_split, warn_unseen
 from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations, unseen_relations
@@ -25,6 +26,18 @@ from bertkit.tasks.dep.model import DECODERS, BiaffineParser, build_parser, load
 from bertkit.tasks.dep.parse import parse_sentences, score
 from bertkit.tasks.driver import finetune
 from bertkit.training.devices import make_runtime
+
+
+CARD = CardSpec(
+    "finetune dep", "feature-extraction", "Dependency parsing (encoder)", "AutoModel",
+    (Metric("las", "las", "LAS (punctuation excluded)", "LAS"),
+     Metric("uas", "uas", "UAS (punctuation excluded)", "UAS")),
+    'from transformers import AutoModel, AutoTokenizer\n\n'
+    'tokenizer = AutoTokenizer.from_pretrained("{path}")\n'
+    'encoder = AutoModel.from_pretrained("{path}")  # the biaffine head is parser.safetensors:\n'
+    '# parse with `bertkit predict dep -m {path}`')
+"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+
 
 class DepTask:
     """Biaffine dependency parsing (Dozat & Manning 2017) as a :class:`~bertkit.tasks.base.Task`;
@@ -37,6 +50,8 @@ class DepTask:
     extensions = EXTENSIONS
     unit = "sentences"
     select_metric = "las"
+    card = CARD
+    headline = CARD.metrics  # the card, adapt and --seeds summaries
     default_split_from_dev = 0.1
 
     def load(self, cfg: DepConfig, splits: tuple[str, ...], console: Console | None = None

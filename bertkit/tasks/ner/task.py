@@ -22,6 +22,7 @@ from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
 from bertkit.packing import Packer
 from bertkit.tasks.ner.config import METRICS, NERConfig
+from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import parse_split, warn_unseen
 from bertkit.tasks.driver import finetune
@@ -94,6 +95,21 @@ def describe_schemes(schemes: dict[str, str]) -> str:
             + " (all read as IOB2)")
 
 
+CARD = CardSpec(
+    "finetune ner", "token-classification", "Named-entity recognition",
+    "AutoModelForTokenClassification",
+    (Metric("f1", "f1", "entity F1 (seqeval, strict IOB2)", "entity F1"),
+     Metric("precision", "precision", "entity precision (seqeval, strict IOB2)", "precision"),
+     Metric("recall", "recall", "entity recall (seqeval, strict IOB2)", "recall")),
+    pipeline_usage("ner", "token-classification", "Cisplatin induced nephrotoxicity in rats .",
+                   ', aggregation_strategy="first"'),
+    notes=lambda results: [
+        "Use `aggregation_strategy=\"first\"` (the label of each word's first piece, as bertkit "
+        "trains and decodes); bertkit's own `predict ner` decodes with the CRF or IOB2-constrained "
+        "Viterbi and always returns valid IOB2."])
+"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+
+
 class NERTask:
     """Named-entity recognition as a :class:`~bertkit.tasks.base.Task`: IOB2 tagging of words
     (first-piece alignment as Hugging Face's ``run_ner.py``), best epoch by dev entity F1
@@ -105,6 +121,8 @@ class NERTask:
     extensions = EXTENSIONS
     unit = "sentences"
     select_metric = "f1"
+    card = CARD
+    headline = CARD.metrics  # the card, adapt and --seeds summaries
 
     def load(self, cfg: NERConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

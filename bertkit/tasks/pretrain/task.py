@@ -18,6 +18,7 @@ from bertkit.encoders import default_model, load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path, write_json, write_text
 from bertkit.masking import TokenMasker, VocabInfo, build_masker
+from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.pretrain.batches import PretrainBatches, evaluate_mlm, validation_batches
 from bertkit.tasks.pretrain.config import PretrainConfig
 from bertkit.tasks.pretrain.data import PackedSequences, tokenize_corpus
@@ -33,6 +34,15 @@ from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_
 
 
 PSEUDO_DOCUMENT_SENTENCES = 64  # sentences per pseudo-document of a one-document corpus (NSP)
+
+
+CARD = CardSpec(
+    "pretrain", "fill-mask", "Masked language modelling", "AutoModelForMaskedLM",
+    (Metric("perplexity", "perplexity", "MLM perplexity", "perplexity"),
+     Metric("loss", "loss", "MLM loss (nats)", "loss"),
+     Metric("accuracy", "accuracy", "masked-token accuracy", "accuracy")),
+    pipeline_usage("fill", "fill-mask", "aspirin inhibits [MASK] aggregation ."))
+"""Pretraining's model card (:mod:`bertkit.modelcard`)."""
 
 
 def _paths(spec: str) -> list[str]:
@@ -195,5 +205,5 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     write_json(run_dir / "results.json", results)
     from bertkit.modelcard import write_model_card
 
-    write_model_card(run_dir / "model", results, cfg)  # model/README.md
+    write_model_card(run_dir / "model", results, cfg, CARD)  # model/README.md
     return results

@@ -26,6 +26,7 @@ from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
 from bertkit.metrics.qa import squad_scores
+from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.driver import finetune
@@ -163,6 +164,28 @@ def decide_v2(cfg: QAConfig, data: TaskData) -> tuple[bool, str | None]:
     return False, None
 
 
+CARD = CardSpec(
+    "finetune qa", "question-answering", "Extractive question answering",
+    "AutoModelForQuestionAnswering",
+    (Metric("f1", "f1", "F1 (official SQuAD scorer, percent)", "F1"),
+     Metric("exact", "exact_match", "exact match (official SQuAD scorer, percent)", "EM")),
+    'import torch\nfrom transformers import AutoModelForQuestionAnswering, AutoTokenizer\n\n'
+    'tokenizer = AutoTokenizer.from_pretrained("{path}")\n'
+    'model = AutoModelForQuestionAnswering.from_pretrained("{path}"{remote})\n'
+    'question, context = "What does aspirin inhibit?", "Aspirin inhibits platelet aggregation."\n'
+    'enc = tokenizer(question, context, return_offsets_mapping=True, return_tensors="pt")\n'
+    'offsets = enc.pop("offset_mapping")[0]\n'
+    'with torch.no_grad():\n'
+    '    out = model(**enc)\n'
+    'in_context = torch.tensor([s == 1 for s in enc.sequence_ids(0)])\n'
+    'start = out.start_logits[0].masked_fill(~in_context, -1e9).argmax()\n'
+    'end = start + out.end_logits[0, start:].masked_fill(~in_context[start:], -1e9)[:30].argmax()\n'
+    'print(context[offsets[start][0]:offsets[end][1]])\n'
+    '# transformers 4.x: pipeline("question-answering", model="{path}") (removed in 5.x);\n'
+    '# long contexts, n-best decoding and SQuAD 2.0 thresholds: `bertkit predict qa -m {path}`')
+"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+
+
 class QATask:
     """Extractive question answering as a :class:`~bertkit.tasks.base.Task` (module docstring)."""
 
@@ -172,6 +195,8 @@ class QATask:
     extensions = EXTENSIONS
     unit = "questions"
     select_metric = "f1"
+    card = CARD
+    headline = CARD.metrics  # the card, adapt and --seeds summaries
 
     def load(self, cfg: QAConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

@@ -20,6 +20,7 @@ from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.cls import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores
+from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
                                   warn_unseen, write_test_outputs)
@@ -91,6 +92,17 @@ def prediction_lines(examples: Sequence[RelationExample], labels: Sequence[str],
                    for ex, k, p in zip(examples, pred, prob))
 
 
+CARD = CardSpec(
+    "finetune re", "text-classification", "Relation extraction", "AutoModelForSequenceClassification",
+    (Metric("micro_f1", "f1", "micro-F1 (relation labels, negative label excluded)", "micro-F1"),
+     Metric("macro_f1", "f1", "macro-F1 (relation labels)", "macro-F1"),
+     Metric("accuracy", "accuracy", "accuracy (all pairs)", "accuracy")),
+    pipeline_usage("clf", "text-classification",
+                   "[E1] aspirin [/E1] inhibits [E2] cox-1 [/E2] in platelets ."),
+    remote_code_file="relation.py")
+"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+
+
 class RETask:
     """Relation classification between two marked entities as a
     :class:`~bertkit.tasks.base.Task` (entity markers, Baldini Soares et al. 2019 §3; SciBERT's
@@ -103,6 +115,8 @@ class RETask:
     extensions = EXTENSIONS
     unit = "pairs"
     select_metric = "micro_f1"
+    card = CARD
+    headline = CARD.metrics  # the card, adapt and --seeds summaries
 
     def load(self, cfg: REConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

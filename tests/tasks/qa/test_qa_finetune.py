@@ -63,7 +63,7 @@ def test_saved_model_loads_with_plain_transformers_as_the_card_shows(qa_run):
     import torch
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    from bertkit.modelcard import SPECS
+    from bertkit.tasks.qa.task import CARD
     from bertkit.tasks.qa.data import QAExample
     from bertkit.tasks.qa.encoding import encode
     from bertkit.tasks.qa.task import window_logits
@@ -72,7 +72,7 @@ def test_saved_model_loads_with_plain_transformers_as_the_card_shows(qa_run):
     run, _, _ = qa_run
     config = json.loads((run / "model" / "config.json").read_text())
     assert config["architectures"] == ["BertForQuestionAnswering"] and "auto_map" not in config
-    snippet = SPECS["qa"].usage.replace("{path}", str(run / "model")).replace("{remote}", "")
+    snippet = CARD.usage.replace("{path}", str(run / "model")).replace("{remote}", "")
     hide = ("import sys\nclass Hide:\n    def find_spec(self, name, path=None, target=None):\n"
             "        if name.split('.')[0] == 'bertkit':\n"
             "            raise ImportError('bertkit hidden')\n"
