@@ -55,9 +55,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
-from bertkit.workflows.adapt import (TASK_METRICS, AdaptConfig, extend_stage,  # noqa: E402
+from bertkit.workflows.adapt import (AdaptConfig, extend_stage,  # noqa: E402
                                      finetune_runs, pretrain_stage)
-from bertkit.workflows.scores import score_summary  # noqa: E402
+from bertkit.workflows.scores import score_summary, task_metrics  # noqa: E402
 from bertkit.workflows.task_text import task_text_lines  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -146,7 +146,7 @@ class Bench:
         masked = any(stage != "vocab" for stage in stages)  # a pretraining stage: masking matters
         name = f"{key}-{masking}" if masked else key
         runs = finetune_runs(self.cfg(task, masking), model, self.root / task / name, label)
-        scores = score_summary(TASK_METRICS[task], runs)
+        scores = score_summary(task_metrics(task), runs)
         main = next(iter(scores))
         rec = {"label": label, "masking": masking if masked else None, "model": model,
                "adapt_minutes": seconds / 60, "scores": scores, "stages": records,
@@ -161,7 +161,7 @@ class Bench:
 
 def table(task: str, rows: list[dict]) -> list[str]:
     """The issue's table for one task, as text lines."""
-    main = next(iter(TASK_METRICS[task]))[0]
+    main = task_metrics(task)[0][0]
     a = rows[0]["scores"][main]
     out = [TASKS[task][3] + f", mean +- sd over {len(a['values'])} seed(s)",
            f"{'variant':<22} {'masking':<7} {'adapt min':>9} {'score':>16} {'vs (a)':>8}  per seed"]
@@ -236,7 +236,7 @@ def main() -> None:
     for task in args.tasks.split(","):
         log(f"\n{TASKS[task][3]}")
         rows = [bench.variant(task, k, *VARIANTS[k], args.masking) for k in VARIANTS if k in wanted]
-        main = next(iter(TASK_METRICS[task]))[0]
+        main = task_metrics(task)[0][0]
         adapted = [r for r in rows if r["masking"]]
         if "f" in wanted and adapted:
             best = max(adapted, key=lambda r: r["scores"][main]["mean"])

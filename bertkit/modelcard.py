@@ -38,12 +38,15 @@ class Metric(NamedTuple):
         hub_type: the Hub's metric type (``f1``, ``exact_match``).
         name: the readable name on the card (``entity F1 (seqeval, strict IOB2)``).
         short: the short name in summaries (``entity F1``).
+        scale: the factor to points (100 for a score in [0, 1]; 1 for one in points already,
+            as the official SQuAD scorer's).
     """
 
     key: str
     hub_type: str
     name: str
     short: str
+    scale: float = 100.0
 
 
 @dataclass(frozen=True)

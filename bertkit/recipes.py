@@ -27,9 +27,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -38,6 +36,8 @@ import yaml
 
 from bertkit.config import build_config, field_names
 from bertkit.errors import BertkitError
+from bertkit.recipe_files import (_read_yaml, expand_vars, find, load_recipe,  # noqa: F401
+                                  recipe_dirs)
 from bertkit.tasks.registry import finetune_commands
 
 # command -> (config dataclass, function taking (cfg, console) and returning the results dict).
@@ -48,12 +48,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 # What "@stage" resolves to, per command: a key of the settings plus a sub-path.
 _PRODUCT = {"vocab build": ("out", "")}  # the rest: output_dir/model
-
-
-def recipe_dirs() -> list[Path]:
-    """Folders searched for named recipes: the source checkout's, then the installed copy."""
-    here = Path(__file__).resolve().parents[1] / "recipes"
-    return [here, Path(sys.prefix) / "share" / "bertkit" / "recipes"]
 
 
 @dataclass
@@ -85,86 +79,6 @@ def list_recipes() -> list[Recipe]:
                 if path.stem not in found:
                     found[path.stem] = load(path)
     return [found[k] for k in sorted(found)]
-
-
-def find(spec: str | Path) -> Path:
-    """A recipe file from a path or a name (``bc5cdr-ner``).
-
-    Raises:
-        BertkitError: neither a file nor a known name (the message lists the names).
-    """
-    path = Path(spec).expanduser()
-    if path.is_file():
-        return path
-    for folder in recipe_dirs():
-        hits = sorted(folder.rglob(f"{spec}.yaml")) if folder.is_dir() else []
-        if hits:
-            return hits[0]
-    names = ", ".join(r.name for r in list_recipes()) or "none found"
-    raise BertkitError(f"no recipe file or named recipe {str(spec)!r}",
-                       expected=f"a YAML file or one of: {names}")
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8-sig"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise BertkitError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=path,
-                           line=None if mark is None else mark.line + 1) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BertkitError(f"cannot read the recipe: {exc}", file=path) from None
-
-
-def expand_vars(key: str, value: Any, file: str | Path | None = None) -> Any:
-    """A recipe value with ``$VARIABLES`` expanded from the environment
-    (``$BERTKIT_DATA/corpus/train.txt``); other values unchanged.
-
-    >>> os.environ["BERTKIT_EXAMPLE"] = "/data"; expand_vars("corpus", "$BERTKIT_EXAMPLE/c.txt")
-    '/data/c.txt'
-
-    Raises:
-        BertkitError: a variable used in ``value`` is not set (naming it and ``key``).
-    """
-    if not isinstance(value, str) or "$" not in value:
-        return value
-    expanded = os.path.expandvars(value)
-    unset = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", expanded)
-    if unset:
-        raise BertkitError(f"setting {key} ({value!r}) uses ${unset[0]}, which is not set",
-                           file=file, expected=f"export {unset[0]}=... (for BERTKIT_DATA: the "
-                                                f"folder holding ner/, re/, dep/, corpus/)")
-    return expanded
-
-
-def load_recipe(path: str | Path, command: str | None = None) -> dict[str, Any]:
-    """Read a recipe (a YAML file or a name from ``bertkit recipes``) into a flat
-    ``{key: value}`` layer for ``--recipe``, with ``$VARIABLES`` expanded.
-
-    Accepts a flat mapping of option values, or the ``bertkit run`` form (``command`` +
-    ``settings``) whose command must be ``command`` when given.
-
-    Raises:
-        BertkitError: the file is missing, is not valid YAML, is not a mapping, is for another
-            command, has several stages, or uses an unset ``$VARIABLE``.
-    """
-    path = find(path)
-    data = _read_yaml(path)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise BertkitError("a recipe must be a mapping of option names to values", file=path)
-    if "stages" in data:
-        raise BertkitError("this recipe has several stages", file=path,
-                           expected=f"bertkit run {path}")
-    if "command" in data:  # the `bertkit run` form: command + settings
-        if command is not None and " ".join(str(data["command"]).split()) != command:
-            raise BertkitError(f"this recipe is for '{data['command']}', not '{command}'",
-                               file=path, expected=f"bertkit run {path}")
-        data = data.get("settings") or {}
-        if not isinstance(data, dict):
-            raise BertkitError("'settings' must be a mapping of option names to values", file=path)
-    return {str(k).replace("-", "_"): expand_vars(str(k), v, path) for k, v in data.items()}
 
 
 def run_settings(config_cls: type, command: str, flags: dict[str, Any],

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from bertkit.cli import app
 from bertkit.errors import BertkitError
-from bertkit.workflows.adapt import TASK_METRICS, AdaptConfig, adapt
+from bertkit.workflows.adapt import AdaptConfig, adapt
+from bertkit.workflows.scores import task_metrics
 from bertkit.workflows.scores import mean_sd, score_summary
 from bertkit.workflows.task_text import task_text_lines
 from tests.conftest import write_ner_dir
@@ -106,8 +107,9 @@ def test_mean_sd_and_score_summary():
     assert mean_sd([1.0]) == (1.0, 0.0)
     m, sd = mean_sd([80.0, 82.0, 84.0])
     assert m == pytest.approx(82.0) and sd == pytest.approx(2.0)
-    s = score_summary(TASK_METRICS["re"], [{"test": {"micro_f1": 0.5, "macro_f1": 0.25}},
-                             {"test": {"micro_f1": 0.7, "macro_f1": 0.25}}])
+    s = score_summary([("micro_f1", "test micro-F1"), ("macro_f1", "test macro-F1")],
+                      [{"test": {"micro_f1": 0.5, "macro_f1": 0.25}},
+                       {"test": {"micro_f1": 0.7, "macro_f1": 0.25}}])
     assert s["micro_f1"]["mean"] == pytest.approx(60.0)
     assert s["micro_f1"]["sd"] == pytest.approx(14.142, abs=1e-3)
     assert s["macro_f1"]["values"] == [25.0, 25.0]

@@ -10,16 +10,17 @@ import typer
 from bertkit.cli import _options as opt
 from bertkit.cli._app import app, make_console, user_errors
 from bertkit.recipes import run_settings
-from bertkit.workflows.task_text import TASKS
+from bertkit.tasks.registry import TASKS, load_attr
 
-AdaptTask = Literal[TASKS]
+AdaptTask = Literal[tuple(TASKS)]
+_DATA_DEFAULTS = " / ".join(load_attr(e.config).data for e in TASKS.values())
 
 
 @app.command("adapt")
 @user_errors
 def adapt_cli(
-    task: Annotated[Optional[AdaptTask], typer.Option("--task", "-t", help="Fine-tuning task: ner, re, dep or cls. \\[default: ner]")] = None,
-    data: Annotated[Optional[str], typer.Option("--data", "-d", help="The task's data set (registered name or directory). \\[default: bc5cdr / chemprot / genia / scicite]")] = None,
+    task: Annotated[Optional[AdaptTask], typer.Option("--task", "-t", help="Fine-tuning task: " + ", ".join(list(TASKS)[:-1]) + f" or {list(TASKS)[-1]}. \\[default: ner]")] = None,
+    data: Annotated[Optional[str], typer.Option("--data", "-d", help=f"The task's data set (registered name or directory). \\[default: {_DATA_DEFAULTS}]")] = None,
     model: opt.Model = None,
     extend_vocab: Annotated[Optional[int], typer.Option("--extend-vocab", help="First add up to N words the model splits (`vocab extend`), ranked by the adaptation text. \\[default: 0, off]", min=0)] = None,
     extend_vocab_from: Annotated[Optional[str], typer.Option("--extend-vocab-from", help="Vocabulary the new words come from. \\[default: scivocab-uncased]")] = None,

@@ -31,19 +31,13 @@ from typing import Any, Callable
 
 from bertkit.errors import BertkitError
 from bertkit.io import json_plain
-from bertkit.workflows.scores import comparison_table, score_summary
+from bertkit.workflows.scores import comparison_table, score_summary, task_metrics
 from bertkit.workflows.stages import (continue_run, input_fingerprint, run_stage,
                                       text_fingerprint)
-from bertkit.workflows.task_text import TASKS, task_text_lines
+from bertkit.workflows.task_text import task_text_lines
 
-# task -> test metrics shown, (key in results["test"], label); the first is the main score. The
-# task's settings class and fine-tuning function come from the task registry.
-TASK_METRICS = {
-    "ner": (("f1", "test entity F1"), ("precision", "test precision"), ("recall", "test recall")),
-    "re": (("micro_f1", "test micro-F1"), ("macro_f1", "test macro-F1")),
-    "dep": (("las", "test LAS"), ("uas", "test UAS")),
-    "cls": (("macro_f1", "test macro-F1"), ("micro_f1", "test micro-F1")),
-}
+# The task's settings class, fine-tuning function, headline metrics (task_metrics) and TAPT text
+# all come from the task registry (bertkit.tasks.registry): adapt has no task table.
 DAPT_STEPS = 300  # adapt's default DAPT steps (of 32 x 128 tokens), as recipes/pretrain/dapt-cpu.yaml
 
 
@@ -53,7 +47,8 @@ class AdaptConfig:
     stage command's default.
 
     Attributes:
-        task: ``ner``, ``re``, ``dep`` or ``cls``; data: its data set (None: the task's default).
+        task: a registered task (``ner``, ``re``, ``dep``, ``cls``, ``qa``); data: its data set
+            (None: the task's default).
         model: the encoder to adapt (None: the packaged MiniLM).
         extend_vocab: add up to this many words to the vocabulary first (0: no extension);
             extend_vocab_from: the vocabulary they come from.
@@ -114,16 +109,9 @@ class AdaptConfig:
         Raises:
             BertkitError: ``seeds`` is not a comma-separated list of distinct integers.
         """
-        if not self.seeds:
-            return [self.seed]
-        try:
-            out = [int(s) for s in str(self.seeds).split(",") if s.strip()]
-        except ValueError:
-            out = []
-        if not out or len(set(out)) != len(out):
-            raise BertkitError(f"--seeds is {self.seeds!r}", expected="distinct integers separated "
-                                                                      "by commas, e.g. 1,2,3")
-        return out
+        from bertkit.tasks.driver import parse_seeds
+
+        return parse_seeds(self.seeds) or [self.seed]
 
     def check_ranges(self) -> None:
         """Check the settings that need no file.
@@ -131,8 +119,11 @@ class AdaptConfig:
         Raises:
             BertkitError: naming the first option at fault and what it must be.
         """
+        from bertkit.tasks.registry import task_names
+
+        tasks = task_names()
         checks = (
-            ("task", self.task in TASKS, ", ".join(TASKS[:-1]) + " or " + TASKS[-1]),
+            ("task", self.task in tasks, ", ".join(tasks[:-1]) + " or " + tasks[-1]),
             ("extend_vocab", self.extend_vocab >= 0, "an integer >= 0 (0: no extension)"),
             ("pretrain_steps", (self.pretrain_steps or 1) >= 1, "an integer >= 1"),
             ("tapt_epochs", self.tapt_epochs >= 1, "an integer >= 1"),
@@ -174,7 +165,7 @@ def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int):
         BertkitError: a bad recipe or option (named), or settings out of range.
     """
     from bertkit.config import build_config
-    from bertkit.recipes import load_recipe
+    from bertkit.recipe_files import load_recipe
 
     cls = _entry(cfg.task)[0]
     recipe = load_recipe(cfg.finetune_recipe, f"finetune {cfg.task}") if cfg.finetune_recipe else None
@@ -199,7 +190,7 @@ def pretrain_config(cfg: AdaptConfig, model: str, corpus: str, output_dir: Path,
         BertkitError: a bad recipe or option, or ``--head-warmup-steps`` on a bertkit without it.
     """
     from bertkit.config import build_config, field_names
-    from bertkit.recipes import load_recipe
+    from bertkit.recipe_files import load_recipe
     from bertkit.tasks.pretrain import PretrainConfig
 
     if cfg.head_warmup_steps is not None and "head_warmup_steps" not in field_names(PretrainConfig):
@@ -424,11 +415,11 @@ def _stages(cfg: AdaptConfig, root: Path, base: str, text_file: Path | None, sum
             save()
     summary["model"] = model
     runs = finetune_runs(cfg, model, root / "finetune", "fine-tuning", console)
-    summary["adapted"] = score_summary(TASK_METRICS[cfg.task], runs)
+    summary["adapted"] = score_summary(task_metrics(cfg.task), runs)
     save()
     if cfg.compare:
         runs = finetune_runs(cfg, base, root / "baseline", "baseline fine-tuning", console)
-        summary["baseline"] = score_summary(TASK_METRICS[cfg.task], runs)
+        summary["baseline"] = score_summary(task_metrics(cfg.task), runs)
         summary["difference"] = {k: summary["adapted"][k]["mean"] - summary["baseline"][k]["mean"]
                                  for k in summary["adapted"]}
         save()

@@ -18,25 +18,40 @@ def mean_sd(values: list[float]) -> tuple[float, float]:
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
+def task_metrics(task: str) -> list[tuple[str, str, float]]:
+    """The test metrics ``adapt`` shows for a registered task: its headline metrics
+    (:attr:`Task.headline <bertkit.tasks.base.Task>`, the model card's), as ``(key, label,
+    scale to points)``; the first is the task's main score."""
+    from bertkit.tasks.registry import get_task
+
+    return [(m.key, f"test {m.short}", m.scale) for m in get_task(task).headline]
+
+
 def score_summary(metrics, runs: list[dict]) -> dict:
-    """Per-metric test scores in points over fine-tuning runs.
+    """Per-metric test scores in points over fine-tuning runs (the statistics of ``--seeds``,
+    :func:`bertkit.tasks.driver.seed_statistics`).
 
     Args:
-        metrics: ``(key, label)`` pairs of ``run["test"]`` scores in [0, 1]; the first is the
-            task's main score.
+        metrics: ``(key, label)`` pairs of ``run["test"]`` scores in [0, 1], or ``(key, label,
+            scale)`` (1.0 for scores already in points); the first is the task's main score.
         runs: results of the fine-tuning runs (one per seed), each with ``test``.
 
     Returns:
-        ``{key: {"label", "values" (points, one per run), "mean", "sd"}}``.
+        ``{key: {"label", "values" (points, one per run), "mean", "sd", "ci95_low",
+        "ci95_high"}}`` (sd 0 and no interval for one run).
 
     >>> score_summary([("f1", "F1")], [{"test": {"f1": 0.5}}])["f1"]["mean"]
     50.0
     """
+    from bertkit.tasks.driver import seed_statistics
+
     out = {}
-    for key, label in metrics:
-        values = [100.0 * float(r["test"][key]) for r in runs]
-        m, sd = mean_sd(values)
-        out[key] = {"label": label, "values": values, "mean": m, "sd": sd}
+    for key, label, *scale in metrics:
+        k = scale[0] if scale else 100.0
+        s = seed_statistics([{key: float(r["test"][key])} for r in runs])[key]
+        out[key] = {"label": label, "values": [k * v for v in s["values"]], "mean": k * s["mean"],
+                    "sd": k * (s["std"] or 0.0),
+                    **{c: None if s[c] is None else k * s[c] for c in ("ci95_low", "ci95_high")}}
     return out
 
 

@@ -1,12 +1,11 @@
 """A task's training text, unlabelled, for task-adaptive pretraining (TAPT).
 
 TAPT (Gururangan et al., 2020, "Don't Stop Pretraining", sec. 4) continues the masked-LM
-objective on the unlabelled text of the task's own training split before fine-tuning. The text is
-read through the same readers as fine-tuning (:mod:`bertkit.data.conll`,
-:mod:`bertkit.data.relations` with the entity markers stripped, :mod:`bertkit.data.conllu`,
-:mod:`bertkit.tasks.cls.data` for classification texts) and
-the same split logic (GENIA's train split is ``dev.conllu`` less every tenth sentence), so TAPT
-never sees a sentence that fine-tuning evaluates on.
+objective on the unlabelled text of the task's own training split before fine-tuning. For
+``TASK:DATA`` the registered task gives its text (its ``text_lines``: the same readers and split
+logic as fine-tuning, e.g. GENIA's train split is ``dev.conllu`` less every tenth sentence), so
+TAPT never sees a sentence that fine-tuning evaluates on. A file is read by its format
+(:data:`FORMATS`).
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 
-TASKS = ("ner", "re", "dep", "cls")
 FORMATS = ("a CoNLL token/tag file, a CoNLL-U file, a relation JSONL file (entity markers or "
            "spans), a classification JSONL/CSV/TSV file (a text field), an ID<TAB>TEXT file or "
            "plain text (one sentence a line)")
@@ -105,14 +103,15 @@ def task_text_lines(spec: str, max_examples: int | None = None) -> list[str]:
     """The training sentences of a task data set as plain text lines (TAPT input).
 
     Args:
-        spec: ``TASK:DATA`` with TASK ``ner``, ``re``, ``dep`` or ``cls`` and DATA a registered
-            set (``ner:bc5cdr``, ``re:chemprot``, ``dep:genia``, ``cls:scicite``; under
-            ``$BERTKIT_DATA``) or a directory with the task's split files; or a file:
+        spec: ``TASK:DATA`` with TASK a registered task (:mod:`bertkit.tasks.registry`) and
+            DATA a registered set (``ner:bc5cdr``, ``re:chemprot``, ``dep:genia``,
+            ``cls:scicite``, ``qa:squad``; under ``$BERTKIT_DATA``) or a directory with the
+            task's split files; or a file:
             ``.conllu`` (CoNLL-U words), ``.jsonl`` (relation JSONL, markers stripped, or
             classification JSONL: its ``text``), ``.csv``/``.tsv`` with a ``text`` column, an
             ``ID<TAB>TEXT`` file, a CoNLL token/tag file, or plain text (one sentence a line).
-        max_examples: read only the first N training examples (sentences; relation pairs
-            before their shared sentences are merged), as fine-tuning's
+        max_examples: read only the first N training examples (sentences, texts, questions;
+            relation pairs before their shared sentences are merged), as fine-tuning's
             ``--max-train-samples`` does; None reads them all.
 
     Returns:
@@ -150,34 +149,21 @@ def _without_reader_options(text: str) -> str:
 
 
 def _task_text_lines(spec: str, max_examples: int | None) -> list[str]:
+    from bertkit.tasks.registry import get_task, task_names
+
     task, sep, data = spec.partition(":")
     path = Path(spec).expanduser()
-    if sep and task in TASKS and not path.exists():
-        if task == "ner":
-            from bertkit.tasks.ner.data import load_ner_data
-
-            lines = [" ".join(s.tokens) for s in load_ner_data(data, ("train",)).splits["train"]]
-        elif task == "re":
-            from bertkit.tasks.re.data import load_re_data
-
-            lines = [ex.text for ex in load_re_data(data, ("train",)).splits["train"]]
-        elif task == "cls":
-            from bertkit.tasks.cls.data import load_cls_data
-
-            train = load_cls_data(data, ("train",))[0]["train"]
-            lines = [t for ex in train for t in (ex.text, ex.text_pair) if t]
-        else:
-            from bertkit.tasks.dep.data import load_dep_data
-
-            lines = [" ".join(s.words) for s in load_dep_data(data, ("train",)).splits["train"]]
-        where = spec
+    if sep and task in task_names() and not path.exists():
+        lines, where = get_task(task).text_lines(data, max_examples), spec
     elif path.is_file():
-        lines, where = _from_file(path), str(path)
+        lines, where = _from_file(path)[:max_examples], str(path)
     else:
+        names = task_names()
         raise BertkitError(f"--task-text {spec!r} is neither TASK:DATA nor a file",
-                           expected="ner:DATA, re:DATA, dep:DATA or cls:DATA (e.g. ner:bc5cdr, "
-                                    f"cls:scicite), or a file: {FORMATS}")
-    out = _distinct(lines[:max_examples])
+                           expected=", ".join(f"{t}:DATA" for t in names[:-1]) + f" or "
+                                    f"{names[-1]}:DATA (e.g. ner:bc5cdr, cls:scicite), or a file: "
+                                    f"{FORMATS}")
+    out = _distinct(lines)
     if not out:
         raise BertkitError("no text in the task data", file=where,
                            expected="a training split with sentences")

@@ -325,10 +325,11 @@ def test_adapt_cli_takes_task_cls_and_refuses_other_tasks_as_a_choice(tmp_path):
 
     res = runner.invoke(app, ["adapt", "--task", "pos", "--task-text", "task"])
     assert res.exit_code == 2 and "pos" in res.output
-    from bertkit.workflows.adapt import TASK_METRICS, AdaptConfig
+    from bertkit.workflows.adapt import AdaptConfig
+    from bertkit.workflows.scores import task_metrics
 
     AdaptConfig(task="cls", data="scicite", task_text="cls:scicite").validate()
-    assert TASK_METRICS["cls"][0][0] == "macro_f1"
+    assert task_metrics("cls")[0][0] == "macro_f1"
 
 
 @pytest.mark.slow

@@ -190,6 +190,12 @@ class CLSTask:
         return TaskData(out, sources, info={"skipped_bad_lines": {s: len(v)
                                                                   for s, v in bad.items()}})
 
+    def text_lines(self, data: str, max_examples: int | None = None) -> list[str]:
+        """The unlabelled text of the training split of ``data`` for TAPT
+        (:mod:`bertkit.workflows.task_text`): each text (and the second text of a pair), of the first ``max_examples`` examples (all: None)."""
+        train = load_cls_data(data, ("train",))[0]["train"][:max_examples]
+        return [t for ex in train for t in (ex.text, ex.text_pair) if t]
+
     def prepare(self, cfg: CLSConfig, model_name: str, data: TaskData, runtime: Runtime,
                 console: Console | None = None) -> Prepared:
         """Labels from the whole training data (``data.full_train``: before

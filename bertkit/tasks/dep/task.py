@@ -64,6 +64,12 @@ class DepTask:
         return TaskData(data.splits, data.sources,
                         info={"skipped_sentences": data.skipped_summary()})
 
+    def text_lines(self, data: str, max_examples: int | None = None) -> list[str]:
+        """The unlabelled text of the training split of ``data`` for TAPT
+        (:mod:`bertkit.workflows.task_text`): one sentence a line (a set without train: dev less its held-out tenth), of the first ``max_examples`` sentences (all: None)."""
+        sents = load_dep_data(data, ("train",)).splits["train"][:max_examples]
+        return [" ".join(s.words) for s in sents]
+
     def prepare(self, cfg: DepConfig, model_name: str, data: TaskData, runtime,
                 console: Console | None = None) -> Prepared:
         """Relations from train, the parser, encoded sentences and dev/test/save."""

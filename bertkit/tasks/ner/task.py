@@ -130,6 +130,12 @@ class NERTask:
         data = load_ner_data(cfg.data, splits)
         return TaskData(data.splits, data.sources, info={"schemes": data.schemes})
 
+    def text_lines(self, data: str, max_examples: int | None = None) -> list[str]:
+        """The unlabelled text of the training split of ``data`` for TAPT
+        (:mod:`bertkit.workflows.task_text`): one sentence a line, tokens joined by spaces, of the first ``max_examples`` sentences (all: None)."""
+        sents = load_ner_data(data, ("train",)).splits["train"][:max_examples]
+        return [" ".join(s.tokens) for s in sents]
+
     def prepare(self, cfg: NERConfig, model_name: str, data: TaskData, runtime: Runtime,
                 console: Console | None = None) -> Prepared:
         """Labels from train, the tagger, encoded windows and the dev/test/save steps.

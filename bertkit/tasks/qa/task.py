@@ -167,8 +167,9 @@ def decide_v2(cfg: QAConfig, data: TaskData) -> tuple[bool, str | None]:
 CARD = CardSpec(
     "finetune qa", "question-answering", "Extractive question answering",
     "AutoModelForQuestionAnswering",
-    (Metric("f1", "f1", "F1 (official SQuAD scorer, percent)", "F1"),
-     Metric("exact", "exact_match", "exact match (official SQuAD scorer, percent)", "EM")),
+    (Metric("f1", "f1", "F1 (official SQuAD scorer, percent)", "F1", scale=1.0),
+     Metric("exact", "exact_match", "exact match (official SQuAD scorer, percent)", "EM",
+            scale=1.0)),
     'import torch\nfrom transformers import AutoModelForQuestionAnswering, AutoTokenizer\n\n'
     'tokenizer = AutoTokenizer.from_pretrained("{path}")\n'
     'model = AutoModelForQuestionAnswering.from_pretrained("{path}"{remote})\n'
@@ -203,6 +204,12 @@ class QATask:
         """Read ``splits`` of ``cfg.data`` (directory or registered name)."""
         out, sources = load_qa_data(cfg.data, splits)
         return TaskData(out, sources)
+
+    def text_lines(self, data: str, max_examples: int | None = None) -> list[str]:
+        """The unlabelled text of the training split of ``data`` for TAPT
+        (:mod:`bertkit.workflows.task_text`): each question's context, then the question, of the first ``max_examples`` questions (all: None)."""
+        train = load_qa_data(data, ("train",))[0]["train"][:max_examples]
+        return [t for x in train for t in (x.context, x.question) if t]
 
     def prepare(self, cfg: QAConfig, model_name: str, data: TaskData, runtime: Runtime,
                 console: Console | None = None) -> Prepared:

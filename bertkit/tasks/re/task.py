@@ -126,6 +126,11 @@ class RETask:
         return TaskData(data.splits, data.sources, info={
             "skipped_bad_lines": {s: len(v) for s, v in data.bad_lines.items()}})
 
+    def text_lines(self, data: str, max_examples: int | None = None) -> list[str]:
+        """The unlabelled text of the training split of ``data`` for TAPT
+        (:mod:`bertkit.workflows.task_text`): each pair's sentence, entity markers stripped, of the first ``max_examples`` pairs (all: None)."""
+        return [ex.text for ex in load_re_data(data, ("train",)).splits["train"][:max_examples]]
+
     def prepare(self, cfg: REConfig, model_name: str, data: TaskData, runtime: Runtime,
                 console: Console | None = None) -> Prepared:
         """Labels from train, the marker set, the model, encoded pairs and dev/test/save.
