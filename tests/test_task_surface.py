@@ -1,0 +1,130 @@
+"""Every registered task owns its whole surface (issue 30): for each task of the registry, its three
+commands exist with the options it declares, a tiny run writes its headline metrics to
+``results.json`` and a model card that renders them, its TAPT text comes out, and the saved model
+reloads, scores (one :class:`~bertkit.tasks.base.Evaluation`) and predicts.
+
+Nothing here names a task: a new task is tested by registering it and giving its tiny data as
+``write_<name>_dir(root)`` in ``tests/tasks/<name>/conftest.py`` (NER's is in ``tests/conftest.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bertkit.cli import app
+from bertkit.options import field_options
+from bertkit.tasks.registry import get_task, task_names
+from tests.test_bad_input_kinds import command_options
+
+TESTS = Path(__file__).resolve().parent
+runner = CliRunner()
+
+
+def _data_writer(name: str):
+    """``write_<name>_dir`` from the task's test conftest (or the shared one)."""
+    for path in (TESTS / "tasks" / name / "conftest.py", TESTS / "conftest.py"):
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location(f"_surface_{name}_{path.parent.name}",
+                                                          path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            if hasattr(module, f"write_{name}_dir"):
+                return getattr(module, f"write_{name}_dir")
+    raise AssertionError(f"no write_{name}_dir(root) in tests/tasks/{name}/conftest.py")
+
+
+@pytest.mark.parametrize("name", task_names())
+def test_the_three_commands_have_the_options_the_task_declares(name):
+    options = command_options(app)
+    task = get_task(name)
+    commands = task.config_class.commands
+    declared = {
+        "finetune": field_options(task.config_class),
+        "evaluate": commands.evaluate_options, "predict": commands.predict_options}
+    for verb, opts in declared.items():
+        have = options[f"{verb} {name}"]
+        for opt in opts:
+            for flag in opt.flags:
+                assert set(flag.split("/")) <= have, f"bertkit {verb} {name} lacks {flag}"
+    assert {"--epochs", "--lr", "--seeds", "--recipe"} <= options[f"finetune {name}"]
+    assert {"--model", "--output"} <= options[f"evaluate {name}"] & options[f"predict {name}"]
+    # finetune's --help shows each setting's own default
+    shown = runner.invoke(app, ["finetune", name, "--help"], env={"COLUMNS": "300"}).output
+    shown = " ".join(shown.replace("│", " ").split())
+    assert f"[default: {task.config_class.data}]" in shown
+
+
+@pytest.fixture(scope="module", params=task_names())
+def run(request, tmp_path_factory, tiny_encoder):
+    name = request.param
+    root = tmp_path_factory.mktemp(f"surface-{name}")
+    data = _data_writer(name)(root / "data")
+    out = root / "run"
+    res = runner.invoke(app, ["finetune", name, "--data", str(data), "--model", tiny_encoder,
+                              "--epochs", "1", "--batch-size", "4", "--device", "cpu",
+                              "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    return name, data, out, root
+
+
+def test_results_carry_the_headline_metrics_and_the_card_shows_them(run):
+    name, _, out, _ = run
+    task = get_task(name)
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["task"] == name and task.headline
+    assert task.select_metric in results["test"]
+    for metric in task.headline:
+        assert isinstance(results["test"][metric.key], (int, float)), metric.key
+    card = (out / "model" / "README.md").read_text(encoding="utf-8")
+    assert f"pipeline_tag: {task.card.pipeline_tag}" in card
+    assert f"bertkit {task.card.command}" in card and task.card.auto_class in card
+    first = task.headline[0]
+    assert f"name: {first.name}" in card
+    assert f"{results['test'][first.key]:.4f}" in card  # the results table
+
+
+def test_tapt_text_comes_out(run):
+    from bertkit.workflows.task_text import task_text_lines
+
+    name, data, _, _ = run
+    lines = task_text_lines(f"{name}:{data}")
+    assert lines and all(line.strip() == line and "\n" not in line for line in lines)
+    assert len(task_text_lines(f"{name}:{data}", 1)) <= 2  # one example: a text (and its pair)
+
+
+def test_the_saved_model_reloads_scores_and_predicts(run):
+    from bertkit.data.sets import resolve_local
+    from bertkit.tasks.base import Evaluation
+
+    name, data, out, root = run
+    task = get_task(name)
+    ev = task.evaluate(str(out), str(data), "test", device="cpu")
+    assert isinstance(ev, Evaluation) and ev.examples and ev.predictions_text().strip()
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    for metric in task.headline:  # the reloaded model scores test as the run did
+        assert ev.metrics[metric.key] == pytest.approx(results["test"][metric.key], abs=1e-6)
+    test_file = resolve_local(str(data), task.data_kind, task.extensions, ("test",))["test"]
+    pred = root / "predictions.out"
+    res = runner.invoke(app, ["predict", name, "--model", str(out), "--input", str(test_file),
+                              "--output", str(pred), "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    assert pred.read_text(encoding="utf-8").strip()
+    res = runner.invoke(app, ["evaluate", name, "--model", str(out), "--data", str(data),
+                              "--device", "cpu", "--output", str(root / "m.json")])
+    assert res.exit_code == 0, res.output
+    scored = json.loads((root / "m.json").read_text(encoding="utf-8"))
+    assert scored[task.select_metric] == pytest.approx(ev.metrics[task.select_metric])
+
+
+def test_every_finetune_option_is_a_settings_field_with_its_default():
+    for name in task_names():
+        cls = get_task(name).config_class
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for opt in field_options(cls):
+            assert opt.name in fields and opt.help and opt.flags
