@@ -1,6 +1,8 @@
 """The import direction of the package, read from the source with ``ast`` (nothing is imported):
-the training core imports no task, no task package imports another, ``bertkit.config`` does not
-import ``bertkit.recipes``, and no two modules import each other, directly or round a circle.
+the training core imports no task, no task package imports another, no task imports the command
+line or the workflows, only the command line imports ``bertkit.cli``, ``bertkit.config`` and
+``bertkit.workflows`` do not import ``bertkit.recipes``, and no two modules import each other,
+directly or round a circle.
 
 Every ``import`` statement counts, also those inside functions (a lazy import is still a
 dependency). ``from bertkit.a import b`` is an import of the module ``bertkit.a.b`` when that is a
@@ -92,6 +94,29 @@ def test_training_core_imports_no_task():
 
 def test_config_does_not_import_recipes():
     assert _edges("bertkit.config", "bertkit.recipes") == []
+
+
+def test_tasks_import_neither_the_command_line_nor_the_workflows():
+    assert _edges("bertkit.tasks", "bertkit.cli") == []
+    assert _edges("bertkit.tasks", "bertkit.workflows") == []
+    assert _edges("bertkit.tasks", "bertkit.recipes") == []
+
+
+def test_workflows_do_not_import_recipes_or_the_command_line():
+    assert _edges("bertkit.workflows", "bertkit.recipes") == []
+    assert _edges("bertkit.workflows", "bertkit.cli") == []
+
+
+def test_only_the_command_line_imports_it():
+    upward = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
+                    if t.startswith("bertkit.cli") and not m.startswith("bertkit.cli")
+                    and m != "bertkit.__main__")
+    assert upward == []
+
+
+def test_the_layer_check_sees_an_upward_import(monkeypatch):
+    monkeypatch.setitem(GRAPH, "bertkit.tasks.ner.task", {"bertkit.cli._app"})
+    assert _edges("bertkit.tasks", "bertkit.cli") == ["bertkit.tasks.ner.task -> bertkit.cli._app"]
 
 
 def test_no_task_package_imports_another():

@@ -272,10 +272,9 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     from bertkit.data.sets import canonical_data
     from bertkit.io import write_json
     from bertkit.training.devices import is_main_process, rank
-    from bertkit.training.checkpoint import list_checkpoints
     from bertkit.encoders import default_model, resolve_model_source
     from bertkit.training.rundir import (RunStopped, _holds_run, check_run_dir, default_run_dir,
-                                         settings_differences)
+                                         resumable, settings_differences)
 
     data = canonical_data(cfg.data)
     root = Path(cfg.output_dir) if cfg.output_dir else default_run_dir(task.name, data)
@@ -289,7 +288,7 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
         sub = dataclasses.replace(cfg, seed=seed, seeds=None, output_dir=str(root / f"seed-{seed}"))
         folder = Path(sub.output_dir)
         done = cfg.resume and (folder / "results.json").is_file()
-        if cfg.resume and not done and not list_checkpoints(folder / "checkpoints"):
+        if cfg.resume and not resumable(folder):  # the one resume rule (rundir.resumable)
             # never started, or stopped before its first checkpoint: nothing to continue, so
             # start it again (its partial files, e.g. metrics.jsonl, are replaced)
             sub.resume, sub.overwrite = False, _holds_run(folder)

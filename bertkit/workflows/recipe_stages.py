@@ -30,7 +30,7 @@ from bertkit.io import json_plain
 def continue_settings(fields: list[str], settings: dict[str, Any],
                       output: str | Path) -> dict[str, Any]:
     """``settings`` with ``resume`` set for a rerun: True when ``output`` holds a run that
-    :func:`resumable` can continue (or one of its ``seed-N`` folders holds a run) and
+    :func:`~bertkit.training.rundir.resumable` can continue (or one of its ``seed-N`` folders holds a run) and
     ``overwrite`` is not set, else False; a run there that stopped before its first checkpoint
     is started again (``overwrite``). Commands without a ``resume`` setting (``fields``: the
     config's field names) get ``settings`` unchanged.
@@ -38,7 +38,7 @@ def continue_settings(fields: list[str], settings: dict[str, Any],
     Returns:
         a new dict (``settings`` is not changed).
     """
-    from bertkit.training.rundir import _holds_run
+    from bertkit.training.rundir import _holds_run, resumable
 
     out = dict(settings)
     if "resume" not in fields or out.get("overwrite"):
@@ -48,16 +48,6 @@ def continue_settings(fields: list[str], settings: dict[str, Any],
     if not out["resume"] and _holds_run(folder) and "overwrite" in fields:
         out["overwrite"] = True  # it stopped before its first checkpoint: start it again
     return out
-
-
-def resumable(folder: str | Path) -> bool:
-    """Whether the run in ``folder`` can be continued with ``--resume``: it has a complete step
-    checkpoint (``checkpoints/step_N``) or it finished (``results.json``). A run stopped before its
-    first checkpoint has nothing to continue from."""
-    from bertkit.training.checkpoint import list_checkpoints
-
-    folder = Path(folder).expanduser()
-    return (folder / "results.json").is_file() or bool(list_checkpoints(folder / "checkpoints"))
 
 
 NOT_VOCABULARY = frozenset({"out", "overwrite", "show_progress", "resume"})

@@ -50,7 +50,7 @@ def _interrupted(folder: Path) -> bool:
     """Whether ``folder`` holds a stopped training run that ``--resume`` can continue (a step
     checkpoint, or its ``results.json`` when only ``stage.json`` is missing its results); a run
     stopped before its first checkpoint starts again."""
-    from bertkit.workflows.recipe_stages import resumable
+    from bertkit.training.rundir import resumable
 
     return resumable(folder)
 
