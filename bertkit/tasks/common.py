@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 
@@ -246,19 +246,82 @@ META_FILE = "bertkit.json"  # beside the Hugging Face files of every saved model
 
 
 def write_saved_model(model: torch.nn.Module, tokenizer, directory: str | Path, task: str,
-                      meta: dict) -> None:
-    """Write a plain Hugging Face model (``save_pretrained``), its tokenizer and bertkit's meta
-    file ``{"task": task, **meta}`` to ``directory`` (the saved-model format of the tasks whose
-    model is one ``transformers`` Auto class: ``cls``, ``qa``)."""
+                      meta: dict, weights: dict[str, torch.nn.Module] | None = None) -> None:
+    """The one saved-model format of every task: a Hugging Face model (``save_pretrained``: a
+    plain Auto-class model, or the encoder of a task with its own head), its tokenizer, bertkit's
+    meta file ``{"task": task, **meta}`` and, for a task's own head (the CRF, the biaffine parser),
+    each of ``weights`` as ``{file name: module}`` in safetensors."""
+    from safetensors.torch import save_file
+
     directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
+    for name, module in (weights or {}).items():
+        save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()},
+                  str(directory / name))
     (directory / META_FILE).write_text(json.dumps({"task": task, **meta}, indent=2) + "\n",
                                        encoding="utf-8")
 
 
+def find_saved_model(directory: str | Path, task: str, what: str,
+                     files: tuple[str, ...] = (), untagged: bool = False) -> tuple[Path, dict]:
+    """The saved ``model/`` of a ``finetune task`` run (given the run directory or ``model/``)
+    and its meta file, checked: it is a model of ``task`` and holds ``files``.
+
+    Args:
+        what: the model's kind in messages ("NER", "question-answering").
+        files: files the model needs beside the Hugging Face ones (``parser.safetensors``).
+        untagged: accept a meta file without ``task`` (saved before bertkit wrote one).
+
+    Returns:
+        (the model directory, the meta with ``path``).
+
+    Raises:
+        BertkitError: no saved bertkit model of ``task`` there (another task's is named).
+    """
+    path = Path(directory).expanduser()
+    if (path / "model" / META_FILE).is_file():
+        path = path / "model"
+    meta_file = path / META_FILE
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
+    found = meta.get("task", task if untagged and meta else None)
+    expected = f"a run directory of 'finetune {task}' (model/{META_FILE}" + \
+        "".join(f" and model/{f}" for f in files) + ")"
+    if found is not None and found != task:
+        raise BertkitError(f"this is the saved model of 'finetune {found}', not of 'finetune "
+                           f"{task}'", file=path, expected=expected)
+    if found != task or not all((path / f).is_file() for f in files):
+        raise BertkitError(f"no saved bertkit {what} model here", file=path, expected=expected)
+    meta["path"] = str(path)
+    return path, meta
+
+
+def load_pretrained(loader: Callable, path: str | Path, **kwargs):
+    """``loader(path, attn_implementation="sdpa", **kwargs)`` (a ``from_pretrained``) for a saved
+    model, its load errors as one message.
+
+    Raises:
+        BertkitError: the saved files cannot be loaded (incomplete, truncated).
+    """
+    from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers
+
+    quiet_transformers()
+    try:
+        return loader(path, attn_implementation="sdpa", **kwargs)
+    except LOAD_ERRORS as exc:
+        raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
+                           expected="the model/ folder bertkit saved (complete, not truncated)"
+                           ) from None
+
+
 def read_saved_model(directory: str | Path, task: str, what: str, auto_class):
-    """Load what :func:`write_saved_model` wrote, from a run directory or its ``model/``.
+    """Load what :func:`write_saved_model` wrote for a plain Auto-class model, from a run
+    directory or its ``model/`` (:func:`find_saved_model`).
 
     Args:
         what: the model's kind in messages ("text-classification", "question-answering").
@@ -270,26 +333,7 @@ def read_saved_model(directory: str | Path, task: str, what: str, auto_class):
     Raises:
         BertkitError: no saved bertkit ``task`` model there, or its files cannot be loaded.
     """
-    from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers
-
-    quiet_transformers()
-    path = Path(directory).expanduser()
-    if (path / "model" / META_FILE).is_file():
-        path = path / "model"
-    meta_file = path / META_FILE
-    try:
-        meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
-    except json.JSONDecodeError:
-        meta = {}
-    if not isinstance(meta, dict) or meta.get("task") != task:
-        raise BertkitError(f"no saved bertkit {what} model here", file=path,
-                           expected=f"a run directory of 'finetune {task}' (model/{META_FILE})")
-    try:
-        model = auto_class.from_pretrained(path, attn_implementation="sdpa")
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
-                           expected="the model/ folder bertkit saved (complete, not truncated)"
-                           ) from None
+    path, meta = find_saved_model(directory, task, what)
+    model = load_pretrained(auto_class.from_pretrained, path)
     model.eval()
-    meta["path"] = str(path)
     return model, meta

@@ -7,13 +7,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
 from bertkit.decoding.eisner import eisner_decode
@@ -21,8 +20,8 @@ from bertkit.decoding.mst import mst_decode
 from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers, resolve_model_source
 from bertkit.errors import BertkitError
 from bertkit.heads.biaffine import BiaffineHead
+from bertkit.tasks.common import find_saved_model, load_pretrained, write_saved_model
 
-META_FILE = "bertkit.json"
 HEAD_FILE = "parser.safetensors"
 DECODERS = {"mst": mst_decode, "eisner": eisner_decode}  # keys: config.DECODER_NAMES
 
@@ -103,13 +102,9 @@ class BiaffineParser(nn.Module):
 
     def save(self, directory: Path, tokenizer, meta: dict) -> None:
         """Write the encoder and tokenizer (Hugging Face format), the head and ``bertkit.json``."""
-        directory.mkdir(parents=True, exist_ok=True)
-        self.encoder.save_pretrained(directory)
-        tokenizer.save_pretrained(directory)
-        save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()},
-                  str(directory / HEAD_FILE))
-        meta = {**meta, "task": "dep", "rels": self.rels, **self.settings}
-        (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        write_saved_model(self.encoder, tokenizer, directory, "dep",
+                          {**meta, "rels": self.rels, **self.settings},
+                          weights={HEAD_FILE: self.head})
 
 
 def _load_encoder(source: str):
@@ -141,18 +136,12 @@ def load_parser(directory: str | Path) -> tuple[BiaffineParser, dict]:
     Raises:
         BertkitError: no saved bertkit dependency parser there.
     """
-    path = Path(directory).expanduser()
-    if (path / "model" / META_FILE).is_file():
-        path = path / "model"
-    meta_file = path / META_FILE
-    meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
-    if meta.get("task") != "dep" or not (path / HEAD_FILE).is_file():
-        raise BertkitError("no saved bertkit dependency parser here", file=path,
-                           expected=f"a run directory with model/{META_FILE} and model/{HEAD_FILE}, "
-                                    "or such a model directory")
-    parser = BiaffineParser(_load_encoder(str(path)), meta["rels"], meta["arc_mlp"],
+    from transformers import AutoModel
+
+    path, meta = find_saved_model(directory, "dep", "dependency parser", files=(HEAD_FILE,))
+    parser = BiaffineParser(load_pretrained(AutoModel.from_pretrained, path), meta["rels"],
+                            meta["arc_mlp"],
                             meta["rel_mlp"], meta["mlp_dropout"], meta["scalar_mix"])
     parser.head.load_state_dict(load_file(str(path / HEAD_FILE)))
     parser.eval()
-    meta["path"] = str(path)
     return parser, meta

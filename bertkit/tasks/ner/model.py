@@ -17,13 +17,12 @@ Decoding in bertkit is constrained Viterbi over word-level scores, so every outp
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
 from bertkit.decoding.viterbi import viterbi_decode
@@ -32,8 +31,8 @@ from bertkit.errors import BertkitError
 from bertkit.heads.crf import FORBIDDEN, LinearChainCRF
 from bertkit.pruned_forward import logits_at, supports_pruning
 from bertkit.data.tagging import allowed_transitions
+from bertkit.tasks.common import find_saved_model, load_pretrained, write_saved_model
 
-META_FILE = "bertkit.json"
 CRF_FILE = "crf.safetensors"
 TOKEN_LOSS_WEIGHT = 1.0  # cross-entropy on the emissions beside the CRF likelihood (forward())
 
@@ -148,15 +147,10 @@ class TokenTagger(nn.Module):
 
     def save(self, directory: Path, tokenizer, meta: dict) -> None:
         """Write the Hugging Face model and tokenizer, ``bertkit.json`` and the CRF (if any)."""
-        directory.mkdir(parents=True, exist_ok=True)
-        self.encoder.save_pretrained(directory)
-        tokenizer.save_pretrained(directory)
-        meta = {**meta, "task": "ner", "labels": self.labels, "crf": self.crf is not None,
-                "label_all_subwords": self.label_all_subwords}
-        (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        if self.crf is not None:
-            save_file({k: v.detach().cpu().contiguous() for k, v in self.crf.state_dict().items()},
-                      str(directory / CRF_FILE))
+        write_saved_model(self.encoder, tokenizer, directory, "ner", {
+            **meta, "labels": self.labels, "crf": self.crf is not None,
+            "label_all_subwords": self.label_all_subwords},
+            weights={CRF_FILE: self.crf} if self.crf is not None else None)
 
 
 def build_tagger(model_name: str, labels: Sequence[str], crf: bool, label_all_subwords: bool,
@@ -193,23 +187,8 @@ def load_tagger(directory: str | Path) -> tuple[TokenTagger, dict]:
     """
     from transformers import AutoModelForTokenClassification
 
-    quiet_transformers()
-    path = Path(directory).expanduser()
-    if (path / "model" / META_FILE).is_file():
-        path = path / "model"
-    if not (path / META_FILE).is_file():
-        raise BertkitError("no saved bertkit NER model here", file=path,
-                           expected=f"a run directory with model/{META_FILE}, or a model directory")
-    meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
-    if meta.get("task", "ner") != "ner":
-        raise BertkitError(f"this is a saved '{meta.get('task')}' model, not an NER model",
-                           file=path, expected="the run directory of `bertkit finetune ner`")
-    try:
-        encoder = AutoModelForTokenClassification.from_pretrained(path, attn_implementation="sdpa")
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
-                           expected="the model/ folder bertkit saved (complete, not truncated)"
-                           ) from None
+    path, meta = find_saved_model(directory, "ner", "NER", untagged=True)
+    encoder = load_pretrained(AutoModelForTokenClassification.from_pretrained, path)
     id2label = encoder.config.id2label
     labels = [id2label[i] for i in range(len(id2label))]
     tagger = TokenTagger(encoder, labels, crf=meta.get("crf", False),
@@ -217,5 +196,4 @@ def load_tagger(directory: str | Path) -> tuple[TokenTagger, dict]:
     if tagger.crf is not None:
         tagger.crf.load_state_dict(load_file(str(path / CRF_FILE)))
     tagger.eval()
-    meta["path"] = str(path)
     return tagger, meta

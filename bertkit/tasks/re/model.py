@@ -27,7 +27,6 @@ still load and predict through :func:`load_relation_model`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -39,8 +38,8 @@ from bertkit.encoders import (LOAD_ERRORS, _short, load_tokenizer, quiet_transfo
 from bertkit.errors import BertkitError
 from bertkit.heads.relation import POOLINGS, BertForRelationClassification
 from bertkit.tasks.re.encoding import MarkerSet, add_markers
+from bertkit.tasks.common import find_saved_model, load_pretrained, write_saved_model
 
-META_FILE = "bertkit.json"
 CUSTOM_CLASS = BertForRelationClassification.__name__
 
 
@@ -237,7 +236,6 @@ def save_relation_model(model, tokenizer, directory: Path, meta: dict) -> None:
     (:func:`to_sequence_classifier`); ``entity-start`` as the custom class with ``relation.py``
     (remote code); another architecture's ``*ForSequenceClassification`` as it is.
     """
-    directory.mkdir(parents=True, exist_ok=True)
     model = unwrap(model)
     pooling = model_pooling(model)
     if isinstance(model, BertForRelationClassification):
@@ -246,12 +244,9 @@ def save_relation_model(model, tokenizer, directory: Path, meta: dict) -> None:
         else:
             BertForRelationClassification.register_for_auto_class(
                 "AutoModelForSequenceClassification")
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    meta = {**meta, "task": "re", "labels": [model.config.id2label[i]
-                                             for i in range(model.config.num_labels)],
-            "pooling": pooling}
-    (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    write_saved_model(model, tokenizer, directory, "re", {
+        **meta, "labels": [model.config.id2label[i] for i in range(model.config.num_labels)],
+        "pooling": pooling})
 
 
 def load_relation_model(directory: str | Path):
@@ -267,30 +262,14 @@ def load_relation_model(directory: str | Path):
     """
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    quiet_transformers()
-    path = Path(directory).expanduser()
-    if (path / "model" / META_FILE).is_file():
-        path = path / "model"
-    meta_file = path / META_FILE
-    if not meta_file.is_file() or json.loads(meta_file.read_text(encoding="utf-8")).get("task") != "re":
-        raise BertkitError("no saved bertkit relation-extraction model here", file=path,
-                           expected=f"a run directory of 'finetune re' (model/{META_FILE})")
-    meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    try:
-        config = AutoConfig.from_pretrained(path)
-        if CUSTOM_CLASS in (getattr(config, "architectures", None) or []):
-            model = BertForRelationClassification.from_pretrained(path, attn_implementation="sdpa")
-        else:
-            model = AutoModelForSequenceClassification.from_pretrained(
-                path, attn_implementation="sdpa")
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
-                           expected="the model/ folder bertkit saved (complete, not truncated)"
-                           ) from None
+    path, meta = find_saved_model(directory, "re", "relation-extraction")
+    config = load_pretrained(lambda p, **_: AutoConfig.from_pretrained(p), path)
+    custom = CUSTOM_CLASS in (getattr(config, "architectures", None) or [])
+    model = load_pretrained(BertForRelationClassification.from_pretrained if custom
+                            else AutoModelForSequenceClassification.from_pretrained, path)
     accept_relation_batches(model).eval()
     tokenizer = load_tokenizer(str(path))
     markers = MarkerSet(tuple(meta.get("entity_types", ())))
     marker_ids = {m: tokenizer.convert_tokens_to_ids(m) for m in markers.tokens()}
     labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
-    meta["path"] = str(path)
     return model, tokenizer, labels, markers, marker_ids, meta

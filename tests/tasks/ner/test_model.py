@@ -61,7 +61,7 @@ def test_loading_another_task_as_ner_is_a_clear_error(tmp_path):
     (tmp_path / "model" / "bertkit.json").write_text(json.dumps({"task": "pretrain"}))
     from bertkit.errors import BertkitError
 
-    with pytest.raises(BertkitError, match="not an NER model"):
+    with pytest.raises(BertkitError, match="not of 'finetune ner'"):
         load_tagger(tmp_path)
 
 
