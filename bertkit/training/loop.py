@@ -13,8 +13,9 @@ DDP or FSDP across processes (:mod:`~bertkit.training.distributed`,
 :func:`train` is the algorithm (as nanoGPT's ``train.py`` and torchtune's recipes: the loop
 visible at a glance); each step it takes is a plain function below, tested on its own:
 :func:`setup`, :func:`resume`, :func:`forward_backward`, :func:`skip_nonfinite`,
-:func:`optimizer_step`, :func:`evaluate_and_select`, :func:`save_step`, :func:`stop_run`,
-:func:`finish`. The run's progress is one :class:`TrainState`; what it trains with is one
+:func:`optimizer_step`, :func:`evaluate_and_select`, :func:`~bertkit.training.saving.save_step`,
+:func:`~bertkit.training.saving.stop_run`, :func:`finish`; what it prints and draws is in
+:mod:`bertkit.training.report`. The run's progress is one :class:`TrainState`; what it trains with is one
 :class:`Parts`. In a multi-process run there is one all-reduce per forward pass
 (:func:`~bertkit.training.distributed.reduce_batch`: loss scale, logged losses and stop flag).
 """
@@ -31,17 +32,18 @@ from rich.console import Console
 from bertkit.errors import BertkitError
 from bertkit.provenance import write_run_environment
 from bertkit.training.batches import BatchSource, TrainResult, batch_examples, plan_steps
-from bertkit.training.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint, set_rng_state
+from bertkit.training.checkpoint import list_checkpoints, load_checkpoint, set_rng_state
 from bertkit.training.config import TrainConfig
 from bertkit.training.devices import Runtime, seed_everything
 from bertkit.training.distributed import (barrier, broadcast_flag, init_distributed,
                                           is_distributed, reduce_batch, shard_batch, wrap_model)
-from bertkit.training.fsdp import (full_model_state, full_optimizer_state, load_full_state,
-                                   shard_model)
+from bertkit.training.fsdp import load_full_state, shard_model
 from bertkit.training.logging import MetricsLog, PlainProgress, make_progress
 from bertkit.training.optim import (build_optimizer, build_scheduler, load_optimizer_state,
                                     warmup_steps)
+from bertkit.training.report import _draw_curves, _where, describe_eval, torch_world_size
 from bertkit.training.rundir import RunWriter, check_free_space, checkpoint_bytes
+from bertkit.training.saving import save_step, stop_run, sync_model
 from bertkit.training.signals import StopRequest
 from bertkit.training.state import BatchOut, Parts, TrainState
 
@@ -328,74 +330,6 @@ def evaluate_and_select(parts: Parts, state: TrainState,
     return record
 
 
-def describe_eval(record: dict[str, Any], score: float | None, state: TrainState,
-                  select_metric: str | None, parts: Parts, epoch: int) -> str:
-    """The console line for an evaluation: ``epoch 2/3: dev f1 81.23 (best 82.00, epoch 1)``
-    (``step N/M`` with ``eval_steps``); without selection, every float metric. Scores are shown
-    in points (x100), as the result tables show them; losses as they are."""
-    if select_metric is None:
-        shown = ", ".join(f"{k} {_points(k, v, parts.score_scale)}" for k, v in record.items()
-                          if isinstance(v, float) and k not in ("time_s", "train_seconds"))
-        return f"step {state.step}/{parts.total_steps}: dev {shown}"
-    best = state.history[state.best_index] if state.best_index is not None else {}
-    if parts.cfg.eval_steps:
-        where, best_at = f"step {state.step}/{parts.total_steps}", f"step {best.get('step', '?')}"
-    else:
-        where, best_at = f"epoch {epoch + 1}/{parts.n_epochs}", f"epoch {state.best_epoch}"
-    scale = parts.score_scale
-    return (f"{where}: dev {select_metric} {_points(select_metric, score, scale)} "
-            f"(best {_points(select_metric, state.best_metric, scale)}, {best_at})")
-
-
-def _points(name: str, value: float, scale: float = 100.0) -> str:
-    """A score as points with two decimals (``scale`` 100 for a fraction, 1 for points); a loss
-    or perplexity as it is."""
-    if "loss" in name or "perplexity" in name:
-        return f"{value:.4f}"
-    return f"{scale * value:.2f}"
-
-
-def sync_model(parts: Parts) -> None:
-    """Under FSDP, gather the trained weights into rank 0's plain ``model`` (a collective: every
-    rank calls it); otherwise nothing."""
-    if parts.sharded:
-        state = full_model_state(parts.net)
-        if parts.out.main:
-            parts.model.load_state_dict(state)
-
-
-def save_step(parts: Parts, state: TrainState) -> None:
-    """Write ``checkpoints/step_<step>`` (weights; optimiser, schedule, scaler, RNG and
-    ``state.position()``) atomically on rank 0, keeping ``cfg.save_total_limit`` of them. Under
-    FSDP every rank first helps gather the full state."""
-    if parts.sharded:
-        model_state = full_model_state(parts.net)
-        optim_state = full_optimizer_state(parts.net, parts.optimizer)
-    elif parts.out.main:
-        model_state, optim_state = parts.model.state_dict(), parts.optimizer.state_dict()
-    if parts.out.main:
-        save_checkpoint(parts.ckpt_dir, state.step, model_state, {
-            "optimizer": optim_state, "scheduler": parts.scheduler.state_dict(),
-            "scaler": parts.scaler.state_dict(), "position": state.position()},
-            keep=parts.cfg.save_total_limit)
-
-
-def stop_run(parts: Parts, state: TrainState, signal_name: str | None) -> None:
-    """Save a checkpoint at this step and end the run (SIGINT/SIGTERM on any rank).
-
-    Raises:
-        RunStopped: always (a :class:`BertkitError`); exit code 130 (SIGINT) or 143 (SIGTERM),
-            naming the checkpoint and ``--resume --output-dir RUN_DIR``.
-    """
-    parts.meter.bank(state)
-    parts.meter.flush(parts, state, state.epoch)
-    save_step(parts, state)
-    parts.log.close()
-    from bertkit.training.rundir import RunStopped
-
-    raise RunStopped(signal_name, state.step, parts.ckpt_dir, parts.out.root)
-
-
 def finish(parts: Parts, state: TrainState, keep_best: bool) -> TrainResult:
     """End a run: gather FSDP weights, draw ``curves.png`` and, with ``keep_best``, load the
     best evaluation's weights (rank 0); the model is left in eval mode."""
@@ -410,31 +344,3 @@ def finish(parts: Parts, state: TrainState, keep_best: bool) -> TrainResult:
                                                    weights_only=True))
     parts.model.eval()
     return state.result()
-
-
-def _where(data: BatchSource, epoch: int, index: int) -> str:
-    """A batch's source lines if the source can name them, else its number."""
-    if hasattr(data, "describe"):
-        return data.describe(epoch, index)
-    return f"batch {index + 1} of epoch {epoch + 1}"
-
-
-def torch_world_size() -> int:
-    """Processes in this run (1 without ``torch.distributed``)."""
-    from bertkit.training.devices import world_size
-
-    return world_size()
-
-
-def _draw_curves(output_dir: Path, console: Console | None) -> None:
-    """Write ``curves.png`` (loss and evaluation curves); a plotting failure never fails a run."""
-    try:
-        from bertkit.plots import plot_run
-
-        plot_run(output_dir)
-    except Exception as exc:  # noqa: BLE001 - a missing font or backend must not cost the run
-        if console is not None:
-            from rich.markup import escape
-
-            console.print(f"[yellow]warning:[/] could not draw curves.png: {escape(str(exc))}",
-                          highlight=False)

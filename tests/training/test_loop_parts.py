@@ -223,6 +223,8 @@ def test_train_reads_as_the_algorithm():
     from bertkit.training import loop
 
     assert len(inspect.getsource(loop.train).splitlines()) < 100
+    # and the module stays the loop's steps: what it prints and saves lives beside it
+    assert len(inspect.getsource(loop).splitlines()) < 350
 
 
 def test_a_warm_up_as_long_as_the_run_is_warned(tmp_path):
