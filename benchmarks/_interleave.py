@@ -1,6 +1,7 @@
-"""What the side-by-side benchmarks share: the machine's load, the interleaved order of the sides,
-the median (min-max) summary of repeated measurements, and the same first N examples of a JSONL
-data set for every side.
+"""What the side-by-side benchmarks share: the machine's load (the one load reader), the
+interleaved order of the sides, the median (min-max) summary of repeated measurements, and the
+same first N examples of a JSONL data set for every side. The stock Hugging Face Trainer set-up
+they compare against is in ``_stock.py``.
 
 Fairness rules (benchmarks/README.md): the sides alternate within one run (repeat 1: A, B, C;
 repeat 2: C, B, A; ...), so a change of machine load hits every side; each measurement records
@@ -20,6 +21,13 @@ from typing import Callable, Sequence
 def load1() -> float:
     """The 1-minute load average, rounded to 0.01."""
     return round(os.getloadavg()[0], 2)
+
+
+def load_average() -> dict:
+    """The 1-, 5- and 15-minute load averages (rounded to 0.01) and the CPU count, as the logs
+    record them: ``{"load_1m", "load_5m", "load_15m", "cpus"}``."""
+    one, five, fifteen = (round(x, 2) for x in os.getloadavg())
+    return {"load_1m": one, "load_5m": five, "load_15m": fifteen, "cpus": os.cpu_count()}
 
 
 def logger(path: Path) -> Callable[[str], None]:

@@ -79,8 +79,11 @@ VARIANTS = {  # key -> (label, stages)
 
 
 def load() -> tuple[float, float, float]:
-    """The 1-, 5- and 15-minute load averages."""
-    return tuple(round(x, 2) for x in os.getloadavg())
+    """The 1-, 5- and 15-minute load averages (``_interleave.load_average``)."""
+    from _interleave import load_average
+
+    now = load_average()
+    return now["load_1m"], now["load_5m"], now["load_15m"]
 
 
 class Bench:

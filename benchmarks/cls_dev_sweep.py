@@ -31,8 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bertkit.tasks.cls import CLSConfig, finetune_cls  # noqa: E402
 
 
-def load1() -> float:
-    return round(os.getloadavg()[0], 2)
+from _interleave import load1  # noqa: E402
 
 
 def main() -> None:

@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 RESULTS = Path(__file__).resolve().parent / "results"
 
 from _interleave import load1, logger, read_split, side_order, spread, subset_dir  # noqa: E402
+from _stock import stock_training_args  # noqa: E402
 from bertkit.data.sets import data_root  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.cls import label_scores  # noqa: E402
@@ -60,7 +61,7 @@ def stock_recipe(d: Path, args, seed: int, out: str) -> dict:
     """The stock Trainer recipe; returns test scores and timings."""
     import datasets
     from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
-                              DataCollatorWithPadding, Trainer, TrainingArguments, set_seed)
+                              DataCollatorWithPadding, Trainer, set_seed)
 
     quiet_transformers()
     datasets.disable_progress_bars()
@@ -81,12 +82,8 @@ def stock_recipe(d: Path, args, seed: int, out: str) -> dict:
     set_seed(seed)  # as run_glue.py: before the model, so the new head is seeded
     model = AutoModelForSequenceClassification.from_pretrained(
         model_name, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id)
-    targs = TrainingArguments(output_dir=out, per_device_train_batch_size=args.batch_size,
-                              per_device_eval_batch_size=args.eval_batch_size,
-                              learning_rate=args.stock_lr, num_train_epochs=args.epochs, seed=seed,
-                              report_to=[], save_strategy="no", eval_strategy="no",
-                              logging_steps=10**6, disable_tqdm=True,
-                              use_cpu=not torch.cuda.is_available())
+    targs = stock_training_args(out, seed, args.batch_size, args.eval_batch_size, args.stock_lr,
+                                args.epochs)
     trainer = Trainer(model=model, args=targs, train_dataset=train_ds,
                       data_collator=DataCollatorWithPadding(tok))
     start = time.perf_counter()

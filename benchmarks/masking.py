@@ -56,8 +56,10 @@ def numba_version() -> str | None:
 
 
 def load() -> dict:
-    one, five, fifteen = os.getloadavg()
-    return {"load_1m": one, "load_5m": five, "load_15m": fifteen, "cpus": os.cpu_count()}
+    """The machine's load (``_interleave.load_average``)."""
+    from _interleave import load_average
+
+    return load_average()
 
 
 def interleaved(sides: dict, batches: list, repeats: int, reference: str) -> dict:

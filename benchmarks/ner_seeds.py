@@ -21,7 +21,12 @@ import sys
 from pathlib import Path
 
 
-def main(paths: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("paths", nargs="+", help="the per-seed JSON files of the old ner_vs_stock.py")
+    paths = ap.parse_args(argv).paths
     rows = []
     for path in sorted(paths):
         run = json.loads(Path(path).read_text())

@@ -86,6 +86,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _interleave import load1, logger, merge_runs, shared_note, side_order, spread  # noqa: E402
+from _stock import stock_training_args  # noqa: E402
 from bertkit.config import build_config  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.ner import entity_scores  # noqa: E402
@@ -130,14 +131,11 @@ def stock_dataset(sentences, tok, label2id: dict[str, int]):
 
 
 def trainer_args(out: str, args=None, seed: int = 42):
-    """The stock ``TrainingArguments``: with ``args`` for training, without for prediction."""
-    from transformers import TrainingArguments
-
-    train = {} if args is None else {"per_device_train_batch_size": args.batch_size,
-                                     "learning_rate": args.lr, "num_train_epochs": args.epochs}
-    return TrainingArguments(output_dir=out, seed=seed, report_to=[], save_strategy="no",
-                             eval_strategy="no", logging_steps=10**6, disable_tqdm=True,
-                             use_cpu=not torch.cuda.is_available(), **train)
+    """The stock ``TrainingArguments`` (``_stock.stock_training_args``): with ``args`` for
+    training, without for prediction."""
+    if args is None:
+        return stock_training_args(out, seed)
+    return stock_training_args(out, seed, args.batch_size, lr=args.lr, epochs=args.epochs)
 
 
 def stock_predict(trainer, tok, test_s, labels: list[str]) -> dict:

@@ -43,8 +43,10 @@ from bertkit.encoders import default_model, load_tokenizer, quiet_transformers  
 
 
 def load() -> dict:
-    one, five, fifteen = os.getloadavg()
-    return {"load_1m": one, "load_5m": five, "load_15m": fifteen, "cpus": os.cpu_count()}
+    """The machine's load (``_interleave.load_average``)."""
+    from _interleave import load_average
+
+    return load_average()
 
 
 def stock_examples(tok, lines: list[str], length: int, grouped: bool) -> list[dict]:

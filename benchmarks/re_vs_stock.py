@@ -77,6 +77,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _stock import stock_training_args  # noqa: E402
 from _interleave import (load1, logger, merge_runs, read_split, shared_note, side_order,  # noqa: E402
                          spread, subset_dir)
 from bertkit.data.sets import data_root  # noqa: E402
@@ -106,8 +107,7 @@ def stock_run(d: Path, args, seed: int, lr: float, grouped: bool, out: str,
               split: str = "test") -> dict:
     """The stock Trainer recipe (random or length-grouped batches); scores on ``split``."""
     from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
-                              DataCollatorWithPadding, PrinterCallback, Trainer,
-                              TrainingArguments, set_seed)
+                              DataCollatorWithPadding, PrinterCallback, Trainer, set_seed)
     import datasets
 
     quiet_transformers()
@@ -128,13 +128,9 @@ def stock_run(d: Path, args, seed: int, lr: float, grouped: bool, out: str,
     set_seed(seed)  # as run_glue.py: before the model, so the new head is seeded
     model = AutoModelForSequenceClassification.from_pretrained(
         model_name, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id)
-    targs = TrainingArguments(
-        output_dir=out, per_device_train_batch_size=args.batch_size,
-        per_device_eval_batch_size=args.eval_batch_size, learning_rate=lr,
-        num_train_epochs=args.epochs, seed=seed, report_to=[], save_strategy="no",
-        eval_strategy="no", logging_steps=10**6, disable_tqdm=True,
-        train_sampling_strategy="group_by_length" if grouped else "random",
-        use_cpu=not torch.cuda.is_available())
+    targs = stock_training_args(
+        out, seed, args.batch_size, args.eval_batch_size, lr, args.epochs,
+        train_sampling_strategy="group_by_length" if grouped else "random")
     trainer = Trainer(model=model, args=targs, train_dataset=train_ds,
                       data_collator=DataCollatorWithPadding(tok))
     trainer.remove_callback(PrinterCallback)  # its end-of-training dict would clutter the log

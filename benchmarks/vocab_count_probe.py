@@ -32,8 +32,15 @@ def _trainer():
 
 
 def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, default=None,
+                    help="text to count (default: $BERTKIT_DATA/corpus/train.txt)")
+    args = ap.parse_args()
     os.environ["TOKENIZERS_PARALLELISM"] = "true"
-    path = Path(os.environ.get("BERTKIT_DATA", "../shared/data")) / "corpus" / "train.txt"
+    path = args.corpus or Path(os.environ.get("BERTKIT_DATA", "../shared/data")) / "corpus" / \
+        "train.txt"
     t0 = time.perf_counter()
     text = path.read_text(encoding="utf-8")
     raw = collections.Counter()
