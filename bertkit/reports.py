@@ -106,9 +106,10 @@ def parse_table(metrics: dict, title: str) -> Table:
     return table
 
 
-def seed_table(summary: dict, title: str) -> Table:
+def seed_table(summary: dict, title: str, headline: tuple[str, ...] = ()) -> Table:
     """``--seeds`` summary: per split and metric the mean, sample standard deviation and 95%
-    t-interval of the mean (percent for metrics in [0, 1]), and each seed's value."""
+    t-interval of the mean (percent for metrics in [0, 1]), and each seed's value; the task's
+    ``headline`` metrics (its Task's ``headline`` keys) first, in their order."""
     table = Table(title=escape(title), caption=f"n = {len(summary['seeds'])} seeds; 95% interval: mean ± "
                                        f"t(0.975, n-1) · std / sqrt(n); selected by dev "
                                        f"{summary.get('select_metric')}")
@@ -117,7 +118,9 @@ def seed_table(summary: dict, title: str) -> Table:
 
     for split in ("dev", "test"):
         stats = summary["metrics"].get(split) or {}
-        for name, s in stats.items():
+        first = [k for k in headline if k in stats]
+        for name, s in [(k, stats[k]) for k in first] + [(k, v) for k, v in stats.items()
+                                                         if k not in first]:
             scale = 100.0 if all(0 <= v <= 1 for v in s["values"]) else 1.0
 
             def fmt(x, scale=scale):

@@ -128,3 +128,21 @@ def test_every_finetune_option_is_a_settings_field_with_its_default():
         fields = {f.name: f for f in dataclasses.fields(cls)}
         for opt in field_options(cls):
             assert opt.name in fields and opt.help and opt.flags
+
+
+def test_seeds_summary_shows_the_headline_metrics_first():
+    from rich.console import Console
+
+    from bertkit.reports import seed_table
+
+    stat = {"mean": 0.5, "std": 0.1, "ci95_low": 0.4, "ci95_high": 0.6, "n": 2,
+            "values": [0.4, 0.6]}
+    summary = {"seeds": [1, 2], "select_metric": "las",
+               "metrics": {"test": {"loss": {**stat, "values": [2.0, 3.0]}, "uas": stat,
+                                    "las": stat}}}
+    console = Console(width=200, record=True)
+    headline = tuple(m.key for m in get_task("dep").headline)
+    console.print(seed_table(summary, "dep", headline))
+    text = console.export_text()
+    assert headline == ("las", "uas")
+    assert text.index("las") < text.index("uas") < text.index("loss")

@@ -42,7 +42,8 @@ def _finish(task_name: str, cfg, console: Console, results: dict | None) -> None
         return
     task = get_task(task_name)
     if "metrics" in results:  # --seeds
-        console.print(seed_table(results, f"{task_name}: {cfg.data}, seeds {results['seeds']}"))
+        console.print(seed_table(results, f"{task_name}: {cfg.data}, seeds {results['seeds']}",
+                                 tuple(m.key for m in task.headline)))
         console.print(f"summary: {cfg.output_dir}/summary.json; runs in "
                       f"{cfg.output_dir}/seed-N/", highlight=False)
         return
