@@ -180,6 +180,32 @@ def test_adapt_end_to_end_resumes_and_compares(tiny_encoder, ner_dir, tmp_path):
     assert (out / "finetune" / "results.json").stat().st_mtime > mtime
 
 
+@pytest.mark.slow
+def test_adapt_seeds_run_as_the_drivers_seeds_and_resume_by_its_rule(tiny_encoder, ner_dir,
+                                                                     tmp_path):
+    """Several --seeds: one fine-tuning stage running the driver's --seeds (finetune/seed-N,
+    summary.json); a stopped seed continues and finished ones are kept (rundir.resumable)."""
+    out = tmp_path / "run"
+    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--seeds", "1,2"))
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    runs = [json.loads((out / "finetune" / f"seed-{s}" / "results.json").read_text())
+            for s in (1, 2)]
+    assert summary["adapted"]["f1"]["values"] == pytest.approx(
+        [100 * r["test"]["f1"] for r in runs])
+    assert json.loads((out / "finetune" / "summary.json").read_text())["seeds"] == [1, 2]
+    # seed 2 lost its results (as if stopped after its last checkpoint): rerun keeps seed 1
+    kept = (out / "finetune" / "seed-1" / "results.json").stat().st_mtime
+    (out / "finetune" / "seed-2" / "results.json").unlink()
+    stage = json.loads((out / "finetune" / "stage.json").read_text())
+    (out / "finetune" / "stage.json").write_text(json.dumps({**stage, "results": None}))
+    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--seeds", "1,2"))
+    assert res.exit_code == 0, res.output
+    assert (out / "finetune" / "seed-1" / "results.json").stat().st_mtime == kept
+    assert (out / "finetune" / "seed-2" / "results.json").is_file()
+    assert "seed 1 (1 of 2): finished earlier, kept" in " ".join(res.output.split())
+
+
 def test_cli_bad_input_is_one_line_and_exit_1(tmp_path):
     res = runner.invoke(app, ["adapt", "--task-text", "nope", "-o", str(tmp_path / "r")])
     assert res.exit_code == 1 and "neither TASK:DATA nor a file" in res.output

@@ -168,12 +168,14 @@ def _holds_run(path: Path) -> bool:
 def resumable(folder: str | Path) -> bool:
     """The one resume rule (``--resume``, ``--seeds`` with ``--resume``, ``bertkit run`` and
     ``bertkit adapt`` stages): the run in ``folder`` can be continued when it has a complete
-    step checkpoint (``checkpoints/step_N``) or it finished (``results.json``). A run stopped
-    before its first checkpoint has nothing to continue from and starts again."""
+    step checkpoint (``checkpoints/step_N``) or it finished (``results.json``), or, for a
+    ``--seeds`` run, one of its ``seed-N`` folders can. A run stopped before its first checkpoint
+    has nothing to continue from and starts again."""
     from bertkit.training.checkpoint import list_checkpoints
 
     folder = Path(folder).expanduser()
-    return (folder / "results.json").is_file() or bool(list_checkpoints(folder / "checkpoints"))
+    return (folder / "results.json").is_file() or bool(list_checkpoints(folder / "checkpoints")) \
+        or any(resumable(p) for p in folder.glob("seed-*") if p.is_dir())
 
 
 def _remove_run_files(path: Path) -> None:

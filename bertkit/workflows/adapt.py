@@ -157,9 +157,10 @@ def _given(**values) -> dict:
     return {k: v for k, v in values.items() if v is not None}
 
 
-def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int):
+def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int,
+                    seeds: list[int] | None = None):
     """The task's fine-tuning config: task defaults < ``finetune_recipe`` < adapt's fine-tuning
-    options < (model, output_dir, seed) given here.
+    options < (model, output_dir, seed, ``seeds``: the driver's ``--seeds``) given here.
 
     Raises:
         BertkitError: a bad recipe or option (named), or settings out of range.
@@ -174,8 +175,8 @@ def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int):
                  device=cfg.device, precision=cfg.precision)
     fixed = {"model": model, "output_dir": str(output_dir), "seed": seed, "overwrite": True,
              "resume": False}
-    if "seeds" in {f.name for f in dataclasses.fields(cls)}:
-        fixed["seeds"] = None  # adapt runs the seeds itself, each a resumable stage
+    if "seeds" in {f.name for f in dataclasses.fields(cls)}:  # several: the driver's --seeds
+        fixed["seeds"] = ",".join(map(str, seeds)) if seeds and len(seeds) > 1 else None
     ft = build_config(cls, recipe, own, fixed, source=cfg.finetune_recipe or "adapt options")
     ft.validate()
     return ft
@@ -244,27 +245,38 @@ def _check_root(root: Path, overwrite: bool) -> None:
                                                "run (to continue it), or --overwrite")
 
 
+RUN_KEYS = ("test", "dev", "best_epoch", "train_seconds", "model")
+"""What ``summary.json`` keeps of each fine-tuning run."""
+
+
 def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, console=None) -> list[dict]:
-    """Fine-tune ``model`` once per seed into ``folder`` (``folder/seed-N`` with several seeds).
+    """Fine-tune ``model`` into ``folder`` as one stage: one run, or with several seeds the
+    driver's ``--seeds`` (``folder/seed-N``, its resume rules: a finished seed kept, a stopped one
+    continued; :func:`bertkit.tasks.driver.finetune_seeds`).
 
     Returns:
-        the results of each run (``test``, ``dev``, ``best_epoch``, ``train_seconds``).
+        the results of each run, in seed order (``test``, ``dev``, ``best_epoch``,
+        ``train_seconds``, ``model``).
     """
+    import json
+
     fn = _entry(cfg.task)[1]
     seeds = cfg.seed_list()
-    runs = []
-    for seed in seeds:
-        out = folder if len(seeds) == 1 else folder / f"seed-{seed}"
-        ft = finetune_config(cfg, model, out, seed)
+    ft = finetune_config(cfg, model, folder, seeds[0], seeds)
 
-        run, resume = continue_run(fn, ft, console,
-                                ("test", "dev", "best_epoch", "train_seconds", "model"))
-        settings = {k: v for k, v in dataclasses.asdict(ft).items()
-                    if k not in ("overwrite", "resume")}
-        settings["input"] = input_fingerprint(model)
-        runs.append(run_stage(f"{label} (seed {seed})", out, settings, run, cfg.overwrite,
-                              console, resume))
-    return runs
+    def runs(results: dict) -> dict:
+        if len(seeds) == 1:
+            return {"runs": [{k: results.get(k) for k in RUN_KEYS}]}
+        read = [json.loads((folder / f"seed-{s}" / "results.json").read_text(encoding="utf-8"))
+                for s in seeds]
+        return {"runs": [{k: r.get(k) for k in RUN_KEYS} for r in read]}
+
+    run, resume = continue_run(fn, ft, console, None)
+    settings = {k: v for k, v in dataclasses.asdict(ft).items() if k not in ("overwrite", "resume")}
+    settings["input"] = input_fingerprint(model)
+    name = f"{label} (seed {seeds[0]})" if len(seeds) == 1 else f"{label} (seeds {cfg.seeds})"
+    return run_stage(name, folder, settings, lambda: runs(run()), cfg.overwrite, console,
+                     lambda: runs(resume()))["runs"]
 
 
 def extend_stage(cfg: AdaptConfig, model: str, ranking: list[str], folder: Path,

@@ -130,10 +130,11 @@ def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
 
 
 def continue_run(train: Callable, cfg, console,
-              keys: tuple[str, ...]) -> tuple[Callable[[], dict], Callable[[], dict]]:
+                 keys: tuple[str, ...] | None) -> tuple[Callable[[], dict], Callable[[], dict]]:
     """``run`` and ``resume`` for :func:`run_stage`: ``train(cfg)`` from scratch (replacing the
     folder's run files), or with ``--resume`` from its last checkpoint (a run that had finished,
-    :class:`~bertkit.training.rundir.RunComplete`, gives its ``results.json``)."""
+    :class:`~bertkit.training.rundir.RunComplete`, gives its ``results.json``); the results'
+    ``keys`` (None: all)."""
     from bertkit.training.rundir import RunComplete
 
     def go(resume: bool) -> dict:
@@ -142,6 +143,6 @@ def continue_run(train: Callable, cfg, console,
             res = train(stage_cfg, console)
         except RunComplete as complete:
             res = json.loads((complete.path / "results.json").read_text(encoding="utf-8"))
-        return {k: res.get(k) for k in keys}
+        return res if keys is None else {k: res.get(k) for k in keys}
 
     return lambda: go(False), lambda: go(True)
