@@ -20,7 +20,18 @@ A task supplies:
   encoded training batches and the dev/test/save closures (may raise
   :class:`~bertkit.errors.BertkitError` on bad data: nothing has been written yet).
 * ``report(results, title)``: the rich table printed after a run (and by ``evaluate``).
-* ``evaluate`` and ``predict``: the importable functions behind ``bertkit evaluate|predict <name>``.
+* ``evaluate`` (returning an :class:`Evaluation`, the one result type of every task) and
+  ``predict``: the importable functions behind ``bertkit evaluate|predict <name>``.
+* ``card`` (its model card, :class:`~bertkit.modelcard.CardSpec`) and ``headline`` (its headline
+  metrics, the card's: one list for the card, ``adapt`` and the ``--seeds`` summary).
+* ``text_lines(data, max_examples)``: the unlabelled training text TAPT reads (``bertkit adapt
+  --task-text TASK:DATA``).
+
+Its command line is declared on its settings (:mod:`bertkit.options`): ``option(...)`` fields
+are the ``finetune`` options, ``config_class.commands`` the three commands' help and the
+``evaluate``/``predict`` options; :mod:`bertkit.cli._tasks` builds the commands. So a new task is
+its package, its metrics module, its data-set lines (:mod:`bertkit.data.sets`) and one line in
+:mod:`bertkit.tasks.registry`.
 """
 
 from __future__ import annotations
@@ -151,5 +162,14 @@ class Task(Protocol):
     def report(self, results: dict, title: str) -> Any:
         """The rich renderable that shows ``results["test"]`` (or evaluate's metrics)."""
 
-    evaluate: Callable[..., Any]
+    def text_lines(self, data: str, max_examples: int | None = None) -> list[str]:
+        """The training split's unlabelled text for TAPT, one line per sentence or text.
+
+        Raises:
+            BertkitError: as :meth:`load`.
+        """
+
+    card: Any  # bertkit.modelcard.CardSpec
+    headline: tuple  # of bertkit.modelcard.Metric, the main score first
+    evaluate: Callable[..., Evaluation]
     predict: Callable[..., Any]

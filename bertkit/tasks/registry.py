@@ -1,11 +1,13 @@
-"""Fine-tuning tasks by name: the one table the CLI, ``bertkit run`` recipes and
-``evaluate``/``predict`` read.
+"""Fine-tuning tasks by name: the one task table. The CLI (every task's ``finetune``,
+``evaluate`` and ``predict``), ``bertkit run`` recipes, model cards, ``bertkit adapt`` and TAPT
+text all read it.
 
 Each entry names a :class:`~bertkit.tasks.base.Task` object (``module:attribute``, imported on
 first use, so listing tasks loads no model code), the task's settings dataclass and its
 ``finetune_<name>(cfg, console)`` function (both as ``module:attribute`` for recipes'
 command table, :data:`bertkit.recipes.COMMANDS`). Adding a task is one package under
-``bertkit/tasks/`` plus one line here (and its CLI commands, which declare its own options).
+``bertkit/tasks/`` (its settings declare its command-line options, :mod:`bertkit.options`), its
+metrics module, its data-set lines in :mod:`bertkit.data.sets` and one line here.
 """
 
 from __future__ import annotations
