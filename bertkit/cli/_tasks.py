@@ -94,6 +94,18 @@ def command(body: Callable[..., Any], params: list[inspect.Parameter], doc: str)
     return fn
 
 
+def inference_command(run: Callable[..., Any], verb: str) -> Callable[[str, type], Callable]:
+    """``make`` for :func:`register_all` of ``evaluate``/``predict``: the command of a task runs
+    ``run(task name, **values)`` behind the options and help the task declares for ``verb``."""
+    def make(name: str, config_class: type) -> Callable:
+        commands = config_class.commands
+        return command(lambda **values: run(name, **values),
+                       inference_parameters(getattr(commands, f"{verb}_options"), name),
+                       getattr(commands, verb))
+
+    return make
+
+
 def register_all(app: typer.Typer, verb: str, make: Callable[[str, type], Callable]) -> dict:
     """Register ``bertkit <verb> <task>`` for every registered task: ``make(name, config_class)``
     gives the command function. Returns ``{name: command function}``."""

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from bertkit.cli._app import evaluate_app, make_console
-from bertkit.cli._tasks import command, inference_parameters, register_all
+from bertkit.cli._tasks import inference_command, register_all
 
 
 def evaluate_saved(task_name: str, model: str, data: str, split: str = "test",
@@ -115,15 +115,6 @@ def _has_train_file(task, data: str | None) -> bool:
         return False
 
 
-def _command(name: str, config_class: type):
-    """``bertkit evaluate <name>`` with the options the task declares."""
-    def body(model: str, data: str, **values) -> None:
-        evaluate_saved(name, model, data, **values)
-
-    commands = config_class.commands
-    return command(body, inference_parameters(commands.evaluate_options, name), commands.evaluate)
-
-
-COMMANDS = register_all(evaluate_app, "evaluate", _command)
+COMMANDS = register_all(evaluate_app, "evaluate", inference_command(evaluate_saved, "evaluate"))
 """``{task: command function}``, one per registered task."""
 globals().update({f"{name}_cli": fn for name, fn in COMMANDS.items()})

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from bertkit.cli._app import predict_app
-from bertkit.cli._tasks import command, inference_parameters, register_all
+from bertkit.cli._tasks import inference_command, register_all
 
 
 def predict_saved(task_name: str, model: str, input: Path, output: Path | None = None,
@@ -38,15 +38,6 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
     return text
 
 
-def _command(name: str, config_class: type):
-    """``bertkit predict <name>`` with the options the task declares."""
-    def body(model: str, input: Path, **values) -> None:
-        predict_saved(name, model, input, **values)
-
-    commands = config_class.commands
-    return command(body, inference_parameters(commands.predict_options, name), commands.predict)
-
-
-COMMANDS = register_all(predict_app, "predict", _command)
+COMMANDS = register_all(predict_app, "predict", inference_command(predict_saved, "predict"))
 """``{task: command function}``, one per registered task."""
 globals().update({f"{name}_cli": fn for name, fn in COMMANDS.items()})

@@ -21,6 +21,21 @@ def data_option(default: str, help: str):
     return option(default, help=help, flags=("--data", "-d"))
 
 
+def eval_batch_option(default: int, unit: str):
+    """The ``--eval-batch-size`` field: ``unit`` (``Windows``) per batch when evaluating."""
+    return option(default, min=1, help=f"{unit} per batch when evaluating.")
+
+
+def max_train_option(unit: str):
+    """The ``--max-train-samples`` field: the first N training ``unit`` (``sentences``)."""
+    return option(None, min=1, help=f"Use only the first N training {unit}.")
+
+
+def max_eval_option(unit: str):
+    """The ``--max-eval-samples`` field: the first N dev and test ``unit`` (``sentences``)."""
+    return option(None, min=1, help=f"Use only the first N dev and test {unit}.")
+
+
 @dataclass
 class FinetuneConfig(TrainConfig):
     """Training-loop settings plus the checks every fine-tuning task needs.

@@ -9,7 +9,8 @@ from bertkit.options import (CONFUSION, DEVICE, METRICS_OUTPUT, PRECISION, PREDI
                              SAVED_MODEL, SKIP_BAD_LINES, SPLIT, Commands, Option, batch_size,
                              option)
 from bertkit.tasks.common import CLASS_WEIGHTS
-from bertkit.tasks.finetune_config import FinetuneConfig, data_option, model_option
+from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
+                                           max_eval_option, max_train_option, model_option)
 
 LONG_TEXT = ("head-tail", "windows")
 QUOTING = ("csv", "none")  # CSV/TSV quotes: csv rules (quoted fields), or plain characters
@@ -122,13 +123,11 @@ class CLSConfig(FinetuneConfig):
                                   "unreadable lines instead of stopping before training.")
     max_length: int = option(512, min=8, help="Pieces per input incl. [CLS]/[SEP]; longer texts "
                              "follow --long-text, never cut silently.")
-    eval_batch_size: int = option(64, min=1, help="Texts per batch when evaluating.")
+    eval_batch_size: int = eval_batch_option(64, "Texts")
     length_group: int = option(50, min=1, help="Training batches sorted by length together (1: "
                                "random batches).")
-    max_train_samples: int | None = option(None, min=1, help="Use only the first N training "
-                                           "texts.")
-    max_eval_samples: int | None = option(None, min=1, help="Use only the first N dev and test "
-                                          "texts.")
+    max_train_samples: int | None = max_train_option("texts")
+    max_eval_samples: int | None = max_eval_option("texts")
 
     commands = COMMANDS
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from bertkit.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
                              SPLIT, Commands, Option, batch_size, option)
-from bertkit.tasks.finetune_config import FinetuneConfig, data_option, model_option
+from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
+                                           max_eval_option, max_train_option, model_option)
 
 WORD_REPRS = ("first", "mean")
 DECODER_NAMES = ("mst", "eisner")  # the keys of bertkit.tasks.dep.model.DECODERS (a test checks)
@@ -96,11 +97,9 @@ class DepConfig(FinetuneConfig):
                                    "weights; SuPar: 20x the encoder's).")
     max_length: int = option(512, min=8, help="Subword pieces per window incl. [CLS]/[SEP]; longer "
                              "input is windowed, never truncated.")
-    eval_batch_size: int = option(64, min=1, help="Sentences per batch when evaluating.")
-    max_train_samples: int | None = option(None, min=1, help="Use only the first N training "
-                                           "sentences.")
-    max_eval_samples: int | None = option(None, min=1, help="Use only the first N dev and test "
-                                          "sentences.")
+    eval_batch_size: int = eval_batch_option(64, "Sentences")
+    max_train_samples: int | None = max_train_option("sentences")
+    max_eval_samples: int | None = max_eval_option("sentences")
     skip_bad_sentences: bool = option(False, flags=("--skip-bad-sentences",), help="Leave out gold "
                                       "sentences that are malformed or not trees (one root, all "
                                       "words reachable), counted in results.json, instead of "

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from bertkit.options import SAVED_MODEL, SPLIT, METRICS_OUTPUT, PREDICT_OUTPUT, DEVICE, \
     PRECISION, Commands, Option, batch_size, option
-from bertkit.tasks.finetune_config import FinetuneConfig, data_option, model_option
+from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
+                                           max_eval_option, max_train_option, model_option)
 
 METRICS = {"span": "f1", "token-macro": "token_macro_f1"}
 """``--metric`` choices and the dev metric each selects the best epoch by."""
@@ -80,11 +81,9 @@ class NERConfig(FinetuneConfig):
                                       "the first as I-).", flags=("--label-all-subwords",))
     max_length: int = option(512, min=8, help="Subword pieces per window incl. [CLS]/[SEP]; longer "
                              "input is windowed, never truncated.")
-    eval_batch_size: int = option(32, min=1, help="Windows per batch when evaluating.")
-    max_train_samples: int | None = option(None, min=1, help="Use only the first N training "
-                                           "sentences.")
-    max_eval_samples: int | None = option(None, min=1, help="Use only the first N dev and test "
-                                          "sentences.")
+    eval_batch_size: int = eval_batch_option(32, "Windows")
+    max_train_samples: int | None = max_train_option("sentences")
+    max_eval_samples: int | None = max_eval_option("sentences")
     pack: bool = option(True, flags=("--pack/--no-pack",), help="Train on packed rows: several "
                         "sentences a row with block-diagonal attention, so random batches carry "
                         "no padding.")

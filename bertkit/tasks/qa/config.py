@@ -7,7 +7,8 @@ from pathlib import Path
 
 from bertkit.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
                              SPLIT, Commands, Option, batch_size, option)
-from bertkit.tasks.finetune_config import FinetuneConfig, data_option, model_option
+from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
+                                           max_eval_option, max_train_option, model_option)
 
 UNANSWERABLE = ("auto", "on", "off")
 
@@ -100,13 +101,11 @@ class QAConfig(FinetuneConfig):
     null_threshold: float = option(0.0, help="SQuAD 2.0: answer empty when null score - best span "
                                    "score is above this; the best threshold on dev is reported "
                                    "beside it.")
-    eval_batch_size: int = option(64, min=1, help="Windows per batch when evaluating.")
+    eval_batch_size: int = eval_batch_option(64, "Windows")
     length_group: int = option(50, min=1, help="Training batches sorted by length together (1: "
                                "random batches).")
-    max_train_samples: int | None = option(None, min=1, help="Use only the first N training "
-                                           "questions.")
-    max_eval_samples: int | None = option(None, min=1, help="Use only the first N dev and test "
-                                          "questions.")
+    max_train_samples: int | None = max_train_option("questions")
+    max_eval_samples: int | None = max_eval_option("questions")
 
     commands = COMMANDS
 

@@ -9,7 +9,8 @@ from bertkit.options import (CONFUSION, DEVICE, METRICS_OUTPUT, PRECISION, PREDI
                              SAVED_MODEL, SKIP_BAD_LINES, SPLIT, Commands, Option, batch_size,
                              option)
 from bertkit.tasks.common import CLASS_WEIGHTS
-from bertkit.tasks.finetune_config import FinetuneConfig, data_option, model_option
+from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
+                                           max_eval_option, max_train_option, model_option)
 
 POOLINGS = ("cls", "entity-start")
 """``--pooling`` choices: :data:`bertkit.heads.relation.POOLINGS`, repeated so that this light
@@ -95,11 +96,9 @@ class REConfig(FinetuneConfig):
                                   "unreadable lines instead of stopping before training.")
     max_length: int = option(512, min=8, help="Pieces per input incl. markers and [CLS]/[SEP]; "
                              "longer inputs are cut around the two entities, both always kept.")
-    eval_batch_size: int = option(64, min=1, help="Pairs per batch when evaluating.")
-    max_train_samples: int | None = option(None, min=1, help="Use only the first N training "
-                                           "pairs.")
-    max_eval_samples: int | None = option(None, min=1, help="Use only the first N dev and test "
-                                          "pairs.")
+    eval_batch_size: int = eval_batch_option(64, "Pairs")
+    max_train_samples: int | None = max_train_option("pairs")
+    max_eval_samples: int | None = max_eval_option("pairs")
 
     commands = COMMANDS
 
