@@ -54,7 +54,8 @@ class CardSpec:
     """What the card says for one task.
 
     Each task owns its spec (its Task's ``card``; pretraining's is
-    :data:`bertkit.tasks.pretrain.task.CARD`), found by :func:`card_spec`.
+    :data:`bertkit.tasks.pretrain.task.CARD`) and hands it to :func:`write_model_card`: this
+    module knows no task.
 
     Attributes:
         command: the bertkit command (``finetune ner``).
@@ -85,20 +86,6 @@ def pipeline_usage(name: str, pipeline_tag: str, example: str, options: str = ""
     return (f'from transformers import pipeline\n\n'
             f'{name} = pipeline("{pipeline_tag}", model="{{path}}"{options}{{remote}})\n'
             f'{name}("{example}")')
-
-
-def card_spec(task: str) -> CardSpec:
-    """The card spec of ``task``: a registered fine-tuning task's ``card``
-    (:mod:`bertkit.tasks.registry`), or pretraining's.
-
-    Raises:
-        BertkitError: an unknown task.
-    """
-    from bertkit.tasks.registry import get_task, load_attr
-
-    if task == "pretrain":
-        return load_attr("bertkit.tasks.pretrain.task:CARD")
-    return get_task(task).card
 
 
 def hub_base_model(model: str | None) -> str | None:
@@ -212,21 +199,17 @@ def _metrics_of(task: str, results: dict, spec: CardSpec) -> list[tuple[str, dic
     return out
 
 
-def card_metadata(task: str, results: dict, remote_code: bool = False,
-                  spec: CardSpec | None = None) -> dict[str, Any]:
+def card_metadata(task: str, results: dict, spec: CardSpec,
+                  remote_code: bool = False) -> dict[str, Any]:
     """The YAML header of the card as a dict (the Hub's model-card metadata fields).
 
     Args:
-        task: ``ner``, ``re``, ``dep`` or ``pretrain``.
+        task: the task's name (``ner``, ``qa``, ``pretrain``): the card's tag and model name.
         results: the run's ``results.json`` content (``model``, ``data``/``corpus``, ``dev``,
             ``test``/``valid`` metric dicts with values in [0, 1], or nats for the MLM loss).
+        spec: the task's card spec (its Task's ``card``).
         remote_code: the saved model needs ``trust_remote_code=True`` (tagged ``custom_code``).
-        spec: the task's card spec (None: :func:`card_spec`).
-
-    Raises:
-        BertkitError: an unknown task.
     """
-    spec = spec or card_spec(task)
     data = results.get("data", results.get("corpus"))
     name = data_name(data) if data else None
     meta: dict[str, Any] = {}
@@ -254,13 +237,12 @@ def card_metadata(task: str, results: dict, remote_code: bool = False,
     return meta
 
 
-def model_card(task: str, results: dict, cfg: Any = None, remote_code: bool = False,
-               path: str = "path/to/model", spec: CardSpec | None = None) -> str:
+def model_card(task: str, results: dict, spec: CardSpec, cfg: Any = None,
+               remote_code: bool = False, path: str = "path/to/model") -> str:
     """The whole card (YAML header + Markdown body) for a run's ``model/``; see
     :func:`card_metadata` for the arguments. ``cfg`` (the run's config dataclass) gives the command
     and the settings listed."""
-    spec = spec or card_spec(task)
-    meta = card_metadata(task, results, remote_code, spec)
+    meta = card_metadata(task, results, spec, remote_code)
     data = results.get("data", results.get("corpus"))
     lines = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
              f"# {meta.get('model-index', [{}])[0].get('name', f'bertkit-{task}')}", "",
@@ -300,26 +282,22 @@ def model_card(task: str, results: dict, cfg: Any = None, remote_code: bool = Fa
     return "\n".join(lines) + "\n"
 
 
-def write_model_card(model_dir: str | Path, results: dict, cfg: Any = None,
-                     spec: CardSpec | None = None) -> Path:
+def write_model_card(model_dir: str | Path, results: dict, spec: CardSpec,
+                     cfg: Any = None) -> Path:
     """Write ``model_dir/README.md`` (atomically) for a finished run.
 
     Args:
         model_dir: the run's saved ``model/`` directory (must exist).
         results: the run's results dict (``results["task"]`` names the task).
+        spec: the task's card spec (its Task's ``card``).
         cfg: the run's config dataclass (command line and settings in the card).
-        spec: the task's card spec (None: :func:`card_spec` of ``results["task"]``).
 
     Returns:
         the card's path.
-
-    Raises:
-        BertkitError: ``results["task"]`` is neither a registered task nor ``pretrain``.
     """
     model_dir = Path(model_dir)
     task = results["task"]
-    spec = spec or card_spec(task)
     remote = bool(spec.remote_code_file) and (model_dir / spec.remote_code_file).is_file()
     path = model_dir / CARD_FILE
-    write_text(path, model_card(task, results, cfg, remote, path=str(model_dir), spec=spec))
+    write_text(path, model_card(task, results, spec, cfg, remote, path=str(model_dir)))
     return path

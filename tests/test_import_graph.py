@@ -107,6 +107,11 @@ def test_workflows_do_not_import_recipes_or_the_command_line():
     assert _edges("bertkit.workflows", "bertkit.cli") == []
 
 
+def test_model_cards_know_no_task():
+    """Each task hands its card spec to bertkit.modelcard; the module reads no task table."""
+    assert _edges("bertkit.modelcard", "bertkit.tasks") == []
+
+
 def test_only_the_command_line_imports_it():
     upward = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
                     if t.startswith("bertkit.cli") and not m.startswith("bertkit.cli")

@@ -241,7 +241,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
         **data.info, **prepared.results,
     }
     write_json(run_dir / "results.json", results)
-    write_model_card(run_dir / "model", results, cfg, task.card)  # model/README.md
+    write_model_card(run_dir / "model", results, task.card, cfg)  # model/README.md
     scored.write(run_dir)  # predictions and plots last: the model and results are kept already
     return results
 

@@ -205,5 +205,5 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     write_json(run_dir / "results.json", results)
     from bertkit.modelcard import write_model_card
 
-    write_model_card(run_dir / "model", results, cfg, CARD)  # model/README.md
+    write_model_card(run_dir / "model", results, CARD, cfg)  # model/README.md
     return results
