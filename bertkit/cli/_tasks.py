@@ -106,9 +106,13 @@ def inference_command(run: Callable[..., Any], verb: str) -> Callable[[str, type
     return make
 
 
-def register_all(app: typer.Typer, verb: str, make: Callable[[str, type], Callable]) -> dict:
-    """Register ``bertkit <verb> <task>`` for every registered task: ``make(name, config_class)``
-    gives the command function. Returns ``{name: command function}``."""
+def register_all(app: typer.Typer, make: Callable[[str, type], Callable]) -> dict:
+    """Register a command on ``app`` (the ``finetune``, ``evaluate`` or ``predict`` group) for
+    every registered task: ``make(name, config_class)`` gives the command function.
+
+    Returns:
+        ``{name: command function}``.
+    """
     from bertkit.cli._app import user_errors
     from bertkit.tasks.registry import TASKS, load_attr
 

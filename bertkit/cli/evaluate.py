@@ -115,6 +115,6 @@ def _has_train_file(task, data: str | None) -> bool:
         return False
 
 
-COMMANDS = register_all(evaluate_app, "evaluate", inference_command(evaluate_saved, "evaluate"))
+COMMANDS = register_all(evaluate_app, inference_command(evaluate_saved, "evaluate"))
 """``{task: command function}``, one per registered task."""
 globals().update({f"{name}_cli": fn for name, fn in COMMANDS.items()})

@@ -76,6 +76,6 @@ def _command(name: str, config_class: type):
         command(body, params, config_class.commands.finetune))
 
 
-COMMANDS = register_all(finetune_app, "finetune", _command)
+COMMANDS = register_all(finetune_app, _command)
 """``{task: command function}``, one per registered task."""
 globals().update({f"{name}_cli": fn for name, fn in COMMANDS.items()})

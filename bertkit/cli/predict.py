@@ -38,6 +38,6 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
     return text
 
 
-COMMANDS = register_all(predict_app, "predict", inference_command(predict_saved, "predict"))
+COMMANDS = register_all(predict_app, inference_command(predict_saved, "predict"))
 """``{task: command function}``, one per registered task."""
 globals().update({f"{name}_cli": fn for name, fn in COMMANDS.items()})
