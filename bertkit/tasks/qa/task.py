@@ -415,7 +415,7 @@ def predict_qa(model_dir: str, input_path: str, output: str | None = None, devic
     """
     model, tokenizer, meta = load_qa_model(model_dir)
     runtime = make_runtime(device, precision, console)
-    xs = read_qa_file(input_path, labelled=False)
+    xs = read_qa_file(input_path, labelled=False, console=console)
     v2 = bool(meta.get("unanswerable"))
     answers, feats = answer_questions(model, tokenizer, xs, _saved_settings(model, meta),
                                       runtime, batch_size)

@@ -155,10 +155,12 @@ def test_predict_answers_input_whose_optional_gold_answer_is_bad(qa_run, tmp_pat
                                "answers": {"text": ["1998"], "answer_start": [3]}}) + "\n"
                    + json.dumps({"id": "x2", "question": "What does aspirin inhibit?",
                                  "context": CONTEXT}) + "\n")
-    with pytest.warns(UserWarning, match=r"in\.jsonl:1: question 'x1': answer_start 3"):
-        res = runner.invoke(app, ["predict", "qa", "-m", str(run), "-i", str(inp),
-                                  "-o", str(tmp_path / "out.jsonl"), "--device", "cpu"])
+    res = runner.invoke(app, ["predict", "qa", "-m", str(run), "-i", str(inp),
+                              "-o", str(tmp_path / "out.jsonl"), "--device", "cpu"])
     assert res.exit_code == 0, res.output
+    # on the command's console, like every other warning, not as a Python warning
+    flat = " ".join(res.output.split())
+    assert "warning:" in flat and "in.jsonl:1: question 'x1': answer_start 3" in flat, res.output
     recs = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [r["id"] for r in recs] == ["x1", "x2"]
     assert all(CONTEXT[r["start"]:r["end"]] == r["answer"] for r in recs)
