@@ -1,0 +1,520 @@
+"""Domain adaptation in miniature (issue 27, phase 2): the SciBERT, DAPT, TAPT and SpanBERT
+claims reproduced on encoders bertkit pretrains itself, stage by stage.
+
+Every encoder has phase 1's architecture and recipe (``plateau_curves.CONFIGS``, configuration
+``g-2x128-b32-lr1e-3-mask30-v15``: 2 x 128, 8 k WordPiece vocabulary built on the pretraining
+corpus, token masking at 30% validated at 15%, lr 1e-3, warm-up 100, constant rate, batch 32 x
+128, no dropout, fp32) and the same pretraining token budget per stage (``--tokens``, default
+37 M: phase 1's 37.3 M tokens, 95 minutes on one thread):
+
+- R: random initialisation (the scientific vocabulary; one optimiser step at lr 1e-12, so the
+  weights are those of the initialisation), the floor;
+- G: vocabulary on ``corpus-general/train.txt``, pretrained from scratch on it;
+- S: vocabulary on ``corpus/train.txt`` (same size), pretrained from scratch on it (SciBERT);
+- GvS (optional): G's vocabulary, pretrained on the scientific corpus (BaseVocab vs SciVocab);
+- G+D: G continued on the scientific corpus for ``--continue-tokens`` tokens (DAPT), against
+- G+G: G continued on the general corpus for the same tokens (Gururangan et al.'s control);
+- G+T: G continued on each task's own training text (``bertkit adapt --task-text task``, TAPT)
+  and fine-tuned in the same command;
+- S-span: as S with span masking and the span-boundary objective (SpanBERT).
+
+Stages (each one or two ``bertkit`` command lines; ``plan`` prints them in order with their
+estimated cost):
+
+    python benchmarks/reproduce.py plan
+    python benchmarks/reproduce.py run pretrain-G --max-minutes 110
+    python benchmarks/reproduce.py run pretrain-G --max-minutes 110   # resumes (--resume)
+    python benchmarks/reproduce.py run intrinsic-G finetune-G-ner ...
+    python benchmarks/reproduce.py merge
+
+``run`` runs the named stages whose result is missing (a finished one is skipped), first any
+dependency whose heavy output is gone from ``--work`` (/tmp may be wiped between sessions: an
+encoder is rebuilt deterministically from its settings and seed). A pretraining stopped at
+``--max-minutes`` (SIGTERM: bertkit checkpoints and stops) continues with ``--resume`` on the
+next ``run``. Each stage writes ``results/reproduce/<stage>.json`` (metrics only, never weights)
+with the command lines and the machine's load; ``merge`` writes ``results/reproduce.md``: the
+encoders x tasks table (mean and sd over seeds 1, 2, 3), the intrinsic MLM table and the verdict
+of each of the issue's goals ("met", "not met" or "not measured yet").
+
+Fine-tuning recipe: chosen on dev for G and reused for every encoder; until that stage has run,
+each task runs at bertkit's default learning rate (``--recipe-lr ner=1e-4`` sets one), and
+the table says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _interleave import load_average  # noqa: E402  (benchmarks/ is not a package)
+from plateau_curves import CONFIGS, CORPUS_FILES, _flags, curve  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "reproduce"
+MERGED = HERE / "results" / "reproduce.md"
+RECIPE = "g-2x128-b32-lr1e-3-mask30-v15"  # phase 1's gate recipe (plateau_curves.CONFIGS)
+TOKENS = 37_000_000
+TOKENS_PER_S = 37.3e6 / (95 * 60)  # phase 1: 37.3 M tokens in 95 min on one thread (2 x 128)
+SEEDS = "1,2,3"
+
+# task -> (bertkit finetune command, data set, selection metric, minutes per seed: a guess for
+# the 2 x 128 encoder on one thread, not measured yet)
+TASKS = {"ner": ("ner", "bc5cdr", "f1", 4.0),
+         "re": ("re", "chemprot", "micro_f1", 4.0),
+         "cls": ("cls", "scicite", "macro_f1", 5.0)}
+OPTIONAL_TASKS = {"qa": ("qa", "covid-qa", "f1", 15.0)}
+TASK_NAMES = {"ner": "BC5CDR NER", "re": "ChemProt RE", "cls": "SciCite cls", "qa": "COVID-QA"}
+TAPT_EPOCHS = 10  # bertkit adapt's default
+
+# encoder -> how it is made: vocabulary corpus, pretraining corpus, masking, parent encoder
+ENCODERS = {
+    "R": dict(vocab="scientific", corpus="scientific", random=True),
+    "G": dict(vocab="general", corpus="general"),
+    "S": dict(vocab="scientific", corpus="scientific"),
+    "G+D": dict(parent="G", corpus="scientific"),
+    "G+G": dict(parent="G", corpus="general"),
+    "G+T": dict(parent="G", tapt=True),
+    "S-span": dict(vocab="scientific", corpus="scientific", masking="span"),
+}
+OPTIONAL_ENCODERS = {"GvS": dict(vocab="general", corpus="scientific")}
+PRETRAINED = ("G", "S", "G+D", "G+G", "G+T", "S-span")
+
+
+@dataclass
+class Stage:
+    """One stage: its command lines (argv lists, ``{python}`` for the interpreter), the stages it
+    needs, its estimated minutes on this machine, and the heavy output (under ``--work``) that
+    later stages read (None: nothing needed later)."""
+    name: str
+    kind: str  # vocab, pretrain, intrinsic, finetune, tapt
+    commands: list[list[str]]
+    deps: list[str] = field(default_factory=list)
+    minutes: float = 0.0
+    output: Path | None = None
+    info: dict = field(default_factory=dict)
+
+
+def _stem(encoder: str) -> str:
+    """A file-name form of an encoder name (``G+D`` -> ``G-plus-D``)."""
+    return encoder.replace("+", "-plus-")
+
+
+def model_dir(work: Path, encoder: str) -> Path:
+    """The pretrained model folder of an encoder (``bertkit pretrain``'s ``model/``)."""
+    return work / "pretrain" / _stem(encoder) / "model"
+
+
+def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = None,
+               recipe_lr: dict[str, float] | None = None, optional: bool = False,
+               data: Path | None = None) -> dict[str, Stage]:
+    """Every stage of the experiment, in running order.
+
+    Args:
+        work: heavy outputs (vocabularies, runs, fine-tuned models; not committed).
+        tokens: pretraining token budget of every from-scratch encoder.
+        continue_tokens: G+D's and G+G's continued-pretraining budget (default ``tokens``).
+        recipe_lr: task -> fine-tuning peak learning rate (the dev choice for G); a task not
+            given runs at bertkit's default.
+        optional: also the GvS encoder and the COVID-QA task.
+        data: ``$BERTKIT_DATA`` (for the valid files of the intrinsic stage).
+    Returns:
+        ``{stage name: Stage}``, dependencies before dependants.
+    """
+    settings = CONFIGS[RECIPE]
+    data = data or Path(os.environ.get("BERTKIT_DATA", "data"))
+    continue_tokens = continue_tokens or tokens
+    recipe_lr = recipe_lr or {}
+    encoders = {**ENCODERS, **(OPTIONAL_ENCODERS if optional else {})}
+    tasks = {**TASKS, **(OPTIONAL_TASKS if optional else {})}
+    size = settings["vocab_size"]
+    device = ["--precision", "fp32", "--device", "cpu"]
+    stages: dict[str, Stage] = {}
+    for corpus in ("general", "scientific"):
+        out = work / f"vocab-{corpus}-{size}"
+        stages[f"vocab-{corpus}"] = Stage(
+            f"vocab-{corpus}", "vocab",
+            [["{python}", "-m", "bertkit", "vocab", "build", "--corpus",
+              str(data / CORPUS_FILES[corpus]), "--size", str(size), "--out", str(out),
+              "--no-progress"]], minutes=3.0, output=out / "vocab.txt")
+
+    def pretrain_flags(budget: int | None, **override) -> list[str]:
+        """The recipe's ``bertkit pretrain`` flags (plateau_curves._flags) at a token budget
+        (None: no --max-tokens)."""
+        flags = {k: v for k, v in settings.items() if k not in ("max_tokens", "config")}
+        if budget is not None:
+            override = {"max_tokens": budget, **override}
+        return _flags(flags, **override)
+
+    for enc, how in encoders.items():
+        if how.get("tapt"):
+            continue
+        run = work / "pretrain" / _stem(enc)
+        valid = ["--valid", "scientific"]
+        if how.get("parent"):
+            cmd = ["{python}", "-m", "bertkit", "pretrain", "--model",
+                   str(model_dir(work, how["parent"])), "--corpus", how["corpus"], *valid,
+                   *pretrain_flags(continue_tokens)]
+            deps, budget = [f"pretrain-{how['parent']}"], continue_tokens
+        else:
+            vocab = stages[f"vocab-{how['vocab']}"].output.parent
+            cmd = ["{python}", "-m", "bertkit", "pretrain", "--config", settings["config"],
+                   "--vocab", str(vocab), "--corpus", how["corpus"], *valid]
+            if how.get("random"):  # the initialisation: one step at a negligible rate
+                cmd += pretrain_flags(None, lr=1e-12, max_steps=1)
+                budget = 0
+            else:
+                masking = how.get("masking", "token")
+                cmd += pretrain_flags(tokens, masking=masking)
+                if masking == "span":
+                    cmd += ["--sbo"]
+                budget = tokens
+            deps = [f"vocab-{how['vocab']}"]
+        cmd += ["--seed", "42", *device, "-o", str(run), "--overwrite"]
+        minutes = budget / TOKENS_PER_S / 60 + 1
+        stages[f"pretrain-{enc}"] = Stage(f"pretrain-{enc}", "pretrain", [cmd], deps,
+                                          round(minutes, 1), run / "model",
+                                          {"encoder": enc, "tokens": budget, "run": str(run)})
+    for enc, how in encoders.items():
+        if how.get("tapt"):
+            continue
+        commands = []
+        for valid in ("scientific", "general"):
+            valid_file = data / CORPUS_FILES[valid].replace("train.txt", "valid.txt")
+            out = work / "intrinsic" / f"{_stem(enc)}-{valid}"
+            # results.json's valid_initial: the valid MLM loss before the single step
+            commands.append(["{python}", "-m", "bertkit", "pretrain", "--model",
+                             str(model_dir(work, enc)), "--corpus", str(valid_file), "--valid",
+                             str(valid_file), "--masking", "token", "--mask-prob",
+                             f"{settings['valid_mask_prob']:g}", "--max-steps", "1", "--lr",
+                             "1e-12", "--seed", "42", *device, "-o", str(out), "--overwrite"])
+        stages[f"intrinsic-{enc}"] = Stage(f"intrinsic-{enc}", "intrinsic", commands,
+                                           [f"pretrain-{enc}"], 2.0, None, {"encoder": enc})
+    for task, (command, dataset, metric, per_seed) in tasks.items():
+        lr = ["--lr", f"{recipe_lr[task]:g}"] if task in recipe_lr else []
+        for enc, how in encoders.items():
+            out = work / "finetune" / f"{_stem(enc)}-{task}"
+            info = {"encoder": enc, "task": task, "data": dataset, "metric": metric,
+                    "lr": recipe_lr.get(task), "summary": str(out / "summary.json")}
+            if how.get("tapt"):
+                cmd = ["{python}", "-m", "bertkit", "adapt", "--task", command, "--data", dataset,
+                       "--model", str(model_dir(work, how["parent"])), "--task-text", "task",
+                       "--tapt-epochs", str(TAPT_EPOCHS), "--masking", "token",
+                       "--pretrain-lr", f"{settings['lr']:g}", *lr, "--seeds", SEEDS,
+                       *device, "-o", str(out)]
+                info["summary"] = str(out / "finetune" / "summary.json")
+                stages[f"finetune-{enc}-{task}"] = Stage(
+                    f"finetune-{enc}-{task}", "tapt", [cmd], [f"pretrain-{how['parent']}"],
+                    3 * per_seed + 15, None, info)
+                continue
+            cmd = ["{python}", "-m", "bertkit", "finetune", command, "--data", dataset, "--model",
+                   str(model_dir(work, enc)), *lr, "--seeds", SEEDS, *device, "-o", str(out)]
+            stages[f"finetune-{enc}-{task}"] = Stage(
+                f"finetune-{enc}-{task}", "finetune", [cmd], [f"pretrain-{enc}"],
+                3 * per_seed, None, info)
+    return stages
+
+
+def render(cmd: list[str]) -> str:
+    """A command line as a shell would take it (``{python}`` as ``python``)."""
+    return shlex.join(["python" if a == "{python}" else a for a in cmd])
+
+
+def print_plan(stages: dict[str, Stage]) -> None:
+    """Print every stage, its dependencies, its estimated minutes and its command lines."""
+    total = 0.0
+    for s in stages.values():
+        total += s.minutes
+        done = " (done)" if (RESULTS / f"{s.name}.json").is_file() else ""
+        print(f"## {s.name}{done}  ~{s.minutes:.0f} min  needs: {', '.join(s.deps) or '-'}")
+        for cmd in s.commands:
+            print("   " + render(cmd))
+    print(f"# total ~{total / 60:.1f} h on one thread")
+
+
+def _result_path(name: str) -> Path:
+    return RESULTS / f"{name}.json"
+
+
+def finished(stage: Stage) -> bool:
+    """Has the stage written a finished result?"""
+    path = _result_path(stage.name)
+    return path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("finished", False)
+
+
+def _run_command(cmd: list[str], max_minutes: float | None, log: Path) -> str | None:
+    """Run one command line, SIGTERM at ``max_minutes``; returns how it was stopped (None: it
+    ended by itself). Raises SystemExit on a non-zero exit that was not our SIGTERM."""
+    argv = [sys.executable if a == "{python}" else a for a in cmd]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "RAYON_NUM_THREADS": "1"}
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as out:
+        out.write(f"$ {render(cmd)}\n")
+        out.flush()
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60 * max_minutes if max_minutes else None
+        stopped = None
+        while True:
+            try:
+                proc.wait(timeout=30)
+                break
+            except subprocess.TimeoutExpired:
+                if deadline and time.time() > deadline and stopped is None:
+                    proc.send_signal(signal.SIGTERM)  # bertkit checkpoints and stops
+                    stopped = f"SIGTERM after {max_minutes} minutes"
+    if proc.returncode != 0 and stopped is None:
+        raise SystemExit(f"{render(cmd)} failed with exit {proc.returncode}; see {log}")
+    return stopped
+
+
+def _write(name: str, result: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = _result_path(name)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    print(f"wrote {path}")
+    return path
+
+
+def _points(summary: dict, metric: str, split: str) -> dict | None:
+    """``{mean, sd, values}`` in points (x100) of one split's metric in a ``--seeds`` summary."""
+    stats = (summary.get("metrics") or {}).get(split, {}).get(metric)
+    if not stats:
+        return None
+    values = [100 * v for v in stats["values"]]
+    return {"mean": round(statistics.mean(values), 2),
+            "sd": round(statistics.stdev(values), 2) if len(values) > 1 else 0.0,
+            "values": [round(v, 2) for v in values]}
+
+
+def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: float | None) -> bool:
+    """Run a stage (its missing dependencies first); returns whether it finished."""
+    for dep in stage.deps:
+        d = stages[dep]
+        if not finished(d) or (d.output is not None and not d.output.exists()):
+            if not run_stage(d, stages, work, max_minutes):
+                print(f"{stage.name}: waits for {dep}")
+                return False
+    log = work / "logs" / f"{stage.name}.log"
+    before = load_average()
+    commands = [list(c) for c in stage.commands]
+    if stage.kind == "pretrain":
+        run = Path(stage.info["run"])
+        if (run / "checkpoints").is_dir() and not (run / "results.json").is_file():
+            commands[0] = [a for a in commands[0] if a != "--overwrite"] + ["--resume"]
+    started = time.time()
+    stopped = None
+    for cmd in commands:
+        stopped = _run_command(cmd, max_minutes, log)
+        if stopped:
+            break
+    result = {"stage": stage.name, "kind": stage.kind, "commands": [render(c) for c in commands],
+              "finished": stopped is None, "stopped": stopped,
+              "wall_minutes": round((time.time() - started) / 60, 1), "load_before": before,
+              "load_after": load_average(), **stage.info}
+    if stage.kind == "vocab":
+        result["vocab_size"] = len(stage.output.read_text(encoding="utf-8").splitlines())
+    elif stage.kind == "pretrain":
+        points, final = curve(Path(stage.info["run"]), [])
+        result["finished"] = result["finished"] and bool(final)
+        result["points"] = [{k: p[k] for k in ("step", "tokens", "seconds", "loss", "accuracy")}
+                            for p in points]
+        result["train_tokens"] = final.get("train_tokens", points[-1]["tokens"] if points else 0)
+        result["parameters"] = final.get("parameters")
+    elif stage.kind == "intrinsic" and stopped is None:
+        for cmd, valid in zip(commands, ("scientific", "general")):
+            out = Path(cmd[cmd.index("-o") + 1])
+            v = json.loads((out / "results.json").read_text(encoding="utf-8"))["valid_initial"]
+            result[valid] = {"loss": round(v["loss"], 4), "accuracy": round(v["accuracy"], 4),
+                             "perplexity": round(math.exp(v["loss"]), 1)}
+    elif stage.kind in ("finetune", "tapt") and stopped is None:
+        summary = json.loads(Path(stage.info["summary"]).read_text(encoding="utf-8"))
+        result["test"] = _points(summary, stage.info["metric"], "test")
+        result["dev"] = _points(summary, stage.info["metric"], "dev")
+    _write(stage.name, result)
+    return result["finished"]
+
+
+# ---------------------------------------------------------------------------------------------
+# merge: the tables and the goal verdicts
+
+def _load(results: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(results.glob("*.json"))}
+
+
+def score(results: dict[str, dict], encoder: str, task: str) -> dict | None:
+    """The test ``{mean, sd, values}`` (points) of an encoder on a task, None if not measured."""
+    r = results.get(f"finetune-{encoder}-{task}")
+    return r.get("test") if r and r.get("finished") else None
+
+
+def outside(a: dict, b: dict) -> bool:
+    """Do the two mean +- sd intervals not overlap?"""
+    return a["mean"] - a["sd"] > b["mean"] + b["sd"] or b["mean"] - b["sd"] > a["mean"] + a["sd"]
+
+
+def beats(a: dict | None, b: dict | None, margin: float) -> bool | None:
+    """Does ``a`` beat ``b`` by at least ``margin`` points, outside both spreads (None: one is
+    not measured)?"""
+    if a is None or b is None:
+        return None
+    return a["mean"] - b["mean"] >= margin and outside(a, b)
+
+
+WIDE = {"ner": 10.0, "re": 5.0, "cls": 5.0, "qa": 5.0}  # "a wide margin" (10+ on BC5CDR)
+
+
+def goals(results: dict[str, dict], tasks=tuple(TASKS)) -> list[tuple[str, str, str]]:
+    """The issue's goals: ``(goal, verdict, evidence)``, the verdict one of "met", "not met",
+    "not measured yet" or "reported" (SpanBERT's claim is reported per task, not gated)."""
+    out = []
+
+    def verdict(checks: list[bool | None], need: int | None = None) -> str:
+        known = [c for c in checks if c is not None]
+        need = len(checks) if need is None else need
+        if sum(known) >= need:
+            return "met"
+        if sum(known) + (len(checks) - len(known)) < need:
+            return "not met"
+        return "not measured yet"
+
+    def diff(a, b) -> str:
+        return "-" if a is None or b is None else (
+            f"{a['mean']:.2f} ± {a['sd']:.2f} vs {b['mean']:.2f} ± {b['sd']:.2f} "
+            f"({a['mean'] - b['mean']:+.2f})")
+
+    checks, lines = [], []
+    for enc in PRETRAINED:
+        for task in tasks:
+            a, r = score(results, enc, task), score(results, "R", task)
+            c = beats(a, r, WIDE[task])
+            checks.append(c)
+            if c is False:
+                lines.append(f"{enc} on {task}: {diff(a, r)}")
+    out.append(("Pretraining works: every pretrained encoder beats R by a wide margin "
+                "(10 points on BC5CDR, 5 elsewhere) outside the spreads", verdict(checks),
+                "; ".join(lines) or f"{sum(c is not None for c in checks)} of {len(checks)} "
+                                     "pairs measured"))
+    checks = [beats(score(results, "S", t), score(results, "G", t), 2.0) for t in ("ner", "re")]
+    sci = [results.get(f"intrinsic-{e}", {}).get("scientific") for e in ("S", "G")]
+    mlm = ("-" if None in sci else
+           f"scientific valid MLM loss S {sci[0]['loss']:.3f} vs G {sci[1]['loss']:.3f}")
+    out.append(("SciBERT: S beats G by >= 2 points on BC5CDR and ChemProt, outside both spreads",
+                verdict(checks), "; ".join(f"{t}: {diff(score(results, 'S', t), score(results, 'G', t))}"
+                                           for t in ("ner", "re")) + f"; {mlm}"))
+    dapt_tasks = [t for t in tasks if t != "qa"]
+    checks = [beats(score(results, "G+D", t), score(results, "G+G", t), 1.0) for t in dapt_tasks]
+    tapt = "; ".join(f"TAPT {t}: {diff(score(results, 'G+T', t), score(results, 'G', t))}"
+                     for t in dapt_tasks)
+    out.append(("DAPT: G+D beats G+G by >= 1 point on at least two of three tasks, outside the "
+                "spreads", verdict(checks, need=2),
+                "; ".join(f"{t}: {diff(score(results, 'G+D', t), score(results, 'G+G', t))}"
+                          for t in dapt_tasks) + f"; {tapt}"))
+    pairs = [(t, score(results, "S-span", t), score(results, "S", t)) for t in tasks]
+    measured = [p for p in pairs if p[1] is not None and p[2] is not None]
+    out.append(("SpanBERT: span + SBO against token masking (S-span vs S), per task",
+                "reported" if len(measured) == len(pairs) else "not measured yet",
+                "; ".join(f"{t}: {diff(a, b)}{' outside spreads' if a and b and outside(a, b) else ''}"
+                          for t, a, b in pairs)))
+    return out
+
+
+def merge(results_dir: Path = RESULTS, out: Path = MERGED, optional: bool = True) -> str:
+    """Write the merged tables and goal verdicts of the stage JSONs in ``results_dir``."""
+    results = _load(results_dir)
+    tasks = {**TASKS, **OPTIONAL_TASKS} if optional else TASKS
+    encoders = {**ENCODERS, **OPTIONAL_ENCODERS} if optional else ENCODERS
+    lines = ["# Domain adaptation in miniature (issue 27, phase 2)", "",
+             "Test scores in points, mean ± sd over seeds 1, 2, 3 (sample sd); - : not measured yet.",
+             "", "| encoder | " + " | ".join(TASK_NAMES[t] for t in tasks) + " |",
+             "|---|" + "---|" * len(tasks)]
+    for enc in encoders:
+        cells = []
+        for task in tasks:
+            s = score(results, enc, task)
+            cells.append("-" if s is None else f"{s['mean']:.2f} ± {s['sd']:.2f}")
+        lines.append(f"| {enc} | " + " | ".join(cells) + " |")
+    lrs = {t: next((r.get("lr") for r in results.values() if r.get("task") == t), None)
+           for t in tasks}
+    lines += ["", "Fine-tuning learning rate: " + ", ".join(
+        f"{t} {lr:g}" if lr else f"{t} bertkit's default (dev choice not made yet)"
+        for t, lr in lrs.items()), "",
+        "## Intrinsic: valid MLM loss (perplexity, masked-token accuracy at 15%)", "",
+        "| encoder | corpus/valid.txt | corpus-general/valid.txt | pretraining tokens |",
+        "|---|---|---|---|"]
+    for enc in encoders:
+        r = results.get(f"intrinsic-{enc}", {})
+        cells = ["-" if not r.get(v) else
+                 f"{r[v]['loss']:.3f} ({r[v]['perplexity']:.0f}, {100 * r[v]['accuracy']:.1f}%)"
+                 for v in ("scientific", "general")]
+        p = results.get(f"pretrain-{enc}", {})
+        tok = p.get("train_tokens")
+        lines.append(f"| {enc} | {cells[0]} | {cells[1]} | "
+                     f"{'-' if tok is None else f'{tok / 1e6:.1f} M'} |")
+    lines += ["", "## Goals", "", "| goal | verdict | measured |", "|---|---|---|"]
+    for goal, verdict, evidence in goals(results, tuple(t for t in tasks if t != "qa")):
+        lines.append(f"| {goal} | {verdict} | {evidence} |")
+    text = "\n".join(lines) + "\n"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return text
+
+
+def _recipe_lr(items: list[str]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        task, _, lr = item.partition("=")
+        if task not in {**TASKS, **OPTIONAL_TASKS} or not lr:
+            raise SystemExit(f"--recipe-lr {item}: expected TASK=LR with TASK one of "
+                             f"{', '.join({**TASKS, **OPTIONAL_TASKS})}")
+        out[task] = float(lr)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("action", choices=("plan", "run", "merge"))
+    ap.add_argument("stages", nargs="*", help="run: stage names (see plan)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/reproduce"),
+                    help="vocabularies, runs and models (not committed)")
+    ap.add_argument("--tokens", type=int, default=TOKENS,
+                    help="pretraining token budget of every from-scratch encoder")
+    ap.add_argument("--continue-tokens", type=int,
+                    help="G+D and G+G continued-pretraining tokens (default --tokens)")
+    ap.add_argument("--recipe-lr", action="append", default=[], metavar="TASK=LR",
+                    help="fine-tuning peak learning rate of a task (the dev choice for G)")
+    ap.add_argument("--optional", action="store_true",
+                    help="also the GvS encoder and COVID-QA")
+    ap.add_argument("--max-minutes", type=float, help="run: SIGTERM a command after M minutes")
+    args = ap.parse_args()
+    stages = build_plan(args.work, args.tokens, args.continue_tokens, _recipe_lr(args.recipe_lr),
+                        args.optional)
+    if args.action == "plan":
+        print_plan(stages)
+    elif args.action == "merge":
+        print(merge())
+    else:
+        unknown = [s for s in args.stages if s not in stages]
+        if unknown or not args.stages:
+            ap.error(f"give stage names from `plan` (unknown: {', '.join(unknown) or 'none given'})")
+        for name in args.stages:
+            if finished(stages[name]):
+                print(f"{name}: finished, skipped")
+                continue
+            run_stage(stages[name], stages, args.work, args.max_minutes)
+
+
+if __name__ == "__main__":
+    main()
