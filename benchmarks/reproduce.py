@@ -53,7 +53,6 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -91,18 +90,17 @@ OPTIONAL_ENCODERS = {"GvS": dict(vocab="general", corpus="scientific")}
 PRETRAINED = ("G", "S", "G+D", "G+G", "G+T", "S-span")
 
 
-@dataclass
 class Stage:
     """One stage: its command lines (argv lists, ``{python}`` for the interpreter), the stages it
     needs, its estimated minutes on this machine, and the heavy output (under ``--work``) that
-    later stages read (None: nothing needed later)."""
-    name: str
-    kind: str  # vocab, pretrain, intrinsic, finetune, tapt
-    commands: list[list[str]]
-    deps: list[str] = field(default_factory=list)
-    minutes: float = 0.0
-    output: Path | None = None
-    info: dict = field(default_factory=dict)
+    later stages read (None: nothing needed later). A plain class, not a dataclass: the script
+    is also loaded by file path (tests), outside ``sys.modules``."""
+
+    def __init__(self, name: str, kind: str, commands: list[list[str]],
+                 deps: list[str] | None = None, minutes: float = 0.0,
+                 output: Path | None = None, info: dict | None = None):
+        self.name, self.kind, self.commands = name, kind, commands  # kind: vocab, pretrain, ...
+        self.deps, self.minutes, self.output, self.info = deps or [], minutes, output, info or {}
 
 
 def _stem(encoder: str) -> str:
@@ -446,11 +444,12 @@ def merge(results_dir: Path = RESULTS, out: Path = MERGED, optional: bool = True
             s = score(results, enc, task)
             cells.append("-" if s is None else f"{s['mean']:.2f} ± {s['sd']:.2f}")
         lines.append(f"| {enc} | " + " | ".join(cells) + " |")
-    lrs = {t: next((r.get("lr") for r in results.values() if r.get("task") == t), None)
-           for t in tasks}
+    lrs = {t: results.get(f"finetune-G-{t}", {}).get("lr") for t in tasks}  # G's recipe
+    other = sorted(name for name, r in results.items() if name.startswith("finetune-")
+                   and r.get("task") in lrs and r.get("lr") != lrs[r["task"]])
     lines += ["", "Fine-tuning learning rate: " + ", ".join(
         f"{t} {lr:g}" if lr else f"{t} bertkit's default (dev choice not made yet)"
-        for t, lr in lrs.items()), "",
+        for t, lr in lrs.items()) + (f"; not at G's rate: {', '.join(other)}" if other else ""), "",
         "## Intrinsic: valid MLM loss (perplexity, masked-token accuracy at 15%)", "",
         "| encoder | corpus/valid.txt | corpus-general/valid.txt | pretraining tokens |",
         "|---|---|---|---|"]

@@ -1,0 +1,211 @@
+"""benchmarks/reproduce.py (issue 27, phase 2): the plan's stages, dependencies and budgets, the
+command lines against the real CLI (typer's click objects), and the merge's statistics and goal
+verdicts on fabricated stage JSONs. No training."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def rp():
+    sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("benchmark_reproduce", BENCHMARKS / "reproduce.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def plan(rp):
+    return rp.build_plan(Path("/w"), optional=True, data=Path("/d"),
+                         recipe_lr={"ner": 1e-4})
+
+
+def test_plan_has_every_encoder_and_stage(rp, plan):
+    for enc in ("R", "G", "S", "G+D", "G+G", "S-span", "GvS"):
+        assert f"pretrain-{enc}" in plan and f"intrinsic-{enc}" in plan
+    assert "pretrain-G+T" not in plan  # TAPT is per task, in its fine-tuning stage
+    for enc in ("R", "G", "S", "G+D", "G+G", "G+T", "S-span", "GvS"):
+        for task in ("ner", "re", "cls", "qa"):
+            assert f"finetune-{enc}-{task}" in plan
+    assert len(plan) == 2 + 7 + 7 + 8 * 4
+    assert "finetune-G-qa" not in rp.build_plan(Path("/w"), data=Path("/d"))
+
+
+def test_dependencies_come_first_and_are_right(plan):
+    order = list(plan)
+    for name, stage in plan.items():
+        for dep in stage.deps:
+            assert order.index(dep) < order.index(name)
+    assert plan["pretrain-G"].deps == ["vocab-general"]
+    assert plan["pretrain-S"].deps == ["vocab-scientific"]
+    assert plan["pretrain-GvS"].deps == ["vocab-general"]
+    assert plan["pretrain-G+D"].deps == plan["pretrain-G+G"].deps == ["pretrain-G"]
+    assert plan["finetune-G+T-re"].deps == ["pretrain-G"]
+    assert plan["finetune-S-span-cls"].deps == ["pretrain-S-span"]
+    assert plan["intrinsic-G+D"].deps == ["pretrain-G+D"]
+
+
+def _opt(cmd, flag):
+    return cmd[cmd.index(flag) + 1]
+
+
+def test_identical_pretraining_budgets_and_recipe(plan):
+    scratch = [plan[f"pretrain-{e}"].commands[0] for e in ("G", "S", "S-span", "GvS")]
+    assert {_opt(c, "--max-tokens") for c in scratch} == {"37000000"}
+    assert {plan[f"pretrain-{e}"].info["tokens"] for e in ("G", "S", "S-span", "G+D")} == {37_000_000}
+    for cmd in scratch:
+        assert _opt(cmd, "--config") == "layers=2,hidden=128"
+        assert (_opt(cmd, "--mask-prob"), _opt(cmd, "--valid-mask-prob")) == ("0.3", "0.15")
+        assert (_opt(cmd, "--lr"), _opt(cmd, "--warmup"), _opt(cmd, "--lr-schedule")) == \
+            ("0.001", "100", "constant")
+        assert (_opt(cmd, "--batch-size"), _opt(cmd, "--dropout"), _opt(cmd, "--precision")) == \
+            ("32", "0", "fp32")
+    # the settings other than corpus, vocabulary, masking and output are the same for all
+    def core(cmd):
+        drop = {"--vocab", "--corpus", "--masking", "-o"}
+        return [a for i, a in enumerate(cmd) if a not in drop and cmd[i - 1] not in drop
+                and a != "--sbo"]
+    assert core(scratch[0]) == core(scratch[1]) == core(scratch[2]) == core(scratch[3])
+    assert _opt(plan["pretrain-G"].commands[0], "--vocab").endswith("vocab-general-8000")
+    assert _opt(plan["pretrain-S"].commands[0], "--corpus") == "scientific"
+    assert _opt(plan["pretrain-GvS"].commands[0], "--corpus") == "scientific"
+    span = plan["pretrain-S-span"].commands[0]
+    assert _opt(span, "--masking") == "span" and "--sbo" in span
+    assert _opt(plan["pretrain-S"].commands[0], "--masking") == "token"
+    d, g = plan["pretrain-G+D"].commands[0], plan["pretrain-G+G"].commands[0]
+    assert _opt(d, "--model") == _opt(g, "--model") == "/w/pretrain/G/model"
+    assert (_opt(d, "--corpus"), _opt(g, "--corpus")) == ("scientific", "general")
+    assert _opt(d, "--max-tokens") == _opt(g, "--max-tokens") == "37000000"
+    r = plan["pretrain-R"].commands[0]
+    assert "--max-tokens" not in r and _opt(r, "--max-steps") == "1" and _opt(r, "--lr") == "1e-12"
+
+
+def test_token_budget_options(rp):
+    plan = rp.build_plan(Path("/w"), tokens=1000, continue_tokens=500, data=Path("/d"))
+    assert _opt(plan["pretrain-S"].commands[0], "--max-tokens") == "1000"
+    assert _opt(plan["pretrain-G+D"].commands[0], "--max-tokens") == "500"
+    assert _opt(plan["pretrain-G+G"].commands[0], "--max-tokens") == "500"
+
+
+def test_finetune_and_tapt_commands(plan):
+    ner = plan["finetune-S-ner"].commands[0]
+    assert ner[3:5] == ["finetune", "ner"] and _opt(ner, "--data") == "bc5cdr"
+    assert _opt(ner, "--seeds") == "1,2,3" and _opt(ner, "--lr") == "0.0001"
+    assert _opt(ner, "--model") == "/w/pretrain/S/model"
+    re_ = plan["finetune-G-re"].commands[0]
+    assert _opt(re_, "--data") == "chemprot" and "--lr" not in re_  # no dev choice given
+    assert _opt(plan["finetune-G-cls"].commands[0], "--data") == "scicite"
+    tapt = plan["finetune-G+T-ner"].commands[0]
+    assert tapt[3] == "adapt" and _opt(tapt, "--task-text") == "task"
+    assert _opt(tapt, "--model") == "/w/pretrain/G/model" and _opt(tapt, "--seeds") == "1,2,3"
+    assert _opt(tapt, "--lr") == "0.0001" and _opt(tapt, "--masking") == "token"
+    intrinsic = plan["intrinsic-S"].commands
+    assert [_opt(c, "--valid") for c in intrinsic] == ["/d/corpus/valid.txt",
+                                                         "/d/corpus-general/valid.txt"]
+
+
+def test_every_option_exists_in_the_cli(plan):
+    import typer
+
+    from bertkit.cli import app
+
+    root = typer.main.get_command(app)
+    for stage in plan.values():
+        for cmd in stage.commands:
+            assert cmd[:3] == ["{python}", "-m", "bertkit"]
+            command, args = root, cmd[3:]
+            while hasattr(command, "commands") and args and args[0] in command.commands:
+                command, args = command.commands[args[0]], args[1:]
+            assert not hasattr(command, "commands"), f"{stage.name}: no such command"
+            known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+            flags = [a for a in args if a.startswith("-") and not a[1:2].isdigit()]
+            missing = [f for f in flags if f not in known]
+            assert not missing, f"{stage.name}: {missing} not options of {cmd[3:5]}"
+
+
+def _ft(enc, task, values, lr=None):
+    return {"stage": f"finetune-{enc}-{task}", "finished": True, "task": task, "lr": lr,
+            "test": {"mean": round(sum(values) / len(values), 2),
+                     "sd": round(__import__("statistics").stdev(values), 2), "values": values}}
+
+
+def _write(folder, records):
+    folder.mkdir(parents=True, exist_ok=True)
+    for r in records:
+        (folder / f"{r['stage']}.json").write_text(json.dumps(r))
+
+
+def test_points_mean_and_sample_sd(rp):
+    summary = {"metrics": {"test": {"f1": {"values": [0.80, 0.82, 0.84]}}}}
+    p = rp._points(summary, "f1", "test")
+    assert p == {"mean": 82.0, "sd": 2.0, "values": [80.0, 82.0, 84.0]}
+    assert rp._points(summary, "f1", "dev") is None
+
+
+def test_merge_tables_and_verdicts(rp, tmp_path):
+    base = {"ner": 70.0, "re": 50.0, "cls": 70.0}
+    recs = []
+    for task, b in base.items():
+        lr = 1e-4 if task == "ner" else None
+        recs.append(_ft("R", task, [b - 30, b - 29, b - 31], lr=lr))
+        recs.append(_ft("G", task, [b, b + 0.5, b - 0.5], lr=lr))
+        recs.append(_ft("S", task, [b + 3, b + 3.5, b + 2.5]))  # +3, outside spreads
+        recs.append(_ft("G+G", task, [b, b + 0.2, b - 0.2]))
+        recs.append(_ft("G+T", task, [b + 1, b + 1, b + 1]))
+        recs.append(_ft("S-span", task, [b + 3, b + 4, b + 2]))
+    # DAPT: +2 outside on ner only, +2 inside a wide spread on re, +0.5 on cls: not met
+    recs += [_ft("G+D", "ner", [72.0, 72.2, 71.8]), _ft("G+D", "re", [49.0, 52.0, 55.0]),
+             _ft("G+D", "cls", [70.5, 70.5, 70.5])]
+    recs += [{"stage": "intrinsic-S", "finished": True,
+              "scientific": {"loss": 3.5, "accuracy": 0.38, "perplexity": 33.1},
+              "general": {"loss": 5.0, "accuracy": 0.2, "perplexity": 148.4}},
+             {"stage": "intrinsic-G", "finished": True,
+              "scientific": {"loss": 4.0, "accuracy": 0.33, "perplexity": 54.6}},
+             {"stage": "pretrain-S", "finished": True, "train_tokens": 37_000_000}]
+    _write(tmp_path / "r", recs)
+    text = rp.merge(tmp_path / "r", tmp_path / "out.md", optional=False)
+    assert (tmp_path / "out.md").read_text() == text
+    assert "| G | 70.00 ± 0.50 | 50.00 ± 0.50 | 70.00 ± 0.50 |" in text
+    assert "| S | 73.00 ± 0.50 |" in text
+    assert "ner 0.0001" in text and "re bertkit's default (dev choice not made yet)" in text
+    assert "not at G's rate: finetune-G+D-ner, finetune-G+G-ner" in text  # fabricated at None
+    assert "| S | 3.500 (33, 38.0%) | 5.000 (148, 20.0%) | 37.0 M |" in text
+    assert "| G | 4.000 (55, 33.0%) | - | - |" in text
+    verdicts = {g.split(":")[0]: v for g, v, _ in rp.goals(rp._load(tmp_path / "r"))}
+    assert verdicts == {"Pretraining works": "met", "SciBERT": "met", "DAPT": "not met",
+                        "SpanBERT": "reported"}
+    assert "scientific valid MLM loss S 3.500 vs G 4.000" in text
+
+
+def test_verdicts_not_measured_yet_and_not_met(rp, tmp_path):
+    # only G and S on ner: SciBERT's claim cannot be decided yet; R missing everywhere
+    _write(tmp_path / "a", [_ft("G", "ner", [70.0, 70.5, 69.5]), _ft("S", "ner", [73.0, 73.5, 72.5])])
+    verdicts = {g.split(":")[0]: v for g, v, _ in rp.goals(rp._load(tmp_path / "a"))}
+    assert verdicts == {"Pretraining works": "not measured yet", "SciBERT": "not measured yet",
+                        "DAPT": "not measured yet", "SpanBERT": "not measured yet"}
+    # S +3 on ner but inside G's wide spread: not met even before ChemProt is measured
+    _write(tmp_path / "b", [_ft("G", "ner", [66.0, 70.0, 74.0]), _ft("S", "ner", [73.0, 73.5, 72.5]),
+                            _ft("R", "ner", [65.0, 65.5, 64.5])])
+    verdicts = {g.split(":")[0]: v for g, v, _ in rp.goals(rp._load(tmp_path / "b"))}
+    assert verdicts["SciBERT"] == "not met"
+    assert verdicts["Pretraining works"] == "not met"  # G +5 on BC5CDR, not 10
+    # an unfinished stage counts as not measured
+    rec = _ft("G", "ner", [70.0, 70.5, 69.5])
+    rec["finished"] = False
+    assert rp.score({"finetune-G-ner": rec}, "G", "ner") is None
+
+
+def test_beats_and_outside(rp):
+    a, b = {"mean": 72.0, "sd": 0.5}, {"mean": 70.0, "sd": 0.5}
+    assert rp.beats(a, b, 1.0) is True and rp.beats(a, b, 2.5) is False
+    assert rp.beats(b, a, 1.0) is False and rp.beats(a, None, 1.0) is None
+    assert rp.outside(a, b) and not rp.outside(a, {"mean": 70.0, "sd": 1.6})
