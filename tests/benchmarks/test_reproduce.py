@@ -209,3 +209,38 @@ def test_beats_and_outside(rp):
     assert rp.beats(a, b, 1.0) is True and rp.beats(a, b, 2.5) is False
     assert rp.beats(b, a, 1.0) is False and rp.beats(a, None, 1.0) is None
     assert rp.outside(a, b) and not rp.outside(a, {"mean": 70.0, "sd": 1.6})
+
+
+def test_run_resumes_a_stopped_pretraining_and_skips_finished_dependencies(rp, tmp_path, monkeypatch):
+    monkeypatch.setattr(rp, "RESULTS", tmp_path / "results")
+    work = tmp_path / "work"
+    plan = rp.build_plan(work, data=Path("/d"))
+    vocab = plan["vocab-scientific"]
+    vocab.output.parent.mkdir(parents=True)
+    vocab.output.write_text("[PAD]\n[UNK]\n")
+    rp._write("vocab-scientific", {"stage": "vocab-scientific", "finished": True})
+    run = work / "pretrain" / "S"
+    (run / "checkpoints").mkdir(parents=True)  # stopped: a checkpoint, no results.json
+    (run / "environment.json").write_text("{}")
+    (run / "metrics.jsonl").write_text(json.dumps(
+        {"type": "eval", "step": 100, "train_tokens": 409600, "train_seconds": 60.0,
+         "time_s": 61.0, "loss": 7.5, "accuracy": 0.12}) + "\n")
+    calls = []
+
+    def fake(cmd, max_minutes, log, cache=None):
+        calls.append(cmd)
+        return "SIGTERM after 5 minutes"
+
+    monkeypatch.setattr(rp, "_run_command", fake)
+    assert rp.run_stage(plan["pretrain-S"], plan, work, 5) is False
+    assert len(calls) == 1  # the finished vocabulary was not built again
+    assert "--resume" in calls[0] and "--overwrite" not in calls[0]
+    result = json.loads((tmp_path / "results" / "pretrain-S.json").read_text())
+    assert result["finished"] is False and result["stopped"] == "SIGTERM after 5 minutes"
+    assert result["points"] == [{"step": 100, "tokens": 409600, "seconds": 60.0, "loss": 7.5,
+                                 "accuracy": 0.12}]
+    assert not rp.finished(plan["pretrain-S"]) and rp.finished(vocab)
+    # a dependant waits: the stopped pretraining runs again first (still stopped here)
+    calls.clear()
+    assert rp.run_stage(plan["finetune-S-ner"], plan, work, 5) is False
+    assert len(calls) == 1 and calls[0][3] == "pretrain"
