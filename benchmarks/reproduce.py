@@ -215,8 +215,11 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
                     f"finetune-{enc}-{task}", "tapt", [cmd], [f"pretrain-{how['parent']}"],
                     3 * per_seed + 15, None, info)
                 continue
+            # windows of the positions the encoders were pretrained on (128; positions
+            # 128-511 of a from-scratch model are never trained), for every encoder alike
             cmd = ["{python}", "-m", "bertkit", "finetune", command, "--data", dataset, "--model",
-                   str(model_dir(work, enc)), *lr, "--seeds", SEEDS, *device, "-o", str(out)]
+                   str(model_dir(work, enc)), "--max-length", str(settings["max_seq_length"]),
+                   *lr, "--seeds", SEEDS, *device, "-o", str(out)]
             stages[f"finetune-{enc}-{task}"] = Stage(
                 f"finetune-{enc}-{task}", "finetune", [cmd], [f"pretrain-{enc}"],
                 3 * per_seed, None, info)

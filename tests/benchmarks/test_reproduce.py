@@ -100,7 +100,7 @@ def test_finetune_and_tapt_commands(plan):
     ner = plan["finetune-S-ner"].commands[0]
     assert ner[3:5] == ["finetune", "ner"] and _opt(ner, "--data") == "bc5cdr"
     assert _opt(ner, "--seeds") == "1,2,3" and _opt(ner, "--lr") == "0.0001"
-    assert _opt(ner, "--model") == "/w/pretrain/S/model"
+    assert _opt(ner, "--model") == "/w/pretrain/S/model" and _opt(ner, "--max-length") == "128"
     re_ = plan["finetune-G-re"].commands[0]
     assert _opt(re_, "--data") == "chemprot" and "--lr" not in re_  # no dev choice given
     assert _opt(plan["finetune-G-cls"].commands[0], "--data") == "scicite"
