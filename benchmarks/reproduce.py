@@ -144,7 +144,7 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
             f"vocab-{corpus}", "vocab",
             [["{python}", "-m", "bertkit", "vocab", "build", "--corpus",
               str(data / CORPUS_FILES[corpus]), "--size", str(size), "--out", str(out),
-              "--no-progress"]], minutes=3.0, output=out / "vocab.txt")
+              "--no-progress", "--overwrite"]], minutes=3.0, output=out / "vocab.txt")
 
     def pretrain_flags(budget: int | None, **override) -> list[str]:
         """The recipe's ``bertkit pretrain`` flags (plateau_curves._flags) at a token budget
