@@ -146,3 +146,18 @@ def test_seeds_summary_shows_the_headline_metrics_first():
     text = console.export_text()
     assert headline == ("las", "uas")
     assert text.index("las") < text.index("uas") < text.index("loss")
+
+
+@pytest.mark.parametrize("name", task_names())
+def test_settings_outside_their_declared_choices_are_refused_without_the_command_line(name):
+    # recipe files and Python build settings too: a declared choice is checked by validate()
+    from bertkit.errors import BertkitError
+
+    cls = get_task(name).config_class
+    fields = [f for f in dataclasses.fields(cls)
+              if f.metadata.get("option") is not None and f.metadata["option"].choices]
+    for f in fields:
+        settings = cls(**{f.name: "no-such-choice"})
+        with pytest.raises(BertkitError, match=f.name.replace("_", "[-_]")):
+            settings.validate()
+    assert fields, f"{name} declares no choices"

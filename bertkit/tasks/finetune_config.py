@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from bertkit.options import option
@@ -62,8 +63,21 @@ class FinetuneConfig(TrainConfig):
         "another under torchrun).")
 
     def task_checks(self) -> tuple:
-        """The subclass's own ``(option name, ok, what it must be)`` checks (none here)."""
+        """The subclass's own ``(option name, ok, what it must be)`` checks (none here); a field
+        declared with ``option(..., choices=...)`` needs none (:meth:`choice_checks`)."""
         return ()
+
+    def choice_checks(self) -> tuple:
+        """One check per field declared with ``choices`` (:func:`bertkit.options.option`): the
+        value is one of them. The command line checks them too, but settings also come from
+        recipe files and Python, which it never sees."""
+        checks = []
+        for f in dataclasses.fields(self):
+            opt = f.metadata.get("option")
+            if opt is not None and opt.choices:
+                value = getattr(self, f.name)
+                checks.append((f.name, value in opt.choices, " or ".join(opt.choices)))
+        return tuple(checks)
 
     def examples_trained(self, n_train: int, steps: int) -> int:
         """Training examples seen: ``n_train`` per epoch, or with ``max_steps`` the optimiser steps
@@ -82,7 +96,7 @@ class FinetuneConfig(TrainConfig):
             BertkitError: naming the option out of range.
         """
         super().validate()
-        self.require(tuple(self.task_checks()) + (
+        self.require(self.choice_checks() + tuple(self.task_checks()) + (
             ("max_length", 8 <= self.max_length, "an integer >= 8"),
             ("eval_batch_size", self.eval_batch_size >= 1, "an integer >= 1"),
             ("max_train_samples", (self.max_train_samples or 1) >= 1, "an integer >= 1"),

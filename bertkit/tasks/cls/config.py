@@ -132,11 +132,8 @@ class CLSConfig(FinetuneConfig):
     commands = COMMANDS
 
     def task_checks(self) -> tuple:
-        return (("long_text", self.long_text in LONG_TEXT, " or ".join(LONG_TEXT)),
-                ("class_weights", self.class_weights in CLASS_WEIGHTS, " or ".join(CLASS_WEIGHTS)),
-                ("length_group", self.length_group >= 1, "an integer >= 1 (1: random batches)"),
+        return (("length_group", self.length_group >= 1, "an integer >= 1 (1: random batches)"),
                 ("text_column", bool(self.text_column.strip()), "a field name"),
                 ("label_column", bool(self.label_column.strip()), "a field name"),
-                ("quoting", self.quoting in QUOTING, " or ".join(QUOTING)),
                 ("label_sep", self.label_sep is None or (bool(self.label_sep) and self.multi_label),
                  "a non-empty separator, with --multi-label (labels are lists)"))

@@ -108,9 +108,7 @@ class DepConfig(FinetuneConfig):
     commands = COMMANDS
 
     def task_checks(self) -> tuple:
-        return (("word_repr", self.word_repr in WORD_REPRS, " or ".join(WORD_REPRS)),
-                ("decoder", self.decoder in DECODER_NAMES, " or ".join(DECODER_NAMES)),
-                ("arc_mlp", self.arc_mlp >= 1, "an integer >= 1"),
+        return (("arc_mlp", self.arc_mlp >= 1, "an integer >= 1"),
                 ("rel_mlp", self.rel_mlp >= 1, "an integer >= 1"),
                 ("mlp_dropout", 0 <= self.mlp_dropout < 1, "a number in [0, 1)"),
                 ("head_lr", self.head_lr is None or self.head_lr > 0, "a number > 0"))

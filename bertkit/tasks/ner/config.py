@@ -98,7 +98,6 @@ class NERConfig(FinetuneConfig):
     commands = COMMANDS
 
     def task_checks(self) -> tuple:
-        return (("metric", self.metric in METRICS, " or ".join(METRICS)),
-                ("pack_length", self.pack_length >= 8, "an integer >= 8"),
+        return (("pack_length", self.pack_length >= 8, "an integer >= 8"),
                 ("length_group", (self.length_group or 1) >= 1,
                  "an integer >= 1 (1: random batches)"))

@@ -111,8 +111,7 @@ class QAConfig(FinetuneConfig):
 
     def task_checks(self) -> tuple:
         budget = self.max_length - self.max_question_length - 3
-        return (("unanswerable", self.unanswerable in UNANSWERABLE, " or ".join(UNANSWERABLE)),
-                ("max_question_length", self.max_question_length >= 1, "an integer >= 1"),
+        return (("max_question_length", self.max_question_length >= 1, "an integer >= 1"),
                 ("max_answer_length", self.max_answer_length >= 1, "an integer >= 1"),
                 ("n_best", self.n_best >= 1, "an integer >= 1"),
                 ("length_group", self.length_group >= 1, "an integer >= 1 (1: random batches)"),

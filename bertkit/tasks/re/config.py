@@ -103,6 +103,4 @@ class REConfig(FinetuneConfig):
     commands = COMMANDS
 
     def task_checks(self) -> tuple:
-        return (("pooling", self.pooling in POOLINGS, " or ".join(POOLINGS)),
-                ("negative_label", bool(self.negative_label.strip()), "auto, a label or -"),
-                ("class_weights", self.class_weights in CLASS_WEIGHTS, " or ".join(CLASS_WEIGHTS)))
+        return (("negative_label", bool(self.negative_label.strip()), "auto, a label or -"),)
