@@ -207,9 +207,12 @@ class QATask:
 
     def text_lines(self, data: str, max_examples: int | None = None) -> list[str]:
         """The unlabelled text of the training split of ``data`` for TAPT
-        (:mod:`bertkit.workflows.task_text`): each question's context, then the question, of the first ``max_examples`` questions (all: None)."""
+        (:mod:`bertkit.workflows.task_text`): of the first ``max_examples`` questions (all:
+        None), each context once (SQuAD asks ~5 questions of a paragraph, COVID-QA ~14 of an
+        article: repeated, a context would weigh that many times in TAPT), then each question."""
         train = load_qa_data(data, ("train",))[0]["train"][:max_examples]
-        return [t for x in train for t in (x.context, x.question) if t]
+        contexts = list(dict.fromkeys(x.context for x in train if x.context))
+        return contexts + [x.question for x in train if x.question]
 
     def prepare(self, cfg: QAConfig, model_name: str, data: TaskData, runtime: Runtime,
                 console: Console | None = None) -> Prepared:

@@ -169,3 +169,13 @@ def test_prediction_input_warnings_go_to_the_console_when_given(tmp_path):
     xs = read_qa_file(path, labelled=False, console=Console(file=buf, width=400))
     assert len(xs) == 2
     assert f"warning: {path}:2: question 'a2': answer_start 3" in buf.getvalue()
+
+
+def test_tapt_text_gives_each_context_once_then_the_questions(qa_dir):
+    # four questions on one paragraph: the paragraph must not weigh four times in TAPT
+    from bertkit.tasks.registry import get_task
+    from tests.tasks.qa.conftest import CONTEXT
+
+    lines = get_task("qa").text_lines(str(qa_dir))
+    assert lines == [CONTEXT, "What does aspirin inhibit?", "What does cisplatin cause?",
+                     "How many patients were enrolled?", "When was the trial?"]
