@@ -94,6 +94,7 @@ def test_ner_output_dir_holding_another_run_is_left_untouched(tmp_path, tiny_enc
 
 
 def test_ner_predict_bad_inputs(tmp_path, tiny_encoder):
+    (tmp_path / "x.txt").write_text("Aspirin .\n")  # an input that exists, a model that does not
     res, text = run_cli("predict", "ner", "--model", tmp_path / "no-run", "--input",
                         tmp_path / "x.txt")
     assert_refused(res, text, "no-run")

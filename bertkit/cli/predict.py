@@ -29,8 +29,12 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
     Raises:
         BertkitError: from the task's ``predict`` (unknown format, bad input, no saved model).
     """
+    from bertkit.errors import BertkitError
     from bertkit.tasks.registry import get_task
 
+    if str(input) != "-" and not Path(input).is_file():  # before the model is loaded (seconds)
+        raise BertkitError(f"{input}: file not found" if not Path(input).exists()
+                           else f"{input}: not a file (expected the input file to predict on)")
     text = get_task(task_name).predict(model, str(input), str(output) if output else None,
                                        console=Console(stderr=True), **kwargs)
     if output is None:

@@ -96,6 +96,7 @@ def test_finetune_evaluate_predict_tiny(tmp_path, ner_dir, tiny_encoder):
 
 
 def test_predict_missing_model_and_input(tmp_path):
+    (tmp_path / "x.txt").write_text("Aspirin .\n")  # the input exists: the model is missing
     res = invoke("predict", "ner", "--model", str(tmp_path), "--input", str(tmp_path / "x.txt"))
     assert res.exit_code == 1 and "no saved bertkit NER model" in res.output
 
@@ -132,3 +133,16 @@ def test_unreachable_hub_model_fails_fast(tmp_path, ner_dir, monkeypatch):
                  "-o", str(tmp_path / "run"))
     assert res.exit_code == 1 and "hub cannot be reached" in res.output
     assert not (tmp_path / "run").exists()
+
+
+def test_predict_names_a_missing_input_before_loading_any_model(tmp_path):
+    # the model does not exist either: the input is checked first, before any loading
+    from typer.testing import CliRunner
+
+    from bertkit.cli import app
+
+    res = CliRunner().invoke(app, ["predict", "ner", "-m", str(tmp_path / "no-run"),
+                                   "-i", str(tmp_path / "missing.txt")])
+    assert res.exit_code == 1
+    assert "missing.txt: file not found" in " ".join(res.output.split())
+    assert "no saved" not in res.output
