@@ -36,9 +36,15 @@ with the command lines and the machine's load; ``merge`` writes ``results/reprod
 encoders x tasks table (mean and sd over seeds 1, 2, 3), the intrinsic MLM table and the verdict
 of each of the issue's goals ("met", "not met" or "not measured yet").
 
-Fine-tuning recipe: chosen on dev for G and reused for every encoder; until that stage has run,
-each task runs at bertkit's default learning rate (``--recipe-lr ner=1e-4`` sets one), and
-the table says so.
+Fine-tuning recipe: chosen on dev for G and reused unchanged for every encoder. Stage
+``recipe-TASK`` fine-tunes G on seed 1 at each learning rate of ``LR_GRID`` (bertkit's other
+defaults: 3 epochs, linear decay) and keeps the best dev score; every fine-tuning stage of that
+task waits for it and reads the choice (``--recipe-lr ner=1e-4`` fixes one by hand instead).
+
+Weights never leave ``--work``; on a new machine a later stage that needs G trains G again
+(same settings and seed, one thread: the same encoder; the stage JSON records whether the
+rebuilt curve ends at the recorded valid loss). So run an encoder's fine-tuning stages in the
+session that pretrains it.
 """
 
 from __future__ import annotations
@@ -66,6 +72,9 @@ RECIPE = "g-2x128-b32-lr1e-3-mask30-v15"  # phase 1's gate recipe (plateau_curve
 TOKENS = 37_000_000
 TOKENS_PER_S = 37.3e6 / (95 * 60)  # phase 1: 37.3 M tokens in 95 min on one thread (2 x 128)
 SEEDS = "1,2,3"
+CONTINUE_FRACTION = 3  # G+D and G+G continue G for tokens // 3 by default (DAPT is a short phase)
+LR_GRID = (5e-5, 1e-4, 3e-4, 1e-3)  # the fine-tuning learning rates tried on dev for G
+RECIPE_SEED = "1"  # the dev choice is made on one seed (seeds 1, 2, 3 then report)
 
 # task -> (bertkit finetune command, data set, selection metric, minutes per seed: a guess for
 # the 2 x 128 encoder on one thread, not measured yet)
@@ -121,9 +130,13 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
     Args:
         work: heavy outputs (vocabularies, runs, fine-tuned models; not committed).
         tokens: pretraining token budget of every from-scratch encoder.
-        continue_tokens: G+D's and G+G's continued-pretraining budget (default ``tokens``).
-        recipe_lr: task -> fine-tuning peak learning rate (the dev choice for G); a task not
-            given runs at bertkit's default.
+        continue_tokens: G+D's and G+G's continued-pretraining budget (default ``tokens //
+            3``: domain-adaptive pretraining is a short phase after the general one; Gururangan
+            et al. 2020, §3, continue RoBERTa for 12.5 k steps).
+        recipe_lr: task -> fine-tuning peak learning rate, fixed by hand; a task not given gets
+            a ``recipe-TASK`` stage that fine-tunes G at each rate of ``LR_GRID`` on one seed and
+            keeps the best on dev, and its fine-tuning stages wait for it (``{lr:TASK}`` in their
+            command lines until then).
         optional: also the GvS encoder and the COVID-QA task.
         data: ``$BERTKIT_DATA`` (for the valid files of the intrinsic stage).
     Returns:
@@ -131,7 +144,7 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
     """
     settings = CONFIGS[RECIPE]
     data = data or Path(os.environ.get("BERTKIT_DATA", "data"))
-    continue_tokens = continue_tokens or tokens
+    continue_tokens = continue_tokens or tokens // CONTINUE_FRACTION
     recipe_lr = recipe_lr or {}
     encoders = {**ENCODERS, **(OPTIONAL_ENCODERS if optional else {})}
     tasks = {**TASKS, **(OPTIONAL_TASKS if optional else {})}
@@ -199,7 +212,21 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
         stages[f"intrinsic-{enc}"] = Stage(f"intrinsic-{enc}", "intrinsic", commands,
                                            [f"pretrain-{enc}"], 2.0, None, {"encoder": enc})
     for task, (command, dataset, metric, per_seed) in tasks.items():
-        lr = ["--lr", f"{recipe_lr[task]:g}"] if task in recipe_lr else []
+        recipe_deps = []
+        if task in recipe_lr:
+            lr = ["--lr", f"{recipe_lr[task]:g}"]
+        else:  # the dev choice for G: one seed per rate of the grid, the best dev score wins
+            lr, recipe_deps = ["--lr", f"{{lr:{task}}}"], [f"recipe-{task}"]
+            runs = [work / "recipe" / f"G-{task}-lr{rate:g}" for rate in LR_GRID]
+            stages[f"recipe-{task}"] = Stage(
+                f"recipe-{task}", "recipe",
+                [["{python}", "-m", "bertkit", "finetune", command, "--data", dataset, "--model",
+                  str(model_dir(work, "G")), "--max-length", str(settings["max_seq_length"]),
+                  "--lr", f"{rate:g}", "--seeds", RECIPE_SEED, *device, "-o", str(run),
+                  "--overwrite"] for rate, run in zip(LR_GRID, runs)],
+                ["pretrain-G"], len(LR_GRID) * per_seed, None,
+                {"encoder": "G", "task": task, "data": dataset, "metric": metric,
+                 "grid": list(LR_GRID), "summaries": [str(r / "summary.json") for r in runs]})
         for enc, how in encoders.items():
             out = work / "finetune" / f"{_stem(enc)}-{task}"
             info = {"encoder": enc, "task": task, "data": dataset, "metric": metric,
@@ -212,8 +239,8 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
                        *device, "-o", str(out)]
                 info["summary"] = str(out / "finetune" / "summary.json")
                 stages[f"finetune-{enc}-{task}"] = Stage(
-                    f"finetune-{enc}-{task}", "tapt", [cmd], [f"pretrain-{how['parent']}"],
-                    3 * per_seed + 15, None, info)
+                    f"finetune-{enc}-{task}", "tapt", [cmd],
+                    [f"pretrain-{how['parent']}", *recipe_deps], 3 * per_seed + 15, None, info)
                 continue
             # windows of the positions the encoders were pretrained on (128; positions
             # 128-511 of a from-scratch model are never trained), for every encoder alike
@@ -221,7 +248,7 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
                    str(model_dir(work, enc)), "--max-length", str(settings["max_seq_length"]),
                    *lr, "--seeds", SEEDS, *device, "-o", str(out)]
             stages[f"finetune-{enc}-{task}"] = Stage(
-                f"finetune-{enc}-{task}", "finetune", [cmd], [f"pretrain-{enc}"],
+                f"finetune-{enc}-{task}", "finetune", [cmd], [f"pretrain-{enc}", *recipe_deps],
                 3 * per_seed, None, info)
     return stages
 
@@ -236,7 +263,7 @@ def print_plan(stages: dict[str, Stage]) -> None:
     total = 0.0
     for s in stages.values():
         total += s.minutes
-        done = " (done)" if (RESULTS / f"{s.name}.json").is_file() else ""
+        done = " (done)" if finished(s) else ""
         print(f"## {s.name}{done}  ~{s.minutes:.0f} min  needs: {', '.join(s.deps) or '-'}")
         for cmd in s.commands:
             print("   " + render(cmd))
@@ -304,8 +331,41 @@ def _points(summary: dict, metric: str, split: str) -> dict | None:
             "values": [round(v, 2) for v in values]}
 
 
+def chosen_lr(task: str) -> float:
+    """The learning rate the finished ``recipe-TASK`` stage chose on dev for G.
+
+    Raises:
+        SystemExit: the stage has not finished.
+    """
+    path = _result_path(f"recipe-{task}")
+    result = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if not result.get("finished"):
+        raise SystemExit(f"recipe-{task} has not finished: no learning rate chosen for {task}")
+    return result["chosen_lr"]
+
+
+def resolve(cmd: list[str]) -> tuple[list[str], float | None]:
+    """A command line with its ``{lr:TASK}`` placeholder replaced by the dev choice, and that
+    rate (None: the command had none)."""
+    out, lr = [], None
+    for arg in cmd:
+        if arg.startswith("{lr:") and arg.endswith("}"):
+            lr = chosen_lr(arg[4:-1])
+            arg = f"{lr:g}"
+        out.append(arg)
+    return out, lr
+
+
+def _final_loss(points: list[dict]) -> float | None:
+    return points[-1]["loss"] if points else None
+
+
 def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: float | None) -> bool:
-    """Run a stage (its missing dependencies first); returns whether it finished."""
+    """Run a stage (its missing dependencies first); returns whether it finished.
+
+    A finished pretraining whose model is gone from ``--work`` (a new machine) is trained
+    again from the same settings and seed; its result then records whether the rebuilt curve
+    ends at the recorded valid loss (``rebuild``), the check that the encoder is the same one."""
     for dep in stage.deps:
         d = stages[dep]
         if not finished(d) or (d.output is not None and not d.output.exists()):
@@ -314,7 +374,11 @@ def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: f
                 return False
     log = work / "logs" / f"{stage.name}.log"
     before = load_average()
-    commands = [list(c) for c in stage.commands]
+    previous = (json.loads(_result_path(stage.name).read_text(encoding="utf-8"))
+                if finished(stage) else None)  # a finished stage run again: a rebuild
+    resolved = [resolve(c) for c in stage.commands]
+    commands = [c for c, _ in resolved]
+    lr = next((rate for _, rate in resolved if rate is not None), None)
     if stage.kind == "pretrain":
         run = Path(stage.info["run"])
         if (run / "checkpoints").is_dir() and not (run / "results.json").is_file():
@@ -329,6 +393,8 @@ def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: f
               "finished": stopped is None, "stopped": stopped,
               "wall_minutes": round((time.time() - started) / 60, 1), "load_before": before,
               "load_after": load_average(), **stage.info}
+    if lr is not None:
+        result["lr"] = lr
     if stage.kind == "vocab":
         result["vocab_size"] = len(stage.output.read_text(encoding="utf-8").splitlines())
     elif stage.kind == "pretrain":
@@ -338,12 +404,28 @@ def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: f
                             for p in points]
         result["train_tokens"] = final.get("train_tokens", points[-1]["tokens"] if points else 0)
         result["parameters"] = final.get("parameters")
+        if previous is not None and result["finished"]:
+            before_loss, after_loss = _final_loss(previous.get("points", [])), _final_loss(points)
+            same = (before_loss is not None and after_loss is not None
+                    and abs(before_loss - after_loss) <= 1e-4 * abs(before_loss))
+            result["rebuild"] = {"recorded_final_loss": before_loss, "final_loss": after_loss,
+                                 "same": same}
+            if not same:
+                print(f"{stage.name}: WARNING the rebuilt encoder ends at valid loss {after_loss}, "
+                      f"the recorded run at {before_loss}: not the same encoder")
     elif stage.kind == "intrinsic" and stopped is None:
         for cmd, valid in zip(commands, ("scientific", "general")):
             out = Path(cmd[cmd.index("-o") + 1])
             v = json.loads((out / "results.json").read_text(encoding="utf-8"))["valid_initial"]
             result[valid] = {"loss": round(v["loss"], 4), "accuracy": round(v["accuracy"], 4),
                              "perplexity": round(math.exp(v["loss"]), 1)}
+    elif stage.kind == "recipe" and stopped is None:
+        grid = []
+        for rate, summary in zip(stage.info["grid"], stage.info["summaries"]):
+            summary = json.loads(Path(summary).read_text(encoding="utf-8"))
+            grid.append({"lr": rate, "dev": _points(summary, stage.info["metric"], "dev")})
+        best = max(grid, key=lambda g: g["dev"]["mean"] if g["dev"] else -1.0)
+        result["results"], result["chosen_lr"] = grid, best["lr"]  # dev only: test is not read
     elif stage.kind in ("finetune", "tapt") and stopped is None:
         summary = json.loads(Path(stage.info["summary"]).read_text(encoding="utf-8"))
         result["test"] = _points(summary, stage.info["metric"], "test")
@@ -455,8 +537,22 @@ def merge(results_dir: Path = RESULTS, out: Path = MERGED, optional: bool = True
     other = sorted(name for name, r in results.items() if name.startswith("finetune-")
                    and r.get("task") in lrs and r.get("lr") != lrs[r["task"]])
     lines += ["", "Fine-tuning learning rate: " + ", ".join(
-        f"{t} {lr:g}" if lr else f"{t} bertkit's default (dev choice not made yet)"
-        for t, lr in lrs.items()) + (f"; not at G's rate: {', '.join(other)}" if other else ""), "",
+        f"{t} {lr:g}" if lr else f"{t} not chosen yet"
+        for t, lr in lrs.items()) + (f"; not at G's rate: {', '.join(other)}" if other else "")]
+    recipes = {t: results[f"recipe-{t}"] for t in tasks
+               if results.get(f"recipe-{t}", {}).get("finished")}
+    if recipes:
+        grid = sorted({g["lr"] for r in recipes.values() for g in r["results"]})
+        lines += ["", f"## Fine-tuning recipe: dev score of G at each learning rate (seed "
+                      f"{RECIPE_SEED}, 3 epochs; * the choice, reused for every encoder)", "",
+                  "| task | " + " | ".join(f"{lr:g}" for lr in grid) + " |",
+                  "|---|" + "---|" * len(grid)]
+        for t, r in recipes.items():
+            dev = {g["lr"]: g["dev"] for g in r["results"]}
+            cells = ["-" if not dev.get(lr) else
+                     f"{dev[lr]['mean']:.2f}{' *' if lr == r['chosen_lr'] else ''}" for lr in grid]
+            lines.append(f"| {TASK_NAMES[t]} | " + " | ".join(cells) + " |")
+    lines += ["",
         "## Intrinsic: valid MLM loss (perplexity, masked-token accuracy at 15%)", "",
         "| encoder | corpus/valid.txt | corpus-general/valid.txt | pretraining tokens |",
         "|---|---|---|---|"]
@@ -498,7 +594,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=TOKENS,
                     help="pretraining token budget of every from-scratch encoder")
     ap.add_argument("--continue-tokens", type=int,
-                    help="G+D and G+G continued-pretraining tokens (default --tokens)")
+                    help="G+D and G+G continued-pretraining tokens (default --tokens // 3)")
     ap.add_argument("--recipe-lr", action="append", default=[], metavar="TASK=LR",
                     help="fine-tuning peak learning rate of a task (the dev choice for G)")
     ap.add_argument("--optional", action="store_true",

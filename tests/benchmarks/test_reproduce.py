@@ -36,7 +36,9 @@ def test_plan_has_every_encoder_and_stage(rp, plan):
     for enc in ("R", "G", "S", "G+D", "G+G", "G+T", "S-span", "GvS"):
         for task in ("ner", "re", "cls", "qa"):
             assert f"finetune-{enc}-{task}" in plan
-    assert len(plan) == 2 + 7 + 7 + 8 * 4
+    # ner's rate is given (recipe_lr): the dev choice is made for re, cls and qa only
+    assert [n for n in plan if n.startswith("recipe-")] == ["recipe-re", "recipe-cls", "recipe-qa"]
+    assert len(plan) == 2 + 7 + 7 + 3 + 8 * 4
     assert "finetune-G-qa" not in rp.build_plan(Path("/w"), data=Path("/d"))
 
 
@@ -49,8 +51,10 @@ def test_dependencies_come_first_and_are_right(plan):
     assert plan["pretrain-S"].deps == ["vocab-scientific"]
     assert plan["pretrain-GvS"].deps == ["vocab-general"]
     assert plan["pretrain-G+D"].deps == plan["pretrain-G+G"].deps == ["pretrain-G"]
-    assert plan["finetune-G+T-re"].deps == ["pretrain-G"]
-    assert plan["finetune-S-span-cls"].deps == ["pretrain-S-span"]
+    assert plan["finetune-G+T-re"].deps == ["pretrain-G", "recipe-re"]
+    assert plan["finetune-G+T-ner"].deps == ["pretrain-G"]  # ner's rate was given
+    assert plan["finetune-S-span-cls"].deps == ["pretrain-S-span", "recipe-cls"]
+    assert plan["recipe-re"].deps == ["pretrain-G"]
     assert plan["intrinsic-G+D"].deps == ["pretrain-G+D"]
 
 
@@ -61,7 +65,8 @@ def _opt(cmd, flag):
 def test_identical_pretraining_budgets_and_recipe(plan):
     scratch = [plan[f"pretrain-{e}"].commands[0] for e in ("G", "S", "S-span", "GvS")]
     assert {_opt(c, "--max-tokens") for c in scratch} == {"37000000"}
-    assert {plan[f"pretrain-{e}"].info["tokens"] for e in ("G", "S", "S-span", "G+D")} == {37_000_000}
+    assert {plan[f"pretrain-{e}"].info["tokens"] for e in ("G", "S", "S-span")} == {37_000_000}
+    assert plan["pretrain-G+D"].info["tokens"] == plan["pretrain-G+G"].info["tokens"] == 12_333_333
     for cmd in scratch:
         assert _opt(cmd, "--config") == "layers=2,hidden=128"
         assert (_opt(cmd, "--mask-prob"), _opt(cmd, "--valid-mask-prob")) == ("0.3", "0.15")
@@ -84,7 +89,7 @@ def test_identical_pretraining_budgets_and_recipe(plan):
     d, g = plan["pretrain-G+D"].commands[0], plan["pretrain-G+G"].commands[0]
     assert _opt(d, "--model") == _opt(g, "--model") == "/w/pretrain/G/model"
     assert (_opt(d, "--corpus"), _opt(g, "--corpus")) == ("scientific", "general")
-    assert _opt(d, "--max-tokens") == _opt(g, "--max-tokens") == "37000000"
+    assert _opt(d, "--max-tokens") == _opt(g, "--max-tokens") == "12333333"
     r = plan["pretrain-R"].commands[0]
     assert "--max-tokens" not in r and _opt(r, "--max-steps") == "1" and _opt(r, "--lr") == "1e-12"
 
@@ -94,15 +99,21 @@ def test_token_budget_options(rp):
     assert _opt(plan["pretrain-S"].commands[0], "--max-tokens") == "1000"
     assert _opt(plan["pretrain-G+D"].commands[0], "--max-tokens") == "500"
     assert _opt(plan["pretrain-G+G"].commands[0], "--max-tokens") == "500"
+    default = rp.build_plan(Path("/w"), tokens=3000, data=Path("/d"))
+    assert _opt(default["pretrain-G+D"].commands[0], "--max-tokens") == "1000"  # tokens // 3
 
 
-def test_finetune_and_tapt_commands(plan):
+def test_finetune_and_tapt_commands(rp, plan):
     ner = plan["finetune-S-ner"].commands[0]
     assert ner[3:5] == ["finetune", "ner"] and _opt(ner, "--data") == "bc5cdr"
     assert _opt(ner, "--seeds") == "1,2,3" and _opt(ner, "--lr") == "0.0001"
     assert _opt(ner, "--model") == "/w/pretrain/S/model" and _opt(ner, "--max-length") == "128"
     re_ = plan["finetune-G-re"].commands[0]
-    assert _opt(re_, "--data") == "chemprot" and "--lr" not in re_  # no dev choice given
+    assert _opt(re_, "--data") == "chemprot" and _opt(re_, "--lr") == "{lr:re}"  # dev choice
+    grid = plan["recipe-re"].commands
+    assert [_opt(c, "--lr") for c in grid] == [f"{lr:g}" for lr in rp.LR_GRID]
+    assert all(_opt(c, "--model") == "/w/pretrain/G/model" and _opt(c, "--seeds") == "1"
+               and _opt(c, "--data") == "chemprot" for c in grid)
     assert _opt(plan["finetune-G-cls"].commands[0], "--data") == "scicite"
     tapt = plan["finetune-G+T-ner"].commands[0]
     assert tapt[3] == "adapt" and _opt(tapt, "--task-text") == "task"
@@ -176,7 +187,7 @@ def test_merge_tables_and_verdicts(rp, tmp_path):
     assert (tmp_path / "out.md").read_text() == text
     assert "| G | 70.00 ± 0.50 | 50.00 ± 0.50 | 70.00 ± 0.50 |" in text
     assert "| S | 73.00 ± 0.50 |" in text
-    assert "ner 0.0001" in text and "re bertkit's default (dev choice not made yet)" in text
+    assert "ner 0.0001" in text and "re not chosen yet" in text
     assert "not at G's rate: finetune-G+D-ner, finetune-G+G-ner" in text  # fabricated at None
     assert "| S | 3.500 (33, 38.0%) | 5.000 (148, 20.0%) | 37.0 M |" in text
     assert "| G | 4.000 (55, 33.0%) | - | - |" in text
@@ -244,3 +255,74 @@ def test_run_resumes_a_stopped_pretraining_and_skips_finished_dependencies(rp, t
     calls.clear()
     assert rp.run_stage(plan["finetune-S-ner"], plan, work, 5) is False
     assert len(calls) == 1 and calls[0][3] == "pretrain"
+
+
+def _recipe_summary(path, dev):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"metrics": {"dev": {"micro_f1": {"values": [dev]}},
+                                            "test": {"micro_f1": {"values": [0.99]}}}}))
+
+
+def test_recipe_stage_chooses_on_dev_and_fine_tuning_reads_the_choice(rp, tmp_path, monkeypatch):
+    monkeypatch.setattr(rp, "RESULTS", tmp_path / "results")
+    work = tmp_path / "work"
+    plan = rp.build_plan(work, data=Path("/d"))
+    rp._write("pretrain-G", {"stage": "pretrain-G", "finished": True})
+    rp._write("pretrain-S", {"stage": "pretrain-S", "finished": True})
+    for dep in ("G", "S"):  # the encoders' folders exist: no rebuild
+        rp.model_dir(work, dep).mkdir(parents=True)
+    dev = dict(zip(rp.LR_GRID, [0.30, 0.42, 0.47, 0.45]))  # 3e-4 is best on dev
+    calls = []
+
+    def fake(cmd, max_minutes, log, cache=None):
+        calls.append(cmd)
+        out = Path(cmd[cmd.index("-o") + 1])
+        if cmd[4] == "re" and "recipe" in str(out):
+            _recipe_summary(out / "summary.json", dev[float(_opt(cmd, "--lr"))])
+        else:
+            _recipe_summary(out / "summary.json", 0.5)
+        return None
+
+    monkeypatch.setattr(rp, "_run_command", fake)
+    with pytest.raises(SystemExit, match="recipe-re has not finished"):
+        rp.resolve(plan["finetune-S-re"].commands[0])
+    assert rp.run_stage(plan["finetune-S-re"], plan, work, None) is True
+    assert len(calls) == len(rp.LR_GRID) + 1  # the grid on G first, then S at the choice
+    recipe = json.loads((tmp_path / "results" / "recipe-re.json").read_text())
+    assert recipe["chosen_lr"] == 3e-4 and "test" not in json.dumps(recipe["results"])
+    assert [g["dev"]["mean"] for g in recipe["results"]] == [30.0, 42.0, 47.0, 45.0]
+    assert _opt(calls[-1], "--lr") == "0.0003" and _opt(calls[-1], "--model").endswith("S/model")
+    result = json.loads((tmp_path / "results" / "finetune-S-re.json").read_text())
+    assert result["lr"] == 3e-4 and result["commands"][0].count("--lr 0.0003") == 1
+    text = rp.merge(tmp_path / "results", tmp_path / "out.md", optional=False)
+    assert "| ChemProt RE | 30.00 | 42.00 | 47.00 * | 45.00 |" in text
+
+
+def test_a_rebuilt_pretraining_records_whether_it_is_the_same_encoder(rp, tmp_path, monkeypatch):
+    monkeypatch.setattr(rp, "RESULTS", tmp_path / "results")
+    work = tmp_path / "work"
+    plan = rp.build_plan(work, data=Path("/d"))
+    rp._write("vocab-general", {"stage": "vocab-general", "finished": True})
+    plan["vocab-general"].output.parent.mkdir(parents=True)
+    plan["vocab-general"].output.write_text("[PAD]\n")
+    point = {"step": 100, "tokens": 409600, "seconds": 60.0, "loss": 4.25, "accuracy": 0.3}
+    rp._write("pretrain-G", {"stage": "pretrain-G", "finished": True, "points": [point]})
+    run = work / "pretrain" / "G"
+
+    def fake(loss):
+        def run_it(cmd, max_minutes, log, cache=None):
+            run.mkdir(parents=True, exist_ok=True)
+            (run / "environment.json").write_text("{}")
+            (run / "metrics.jsonl").write_text(json.dumps(
+                {"type": "eval", "step": 100, "train_tokens": 409600, "train_seconds": 60.0,
+                 "time_s": 61.0, "loss": loss, "accuracy": 0.3}) + "\n")
+            (run / "results.json").write_text(json.dumps({"train_tokens": 409600}))
+            return None
+        return run_it
+
+    for loss, same in ((4.25, True), (4.5, False)):
+        monkeypatch.setattr(rp, "_run_command", fake(loss))
+        assert rp.run_stage(plan["pretrain-G"], plan, work, None) is True
+        result = json.loads((tmp_path / "results" / "pretrain-G.json").read_text())
+        assert result["rebuild"] == {"recorded_final_loss": 4.25, "final_loss": loss, "same": same}
+        rp._write("pretrain-G", {"stage": "pretrain-G", "finished": True, "points": [point]})
