@@ -326,3 +326,22 @@ def test_a_rebuilt_pretraining_records_whether_it_is_the_same_encoder(rp, tmp_pa
         result = json.loads((tmp_path / "results" / "pretrain-G.json").read_text())
         assert result["rebuild"] == {"recorded_final_loss": 4.25, "final_loss": loss, "same": same}
         rp._write("pretrain-G", {"stage": "pretrain-G", "finished": True, "points": [point]})
+
+
+def test_mini_scibert_recipe_is_encoder_s(rp, plan):
+    """`bertkit run mini-scibert` (the issue's user-facing recipe) pretrains with exactly the
+    flags of reproduce.py's S encoder: same vocabulary size, architecture and recipe."""
+    from bertkit import recipes
+
+    stages = {s.name: s.settings for s in recipes.load(recipes.find("mini-scibert")).stages}
+    assert stages["vocab"]["size"] == rp.CONFIGS[rp.RECIPE]["vocab_size"]
+    cmd = plan["pretrain-S"].commands[0]
+    checked = 0
+    for key, value in stages["pretrain"].items():
+        if key in ("corpus", "valid", "vocab", "eval_steps", "save_steps"):
+            continue  # paths, and how often it evaluates and saves
+        flag = f"--{key.replace('_', '-')}"
+        expected = f"{value:g}" if isinstance(value, float) else str(value)
+        assert flag in cmd and _opt(cmd, flag) == expected, (flag, expected)
+        checked += 1
+    assert checked == 13
