@@ -117,6 +117,13 @@ def _stem(encoder: str) -> str:
     return encoder.replace("+", "-plus-")
 
 
+def _recipe_yaml(command: str, settings: dict) -> str:
+    """A one-command bertkit recipe (YAML) with these settings."""
+    lines = ["description: written by benchmarks/reproduce.py", f"command: {command}", "settings:"]
+    lines += [f"  {k}: {json.dumps(v)}" for k, v in settings.items()]
+    return "\n".join(lines) + "\n"
+
+
 def model_dir(work: Path, encoder: str) -> Path:
     """The pretrained model folder of an encoder (``bertkit pretrain``'s ``model/``)."""
     return work / "pretrain" / _stem(encoder) / "model"
@@ -232,12 +239,24 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
             info = {"encoder": enc, "task": task, "data": dataset, "metric": metric,
                     "lr": recipe_lr.get(task), "summary": str(out / "summary.json")}
             if how.get("tapt"):
+                # TAPT continues G with G's own pretraining recipe (30% masking, warm-up 100,
+                # constant rate, no dropout) and fine-tunes at 128 positions like every other
+                # encoder: adapt's --pretrain-recipe and --finetune-recipe, written by run_stage
+                pre, fine = work / "recipes" / "tapt-pretrain.yaml", work / "recipes" / f"tapt-{task}.yaml"
                 cmd = ["{python}", "-m", "bertkit", "adapt", "--task", command, "--data", dataset,
                        "--model", str(model_dir(work, how["parent"])), "--task-text", "task",
                        "--tapt-epochs", str(TAPT_EPOCHS), "--masking", "token",
-                       "--pretrain-lr", f"{settings['lr']:g}", *lr, "--seeds", SEEDS,
-                       *device, "-o", str(out)]
+                       "--pretrain-lr", f"{settings['lr']:g}", "--pretrain-recipe", str(pre),
+                       "--finetune-recipe", str(fine), *lr, "--seeds", SEEDS, *device,
+                       "-o", str(out)]
                 info["summary"] = str(out / "finetune" / "summary.json")
+                info["files"] = {str(pre): _recipe_yaml("pretrain", {
+                    "mask_prob": settings["mask_prob"], "valid_mask_prob": settings["valid_mask_prob"],
+                    "warmup": settings["warmup"], "lr_schedule": settings["lr_schedule"],
+                    "dropout": settings["dropout"], "batch_size": settings["batch_size"],
+                    "max_seq_length": settings["max_seq_length"]}),
+                    str(fine): _recipe_yaml(f"finetune {command}",
+                                            {"max_length": settings["max_seq_length"]})}
                 stages[f"finetune-{enc}-{task}"] = Stage(
                     f"finetune-{enc}-{task}", "tapt", [cmd],
                     [f"pretrain-{how['parent']}", *recipe_deps], 3 * per_seed + 15, None, info)
@@ -376,6 +395,9 @@ def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: f
     before = load_average()
     previous = (json.loads(_result_path(stage.name).read_text(encoding="utf-8"))
                 if finished(stage) else None)  # a finished stage run again: a rebuild
+    for path, text in stage.info.get("files", {}).items():  # recipes its commands read
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
     resolved = [resolve(c) for c in stage.commands]
     commands = [c for c, _ in resolved]
     lr = next((rate for _, rate in resolved if rate is not None), None)
@@ -392,7 +414,8 @@ def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: f
     result = {"stage": stage.name, "kind": stage.kind, "commands": [render(c) for c in commands],
               "finished": stopped is None, "stopped": stopped,
               "wall_minutes": round((time.time() - started) / 60, 1), "load_before": before,
-              "load_after": load_average(), **stage.info}
+              "load_after": load_average(),
+              **{k: v for k, v in stage.info.items() if k != "files"}}
     if lr is not None:
         result["lr"] = lr
     if stage.kind == "vocab":

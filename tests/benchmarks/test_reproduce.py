@@ -345,3 +345,28 @@ def test_mini_scibert_recipe_is_encoder_s(rp, plan):
         assert flag in cmd and _opt(cmd, flag) == expected, (flag, expected)
         checked += 1
     assert checked == 13
+
+
+def test_tapt_stage_continues_with_the_recipe_and_fine_tunes_at_128(rp, plan, tmp_path):
+    """G+T's adapt command reads two recipe files that run_stage writes: TAPT with G's own
+    pretraining recipe (30% masking, constant rate, no dropout) and fine-tuning at 128 positions,
+    as every other encoder; both build adapt's stage configs."""
+    from bertkit.workflows.adapt import AdaptConfig, finetune_config, pretrain_config
+
+    stage = plan["finetune-G+T-re"]
+    cmd = stage.commands[0]
+    files = {}
+    for key, text in stage.info["files"].items():
+        files[Path(key).name] = tmp_path / Path(key).name
+        files[Path(key).name].write_text(text)
+    assert Path(_opt(cmd, "--pretrain-recipe")).name == "tapt-pretrain.yaml"
+    assert Path(_opt(cmd, "--finetune-recipe")).name == "tapt-re.yaml"
+    cfg = AdaptConfig(task="re", data="chemprot", model="/m", task_text="task",
+                      pretrain_recipe=str(files["tapt-pretrain.yaml"]),
+                      finetune_recipe=str(files["tapt-re.yaml"]), pretrain_lr=1e-3, lr=3e-4)
+    pt = pretrain_config(cfg, "/m", "/t.txt", tmp_path / "pt", steps=380)
+    assert (pt.mask_prob, pt.valid_mask_prob, pt.warmup, pt.lr_schedule, pt.dropout) == (
+        0.3, 0.15, 100, "constant", 0.0)
+    assert (pt.lr, pt.batch_size, pt.max_seq_length, pt.max_steps) == (1e-3, 32, 128, 380)
+    ft = finetune_config(cfg, "/m", tmp_path / "ft", seed=1)
+    assert (ft.max_length, ft.lr) == (128, 3e-4)
