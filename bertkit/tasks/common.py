@@ -306,9 +306,30 @@ def find_saved_model(directory: str | Path, task: str, what: str,
         raise BertkitError(f"this is the saved model of 'finetune {found}', not of 'finetune "
                            f"{task}'", file=path, expected=expected)
     if found != task or not all((path / f).is_file() for f in files):
+        _stopped_run(Path(directory).expanduser(), task)
         raise BertkitError(f"no saved bertkit {what} model here", file=path, expected=expected)
     meta["path"] = str(path)
     return path, meta
+
+
+def _stopped_run(run: Path, task: str) -> None:
+    """Raise a message pointing to ``--resume`` when ``run`` is a training run that stopped
+    (step checkpoints, no ``results.json``) before it saved its model.
+
+    Raises:
+        BertkitError: it is such a run.
+    """
+    from bertkit.training.checkpoint import list_checkpoints
+
+    if (run / "results.json").is_file():
+        return
+    checkpoints = list_checkpoints(run / "checkpoints")
+    if checkpoints:
+        raise BertkitError(f"this run stopped before it saved its model (last checkpoint: "
+                           f"{Path(checkpoints[-1]).name})", file=run,
+                           expected=f"a finished run: continue this one with the 'bertkit "
+                                    f"finetune {task}' command that started it, plus --resume "
+                                    f"--output-dir {run}")
 
 
 def load_pretrained(loader: Callable, path: str | Path, **kwargs):

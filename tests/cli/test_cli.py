@@ -101,6 +101,25 @@ def test_predict_missing_model_and_input(tmp_path):
     assert res.exit_code == 1 and "no saved bertkit NER model" in res.output
 
 
+def test_predict_and_evaluate_on_a_stopped_run_point_to_resume(tmp_path):
+    run = tmp_path / "run"
+    step = run / "checkpoints" / "step_40"
+    step.mkdir(parents=True)
+    (step / "state.pt").write_bytes(b"x")
+    (step / "model.pt").write_bytes(b"x")
+    (tmp_path / "x.txt").write_text("Aspirin .\n")
+    for args in (("predict", "ner", "--model", str(run), "--input", str(tmp_path / "x.txt")),
+                 ("evaluate", "re", "--model", str(run), "--data", "chemprot")):
+        res = invoke(*args)
+        assert res.exit_code == 1, res.output
+        text = " ".join(res.output.split())
+        assert "stopped before it saved its model (last checkpoint: step_40)" in text
+        assert f"'bertkit finetune {args[1]}' command that started it, plus --resume" in text
+    (run / "results.json").write_text("{}")  # a finished run without model/: the plain message
+    res = invoke("predict", "ner", "--model", str(run), "--input", str(tmp_path / "x.txt"))
+    assert res.exit_code == 1 and "no saved bertkit NER model" in res.output
+
+
 def test_recipe_value_of_wrong_type_is_refused_before_any_output(tmp_path, ner_dir):
     recipe = tmp_path / "r.yaml"
     recipe.write_text("epochs: two\n")
