@@ -32,6 +32,13 @@ def max_train_option(unit: str):
     return option(None, min=1, help=f"Use only the first N training {unit}.")
 
 
+def skip_bad_lines_option():
+    """The ``--skip-bad-lines`` field of a line-per-example reader: skip and count unreadable
+    lines instead of stopping before training."""
+    return option(False, flags=("--skip-bad-lines",), help="Skip and count unreadable lines "
+                  "instead of stopping before training.")
+
+
 def max_eval_option(unit: str):
     """The ``--max-eval-samples`` field: the first N dev and test ``unit`` (``sentences``)."""
     return option(None, min=1, help=f"Use only the first N dev and test {unit}.")

@@ -10,7 +10,8 @@ from bertkit.options import (CONFUSION, DEVICE, METRICS_OUTPUT, PRECISION, PREDI
                              option)
 from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
-                                           max_eval_option, max_train_option, model_option)
+                                           max_eval_option, max_train_option, model_option,
+                                           skip_bad_lines_option)
 
 POOLINGS = ("cls", "entity-start")
 """``--pooling`` choices: :data:`bertkit.heads.relation.POOLINGS`, repeated so that this light
@@ -92,8 +93,7 @@ class REConfig(FinetuneConfig):
     class_weights: str = option("none", choices=CLASS_WEIGHTS, help="none, or balanced (loss "
                                 "weight N/(C*count) per label, as finetune cls; for a classifier "
                                 "that collapses to the majority label).")
-    skip_bad_lines: bool = option(False, flags=("--skip-bad-lines",), help="Skip and count "
-                                  "unreadable lines instead of stopping before training.")
+    skip_bad_lines: bool = skip_bad_lines_option()
     max_length: int = option(512, min=8, help="Pieces per input incl. markers and [CLS]/[SEP]; "
                              "longer inputs are cut around the two entities, both always kept.")
     eval_batch_size: int = eval_batch_option(64, "Pairs")
