@@ -435,6 +435,9 @@ def run_stage(stage: Stage, output_dir: Path, console=None,
         # a rerun continues: a started run resumes, a finished one is kept, a new one starts
         cfg = build_config(cls, continue_settings(field_names(cls), settings, settings[key]),
                            source=f"recipe stage {stage.name}")
+        if console:  # where the settings came from, as finetune and pretrain print it
+            console.print(describe_sources(cfg, {k: "recipe" for k in stage.settings}),
+                          highlight=False, markup=False)
         try:
             results = fn(cfg, console)
         except RunComplete as done:  # --set resume=true over stages that finished: keep them

@@ -131,6 +131,8 @@ def test_run_a_one_stage_recipe_end_to_end(tmp_path, tiny_encoder):
     assert res.exit_code == 0, res.output
     results = json.loads((out / "results.json").read_text())
     assert results["steps"] == 1 and (out / "model" / "config.json").is_file()
+    said = " ".join(res.output.split())  # where the settings came from, as finetune prints it
+    assert "epochs 1, lr 1e-3 (recipe); the rest built-in defaults" in said
 
 
 def test_every_shipped_stage_builds_its_command_config():
