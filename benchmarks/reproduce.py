@@ -248,7 +248,7 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
                        "--tapt-epochs", str(TAPT_EPOCHS), "--masking", "token",
                        "--pretrain-lr", f"{settings['lr']:g}", "--pretrain-recipe", str(pre),
                        "--finetune-recipe", str(fine), *lr, "--seeds", SEEDS, *device,
-                       "-o", str(out)]
+                       "-o", str(out), "--overwrite"]
                 info["summary"] = str(out / "finetune" / "summary.json")
                 info["files"] = {str(pre): _recipe_yaml("pretrain", {
                     "mask_prob": settings["mask_prob"], "valid_mask_prob": settings["valid_mask_prob"],
@@ -265,7 +265,7 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
             # 128-511 of a from-scratch model are never trained), for every encoder alike
             cmd = ["{python}", "-m", "bertkit", "finetune", command, "--data", dataset, "--model",
                    str(model_dir(work, enc)), "--max-length", str(settings["max_seq_length"]),
-                   *lr, "--seeds", SEEDS, *device, "-o", str(out)]
+                   *lr, "--seeds", SEEDS, *device, "-o", str(out), "--overwrite"]
             stages[f"finetune-{enc}-{task}"] = Stage(
                 f"finetune-{enc}-{task}", "finetune", [cmd], [f"pretrain-{enc}", *recipe_deps],
                 3 * per_seed, None, info)
