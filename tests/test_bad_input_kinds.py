@@ -282,6 +282,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     # the collapse warning; evaluate re/cls show it too, as a hint for re-training
     "bertkit/metrics/cls.py": ("finetune re", "finetune cls"),
     "bertkit/recipes.py": ("run",),  # --set overrides and kept stages
+    "bertkit/tasks/common.py::_stopped_run": FINETUNE,  # continue the run: finetune --resume
     "bertkit/tasks/dep/data.py": ("finetune dep", "evaluate dep"),
     "bertkit/tasks/cls/config.py": ("finetune cls",),
     "bertkit/tasks/cls/data.py": ("finetune cls",),
