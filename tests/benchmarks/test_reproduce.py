@@ -370,3 +370,18 @@ def test_tapt_stage_continues_with_the_recipe_and_fine_tunes_at_128(rp, plan, tm
     assert (pt.lr, pt.batch_size, pt.max_seq_length, pt.max_steps) == (1e-3, 32, 128, 380)
     ft = finetune_config(cfg, "/m", tmp_path / "ft", seed=1)
     assert (ft.max_length, ft.lr) == (128, 3e-4)
+
+
+def test_scibert_verdict_is_not_shown_when_g_is_on_the_plateau(rp, tmp_path):
+    """S beating an encoder that never left the plateau is not evidence for the domain."""
+    recs = [_ft("G", "ner", [50.0, 50.5, 49.5]), _ft("S", "ner", [70.0, 70.5, 69.5]),
+            _ft("G", "re", [30.0, 30.5, 29.5]), _ft("S", "re", [45.0, 45.5, 44.5]),
+            {"stage": "intrinsic-G", "finished": True,
+             "general": {"loss": 6.09, "accuracy": 0.139, "perplexity": 441.9}}]
+    _write(tmp_path / "p", recs)
+    found = {g.split(":")[0]: (v, e) for g, v, e in rp.goals(rp._load(tmp_path / "p"))}
+    assert found["SciBERT"][0] == "not shown: G did not leave the plateau"
+    assert "own corpus 13.9%" in found["SciBERT"][1]
+    recs[-1]["general"]["accuracy"] = 0.35  # a trained G: the comparison counts
+    _write(tmp_path / "q", recs)
+    assert {g.split(":")[0]: v for g, v, _ in rp.goals(rp._load(tmp_path / "q"))}["SciBERT"] == "met"
