@@ -584,6 +584,12 @@ def merge(results_dir: Path = RESULTS, out: Path = MERGED, optional: bool = True
             cells = ["-" if not dev.get(lr) else
                      f"{dev[lr]['mean']:.2f}{' *' if lr == r['chosen_lr'] else ''}" for lr in grid]
             lines.append(f"| {TASK_NAMES[t]} | " + " | ".join(cells) + " |")
+        edge = [TASK_NAMES[t] for t, r in recipes.items()
+                if r["chosen_lr"] in (min(g["lr"] for g in r["results"]),
+                                      max(g["lr"] for g in r["results"]))]
+        if edge:
+            lines += ["", f"At the edge of the grid ({', '.join(edge)}): a rate beyond it was "
+                          "not tried, so the choice may not be the best on dev."]
     lines += ["",
         "## Intrinsic: valid MLM loss (perplexity, masked-token accuracy at 15%)", "",
         "| encoder | corpus/valid.txt | corpus-general/valid.txt | pretraining tokens |",

@@ -296,6 +296,7 @@ def test_recipe_stage_chooses_on_dev_and_fine_tuning_reads_the_choice(rp, tmp_pa
     assert result["lr"] == 3e-4 and result["commands"][0].count("--lr 0.0003") == 1
     text = rp.merge(tmp_path / "results", tmp_path / "out.md", optional=False)
     assert "| ChemProt RE | 30.00 | 42.00 | 47.00 * | 45.00 |" in text
+    assert "At the edge of the grid" not in text  # 3e-4 is inside it
 
 
 def test_a_rebuilt_pretraining_records_whether_it_is_the_same_encoder(rp, tmp_path, monkeypatch):
