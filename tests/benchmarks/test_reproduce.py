@@ -383,6 +383,11 @@ def test_scibert_verdict_is_not_shown_when_g_is_on_the_plateau(rp, tmp_path):
     found = {g.split(":")[0]: (v, e) for g, v, e in rp.goals(rp._load(tmp_path / "p"))}
     assert found["SciBERT"][0] == "not shown: G did not leave the plateau"
     assert "own corpus 13.9%" in found["SciBERT"][1]
+    recs[3] = _ft("S", "re", [30.0, 30.5, 29.5])  # "not met" against a plateau G: not shown either
+    _write(tmp_path / "n", recs)
+    found = {g.split(":")[0]: v for g, v, _ in rp.goals(rp._load(tmp_path / "n"))}
+    assert found["SciBERT"] == "not shown: G did not leave the plateau"
+    recs[3] = _ft("S", "re", [45.0, 45.5, 44.5])
     recs[-1]["general"]["accuracy"] = 0.35  # a trained G: the comparison counts
     _write(tmp_path / "q", recs)
     assert {g.split(":")[0]: v for g, v, _ in rp.goals(rp._load(tmp_path / "q"))}["SciBERT"] == "met"
