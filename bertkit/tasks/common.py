@@ -319,14 +319,12 @@ def _stopped_run(run: Path, task: str) -> None:
     Raises:
         BertkitError: it is such a run.
     """
-    from bertkit.training.checkpoint import list_checkpoints
+    from bertkit.training.rundir import last_checkpoint_of_stopped_run
 
-    if (run / "results.json").is_file():
-        return
-    checkpoints = list_checkpoints(run / "checkpoints")
-    if checkpoints:
+    checkpoint = last_checkpoint_of_stopped_run(run)
+    if checkpoint is not None:
         raise BertkitError(f"this run stopped before it saved its model (last checkpoint: "
-                           f"{Path(checkpoints[-1]).name})", file=run,
+                           f"{checkpoint.name})", file=run,
                            expected=f"a finished run: continue this one with the 'bertkit "
                                     f"finetune {task}' command that started it, plus --resume "
                                     f"--output-dir {run}")

@@ -178,6 +178,19 @@ def resumable(folder: str | Path) -> bool:
         or any(resumable(p) for p in folder.glob("seed-*") if p.is_dir())
 
 
+def last_checkpoint_of_stopped_run(folder: str | Path) -> Path | None:
+    """The last complete step checkpoint of a run in ``folder`` that stopped before it finished
+    (no ``results.json``), which ``--resume`` continues; None for a finished run or one with no
+    checkpoint (the rule of :func:`resumable`, for one run folder)."""
+    from bertkit.training.checkpoint import list_checkpoints
+
+    folder = Path(folder).expanduser()
+    if (folder / "results.json").is_file():
+        return None
+    checkpoints = list_checkpoints(folder / "checkpoints")
+    return checkpoints[-1] if checkpoints else None
+
+
 def _remove_run_files(path: Path) -> None:
     """Delete the files of :data:`RUN_FILES` in ``path`` (for ``--overwrite``)."""
     import shutil
