@@ -164,9 +164,10 @@ def vocab_dir(work: Path, settings: dict) -> Path:
 
 def pretrain_command(name: str, settings: dict, work: Path) -> list[str]:
     """The ``bertkit pretrain`` command line of a configuration (fp32, CPU, valid every
-    ``eval_steps`` steps on the scientific valid set)."""
+    ``eval_steps`` steps on the ``valid_corpus`` valid set, scientific by default)."""
     cmd = [sys.executable, "-m", "bertkit", "pretrain", "--corpus", settings["vocab_corpus"],
-           "--valid", "scientific", "--vocab", str(vocab_dir(work, settings))]
+           "--valid", settings.get("valid_corpus", "scientific"), "--vocab",
+           str(vocab_dir(work, settings))]
     return cmd + _flags(settings) + ["--precision", "fp32", "--device", "cpu", "-o",
                                      str(work / "runs" / name), "--overwrite"]
 
