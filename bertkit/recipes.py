@@ -52,11 +52,13 @@ _PRODUCT = {"vocab build": ("out", "")}  # the rest: output_dir/model
 
 @dataclass
 class Stage:
-    """One command of a recipe with its settings (option names in snake_case)."""
+    """One command of a recipe with its settings (option names in snake_case); ``overrides``
+    names the settings that ``--set`` changed (:func:`apply_overrides`)."""
 
     name: str
     command: str
     settings: dict[str, Any] = field(default_factory=dict)
+    overrides: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -102,7 +104,7 @@ def run_settings(config_cls: type, command: str, flags: dict[str, Any],
     return settings_with_sources(config_cls, command, flags, recipe)[0]
 
 
-SOURCE_ORDER = ("flag", "recipe", "saved run", "data-set default")
+SOURCE_ORDER = ("flag", "--set", "recipe", "saved run", "data-set default")
 """Where a setting can come from, strongest first; anything else is a built-in default."""
 
 
@@ -361,6 +363,7 @@ def apply_overrides(recipe: Recipe, overrides: list[str]) -> Recipe:
                     expected="a setting of " + valid(list(stages)))
         for target in targets:
             stages[target].settings[name] = override_value(text, fields[target][name])
+            stages[target].overrides.add(name)
     return recipe
 
 
@@ -436,7 +439,8 @@ def run_stage(stage: Stage, output_dir: Path, console=None,
         cfg = build_config(cls, continue_settings(field_names(cls), settings, settings[key]),
                            source=f"recipe stage {stage.name}")
         if console:  # where the settings came from, as finetune and pretrain print it
-            console.print(describe_sources(cfg, {k: "recipe" for k in stage.settings}),
+            console.print(describe_sources(cfg, {k: "--set" if k in stage.overrides else "recipe"
+                                                 for k in stage.settings}),
                           highlight=False, markup=False)
         try:
             results = fn(cfg, console)
@@ -493,7 +497,8 @@ def run_recipe(recipe: Recipe, output_root: Path, console=None) -> dict[str, dic
     results: dict[str, dict] = {}
     ran: str | None = None  # the first stage that ran rather than being kept
     for stage in recipe.stages:
-        stage = Stage(stage.name, stage.command, _resolve_refs(stage.settings, products))
+        stage = Stage(stage.name, stage.command, _resolve_refs(stage.settings, products),
+                      stage.overrides)
         out = output_root if len(recipe.stages) == 1 else output_root / stage.name
         if console:
             console.rule(f"{recipe.name}: stage {stage.name} ({stage.command})")

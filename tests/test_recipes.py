@@ -132,7 +132,8 @@ def test_run_a_one_stage_recipe_end_to_end(tmp_path, tiny_encoder):
     results = json.loads((out / "results.json").read_text())
     assert results["steps"] == 1 and (out / "model" / "config.json").is_file()
     said = " ".join(res.output.split())  # where the settings came from, as finetune prints it
-    assert "epochs 1, lr 1e-3 (recipe); the rest built-in defaults" in said
+    assert "epochs 1 (--set); " in said  # the override is labelled as one, not as the recipe
+    assert "lr 1e-3 (recipe); the rest built-in defaults" in said and "epochs 1, " not in said
 
 
 def test_every_shipped_stage_builds_its_command_config():
