@@ -271,7 +271,7 @@ def test_recipe_stage_chooses_on_dev_and_fine_tuning_reads_the_choice(rp, tmp_pa
     rp._write("pretrain-S", {"stage": "pretrain-S", "finished": True})
     for dep in ("G", "S"):  # the encoders' folders exist: no rebuild
         rp.model_dir(work, dep).mkdir(parents=True)
-    dev = dict(zip(rp.LR_GRID, [0.30, 0.42, 0.47, 0.45]))  # 3e-4 is best on dev
+    dev = dict(zip(rp.LR_GRID, [0.30, 0.42, 0.47, 0.45, 0.40]))  # 3e-4 is best on dev
     calls = []
 
     def fake(cmd, max_minutes, log, cache=None):
