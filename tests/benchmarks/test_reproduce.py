@@ -290,7 +290,7 @@ def test_recipe_stage_chooses_on_dev_and_fine_tuning_reads_the_choice(rp, tmp_pa
     assert len(calls) == len(rp.LR_GRID) + 1  # the grid on G first, then S at the choice
     recipe = json.loads((tmp_path / "results" / "recipe-re.json").read_text())
     assert recipe["chosen_lr"] == 3e-4 and "test" not in json.dumps(recipe["results"])
-    assert [g["dev"]["mean"] for g in recipe["results"]] == [30.0, 42.0, 47.0, 45.0]
+    assert [g["dev"]["mean"] for g in recipe["results"]] == [30.0, 42.0, 47.0, 45.0, 40.0]
     assert _opt(calls[-1], "--lr") == "0.0003" and _opt(calls[-1], "--model").endswith("S/model")
     result = json.loads((tmp_path / "results" / "finetune-S-re.json").read_text())
     assert result["lr"] == 3e-4 and result["commands"][0].count("--lr 0.0003") == 1
