@@ -307,6 +307,12 @@ def find_saved_model(directory: str | Path, task: str, what: str,
                            f"{task}'", file=path, expected=expected)
     if found != task or not all((path / f).is_file() for f in files):
         _stopped_run(Path(directory).expanduser(), task)
+        seeds = sorted(p.parent.parent.name for p in path.glob(f"seed-*/model/{META_FILE}"))
+        if seeds:  # the root of a --seeds run: one model per seed, none at the root
+            raise BertkitError(
+                f"this is a multi-seed run (--seeds) with one model per seed ({', '.join(seeds)}),"
+                " not one model", file=path, expected=f"one seed's run directory, e.g. "
+                f"{path / seeds[0]}")
         raise BertkitError(f"no saved bertkit {what} model here", file=path, expected=expected)
     meta["path"] = str(path)
     return path, meta

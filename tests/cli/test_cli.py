@@ -120,6 +120,21 @@ def test_predict_and_evaluate_on_a_stopped_run_point_to_resume(tmp_path):
     assert res.exit_code == 1 and "no saved bertkit NER model" in res.output
 
 
+def test_predict_on_a_multi_seed_root_names_the_seed_directories(tmp_path):
+    from bertkit.tasks.common import META_FILE
+
+    root = tmp_path / "seeds"
+    for seed in (1, 2):
+        (root / f"seed-{seed}" / "model").mkdir(parents=True)
+        (root / f"seed-{seed}" / "model" / META_FILE).write_text('{"task": "ner"}')
+    (root / "summary.json").write_text("{}")
+    (tmp_path / "x.txt").write_text("Aspirin .\n")
+    res = invoke("predict", "ner", "--model", str(root), "--input", str(tmp_path / "x.txt"))
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1 and "multi-seed run (--seeds) with one model per seed (seed-1, seed-2)" in text
+    assert "one seed's run directory, e.g." in text and "Traceback" not in res.output
+
+
 def test_recipe_value_of_wrong_type_is_refused_before_any_output(tmp_path, ner_dir):
     recipe = tmp_path / "r.yaml"
     recipe.write_text("epochs: two\n")
