@@ -150,6 +150,14 @@ CONFIGS: dict[str, dict] = {
         valid_mask_prob=0.15, lr=1e-3, warmup=100, lr_schedule="constant", batch_size=64,
         gradient_accumulation=1, max_seq_length=64, max_tokens=40_000_000, eval_steps=100,
         max_eval_sequences=256, save_steps=500),
+    # m: l's recipe on the scientific corpus (SciVocab, validated on corpus/valid.txt at 64),
+    #    against g there: does a recipe that helps G also help S (the same recipe for both)?
+    "m-s2x128-mask30-seq64": dict(
+        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="scientific",
+        valid_corpus="scientific", dropout=0.0, masking="token", mask_prob=0.30,
+        valid_mask_prob=0.15, lr=1e-3, warmup=100, lr_schedule="constant", batch_size=64,
+        gradient_accumulation=1, max_seq_length=64, max_tokens=40_000_000, eval_steps=100,
+        max_eval_sequences=256, save_steps=500),
     # k: g with a WordPiece alphabet capped at 300 characters (G's 8 k vocabulary spends 1,771
     #    entries on single characters, most of them non-Latin; S's 159).
     "k-g2x128-mask30-alpha300": dict(
