@@ -158,6 +158,16 @@ CONFIGS: dict[str, dict] = {
         valid_mask_prob=0.15, lr=1e-3, warmup=100, lr_schedule="constant", batch_size=64,
         gradient_accumulation=1, max_seq_length=64, max_tokens=40_000_000, eval_steps=100,
         max_eval_sequences=256, save_steps=500),
+    # n: g on the first 3.6 M words of the general corpus (whole articles), the scientific
+    #    corpus's size (the data README's equal-data comparison), G's vocabulary: S saw its 4.3 M
+    #    tokens 8.5 times over 37 M, G its 12.6 M 2.9 times. Does the amount of distinct text
+    #    (repetition) decide when a model leaves the plateau?
+    "n-g2x128-mask30-words3.6M": dict(
+        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="general",
+        corpus_words=3_600_000, valid_corpus="general", dropout=0.0, masking="token",
+        mask_prob=0.30, valid_mask_prob=0.15, lr=1e-3, warmup=100, lr_schedule="constant",
+        batch_size=32, gradient_accumulation=1, max_seq_length=128, max_tokens=40_000_000,
+        eval_steps=100, max_eval_sequences=128, save_steps=500),
     # k: g with a WordPiece alphabet capped at 300 characters (G's 8 k vocabulary spends 1,771
     #    entries on single characters, most of them non-Latin; S's 159).
     "k-g2x128-mask30-alpha300": dict(
@@ -169,7 +179,27 @@ CONFIGS: dict[str, dict] = {
 }
 CORPUS_FILES = {"scientific": "corpus/train.txt", "general": "corpus-general/train.txt"}
 VALID_FILES = {"scientific": "corpus/valid.txt", "general": "corpus-general/valid.txt"}
-NOT_FLAGS = ("vocab_size", "vocab_corpus", "valid_corpus", "vocab_limit_alphabet")
+NOT_FLAGS = ("vocab_size", "vocab_corpus", "valid_corpus", "vocab_limit_alphabet", "corpus_words")
+
+
+def corpus_subset(work: Path, corpus: str, words: int) -> Path:
+    """The first ``words`` words of a registered corpus, cut at the end of an article (a blank
+    line in ``corpus-general``) or of a line, written once to ``<work>/<corpus>-<words>w.txt``."""
+    out = work / f"{corpus}-{words}w.txt"
+    if out.is_file():
+        return out
+    root = Path(os.environ["BERTKIT_DATA"])
+    kept, count = [], 0
+    with open(root / CORPUS_FILES[corpus], encoding="utf-8") as src:
+        for line in src:
+            if count >= words and not line.strip():
+                break
+            kept.append(line)
+            count += len(line.split())
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text("".join(kept), encoding="utf-8")
+    tmp.replace(out)
+    return out
 
 
 def vocab_dir(work: Path, settings: dict) -> Path:
@@ -183,7 +213,9 @@ def vocab_dir(work: Path, settings: dict) -> Path:
 def pretrain_command(name: str, settings: dict, work: Path) -> list[str]:
     """The ``bertkit pretrain`` command line of a configuration (fp32, CPU, valid every
     ``eval_steps`` steps on the ``valid_corpus`` valid set, scientific by default)."""
-    cmd = [sys.executable, "-m", "bertkit", "pretrain", "--corpus", settings["vocab_corpus"],
+    corpus = (str(corpus_subset(work, settings["vocab_corpus"], settings["corpus_words"]))
+              if settings.get("corpus_words") else settings["vocab_corpus"])
+    cmd = [sys.executable, "-m", "bertkit", "pretrain", "--corpus", corpus,
            "--valid", settings.get("valid_corpus", "scientific"), "--vocab",
            str(vocab_dir(work, settings))]
     return cmd + _flags(settings) + ["--precision", "fp32", "--device", "cpu", "-o",

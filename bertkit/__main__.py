@@ -1,6 +1,6 @@
 """``python -m bertkit`` is the same as the ``bertkit`` console command."""
 
-from bertkit.cli import main
+from bertkit._entry import main
 
 if __name__ == "__main__":
     main()

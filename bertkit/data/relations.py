@@ -245,7 +245,7 @@ def parse_record(obj: Any, labelled: bool) -> tuple[str, EntitySpan, EntitySpan,
         label = obj.get("relation", obj.get("label"))
     else:
         raise _Bad("no 'text' with << >> and [[ ]] markers, no 'tokens' with 'subject'/'object', "
-                   "no TACRED 'token'")
+                   f"no TACRED 'token' (fields: {', '.join(sorted(map(str, obj))) or 'none'})")
     if label is None and labelled:
         raise _Bad("no label ('label', or 'relation' in the TACRED form)")
     if label is not None and not isinstance(label, str):
@@ -307,7 +307,9 @@ def read_relations(path: str | Path, labelled: bool = True, skip_bad_lines: bool
             lines = ", ".join(str(b.line) for b in bad[1:11])
             more = f" [{len(bad) - 1} more bad line(s): {lines}{', ...' if len(bad) > 11 else ''}]"
         raise BertkitError(first.message + more, file=first.file, line=first.line,
-                           expected="--skip-bad-lines to skip and count them" if len(bad) else None)
+                           expected="JSON lines with 'text' (<< >>, [[ ]] markers) or 'tokens' "
+                                    "with 'subject'/'object', and 'label'; or --skip-bad-lines to "
+                                    "skip and count bad lines")
     if not examples:
         raise BertkitError("no relation examples in the file", file=path,
                            expected="JSON lines with 'text' (<< >>, [[ ]] markers) or 'tokens' "

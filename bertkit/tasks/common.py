@@ -291,6 +291,9 @@ def find_saved_model(directory: str | Path, task: str, what: str,
         BertkitError: no saved bertkit model of ``task`` there (another task's is named).
     """
     path = Path(directory).expanduser()
+    if not path.exists():
+        raise BertkitError("not found", file=path,
+                           expected=f"a run directory of 'finetune {task}' or its model/")
     if (path / "model" / META_FILE).is_file():
         path = path / "model"
     meta_file = path / META_FILE
@@ -303,8 +306,9 @@ def find_saved_model(directory: str | Path, task: str, what: str,
     expected = f"a run directory of 'finetune {task}' (model/{META_FILE}" + \
         "".join(f" and model/{f}" for f in files) + ")"
     if found is not None and found != task:
-        raise BertkitError(f"this is the saved model of 'finetune {found}', not of 'finetune "
-                           f"{task}'", file=path, expected=expected)
+        made_by = "bertkit pretrain (a masked LM)" if found == "pretrain" else f"'finetune {found}'"
+        raise BertkitError(f"this is the saved model of {made_by}, not of 'finetune {task}'",
+                           file=path, expected=expected)
     if found != task or not all((path / f).is_file() for f in files):
         _stopped_run(Path(directory).expanduser(), task)
         seeds = sorted(p.parent.parent.name for p in path.glob(f"seed-*/model/{META_FILE}"))

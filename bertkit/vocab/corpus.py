@@ -79,8 +79,8 @@ def resolve_corpus_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _bad_text(path: Path, offset: int, line: int, what: str, gz: bool) -> BertkitError:
-    where = "uncompressed byte offset" if gz else "byte offset"
-    return BertkitError(f"{what} at {where} {offset}", file=path, line=line,
+    where = "of the uncompressed file" if gz else "of the file"  # as data.conll.read_lines says it
+    return BertkitError(f"{what} at byte {offset} {where}", file=path, line=line,
                         expected="UTF-8 text; pass --skip-bad-lines to drop such lines")
 
 

@@ -85,7 +85,7 @@ def load_tokenizer(spec: str | Path):
         try:
             tokens = vocab_file.read_text(encoding="utf-8").splitlines()
         except UnicodeDecodeError as exc:
-            raise BertkitError(f"not valid UTF-8 at byte offset {exc.start}", file=vocab_file,
+            raise BertkitError(f"not valid UTF-8 at byte {exc.start} of the file", file=vocab_file,
                                expected="a vocab.txt, one token a line") from None
         if not tokens or "[UNK]" not in tokens:
             raise BertkitError("not a WordPiece vocabulary (no [UNK] token)", file=vocab_file,

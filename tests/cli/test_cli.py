@@ -84,12 +84,15 @@ def test_finetune_evaluate_predict_tiny(tmp_path, ner_dir, tiny_encoder):
     assert 0 <= json.loads((tmp_path / "m.json").read_text())["f1"] <= 1
 
     text = tmp_path / "in.txt"
-    text.write_text("Aspirin induced renal failure .\nCisplatin \u200b nephrotoxicity\n", encoding="utf-8")
+    text.write_text("Aspirin induced renal failure .\n\n\u200b\nCisplatin \u200b nephrotoxicity\n",
+                    encoding="utf-8")
     res = invoke("predict", "ner", "--model", str(run), "--input", str(text), "--format", "jsonl")
     assert res.exit_code == 0, res.output
     assert said.split(", ", 1)[1] in res.stderr and "precision" not in res.stdout  # a note, not output
     rows = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
-    assert [len(r["tags"]) for r in rows] == [len(r["tokens"]) for r in rows] == [5, 3]
+    assert [len(r["tags"]) for r in rows] == [len(r["tokens"]) for r in rows] == [5, 0, 0, 3]
+    assert [r["line"] for r in rows] == [1, 2, 3, 4]  # output line N is input line N
+    assert [r.get("empty", False) for r in rows] == [False, True, True, False]
     out = tmp_path / "pred.conll"
     res = invoke("predict", "ner", "--model", str(run), "--input", str(ner_dir / "test.tsv"), "-o", str(out))
     assert res.exit_code == 0 and len(out.read_text().strip().split("\n\n")) == 3
@@ -133,6 +136,14 @@ def test_predict_on_a_multi_seed_root_names_the_seed_directories(tmp_path):
     text = " ".join(res.output.split())
     assert res.exit_code == 1 and "multi-seed run (--seeds) with one model per seed (seed-1, seed-2)" in text
     assert "one seed's run directory, e.g." in text and "Traceback" not in res.output
+
+    res = invoke("predict", "ner", "--model", str(tmp_path / "nothere"), "--input", str(tmp_path / "x.txt"))
+    assert res.exit_code == 1 and "nothere: not found" in " ".join(res.output.split())
+    (tmp_path / "mlm" / "model").mkdir(parents=True)  # a `bertkit pretrain` run
+    (tmp_path / "mlm" / "model" / META_FILE).write_text('{"task": "pretrain"}')
+    res = invoke("predict", "ner", "--model", str(tmp_path / "mlm"), "--input", str(tmp_path / "x.txt"))
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1 and "saved model of bertkit pretrain (a masked LM), not of 'finetune ner'" in text
 
 
 def test_recipe_value_of_wrong_type_is_refused_before_any_output(tmp_path, ner_dir):
@@ -180,3 +191,20 @@ def test_predict_names_a_missing_input_before_loading_any_model(tmp_path):
     assert res.exit_code == 1
     assert "missing.txt: file not found" in " ".join(res.output.split())
     assert "no saved" not in res.output
+
+
+def test_ctrl_c_while_starting_up_exits_130_without_a_traceback():
+    """SIGINT while the CLI is still importing torch and transformers (the seconds after the
+    command is typed) ends with a one-line message and status 130."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "bertkit", "finetune", "ner", "--help"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.4)  # python is up, the CLI's imports take seconds
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert "Traceback" not in err and "interrupted (Ctrl-C)" in err

@@ -86,7 +86,7 @@ BAD = [
       "relation": "X"}, "out of range"),
     ({"token": ["a", "b"], "subj_start": 0, "obj_start": 1, "obj_end": 1, "relation": "X"},
      "without subj_end"),
-    ({"sentence": "a b"}, "no 'text'"),
+    ({"sentence": "a b"}, "no TACRED 'token' (fields: sentence)"),
 ]
 
 

@@ -116,7 +116,7 @@ def test_non_utf8_reports_file_line_and_offset(tmp_path, corpus_file):
     path.write_bytes(first + b"Caf\xe9 au lait\n" + good)
     with pytest.raises(BertkitError) as err:
         build_vocab([path], tmp_path / "out", size=300)
-    assert f"latin1.txt:2: not valid UTF-8 at byte offset {len(first) + 3}" in str(err.value)
+    assert f"latin1.txt:2: not valid UTF-8 at byte {len(first) + 3} of the file" in str(err.value)
     assert "--skip-bad-lines" in str(err.value)
     assert _no_leftovers(tmp_path, "out")
     info = build_vocab([path], tmp_path / "out", size=300, skip_bad_lines=True)
@@ -126,7 +126,7 @@ def test_non_utf8_reports_file_line_and_offset(tmp_path, corpus_file):
 def test_binary_file(tmp_path):
     path = tmp_path / "data.bin"
     path.write_bytes(b"some text\n" + bytes(range(256)))
-    with pytest.raises(BertkitError, match=r"data.bin:2: binary data \(NUL byte\) at byte offset 10"):
+    with pytest.raises(BertkitError, match=r"data.bin:2: binary data \(NUL byte\) at byte 10 of the file"):
         build_vocab([path], tmp_path / "out", size=300)
 
 

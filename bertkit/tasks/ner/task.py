@@ -273,7 +273,8 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
     Args:
         fmt: ``conll`` (token, [gold,] predicted) or ``jsonl`` (one object a sentence with its
             input ``line``, ``tokens``, ``tags`` and ``spans``: word offsets, end exclusive, type
-            and text; empty input lines give no object).
+            and text; from plain text, one object per input line, an empty one (nothing visible)
+            with ``"empty": true`` and no tags, so that output line N is input line N).
         input_format: ``auto``, ``conll`` or ``text``.
         output: file to write atomically; None returns the text only.
 
@@ -305,9 +306,15 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
     else:
         import json
 
-        text = "".join(json.dumps({"line": s.line, "tokens": s.tokens, "tags": p,
-                                   "spans": sentence_spans(s.tokens, p)}, ensure_ascii=False) + "\n"
-                       for s, p in zip(sents, pred))
+        records = {s.line: {"line": s.line, "tokens": s.tokens, "tags": p,
+                            "spans": sentence_spans(s.tokens, p)} for s, p in zip(sents, pred)}
+        if not is_conll:  # every input line gets its record, as `predict cls` gives one
+            from bertkit.data.conll import read_lines
+
+            for number, _ in read_lines(input_path, old_mac=False):
+                records.setdefault(number, {"line": number, "tokens": [], "tags": [],
+                                            "spans": [], "empty": True})
+        text = "".join(json.dumps(records[n], ensure_ascii=False) + "\n" for n in sorted(records))
     if output:
         write_text(output, text)
     return text

@@ -107,10 +107,13 @@ def _answers(raw: Any) -> tuple[list[Any], list[Any]] | None:
 
 
 def make_example(q: dict, context: Any, title: str, path: Path, line: int | None,
-                 labelled: bool = True, notes: list[str] | None = None) -> QAExample:
+                 labelled: bool = True, notes: list[str] | None = None,
+                 fields: list[str] | None = None) -> QAExample:
     """Check one question record and build its :class:`QAExample`.
 
     Args:
+        fields: the keys of the record that holds the context (named when it has no
+            ``context``).
         labelled: the answers are needed (training, evaluation). False (``predict``): answers
             are optional, and bad ones are dropped (the question unlabelled) with a note added
             to ``notes`` naming the file, article or line and question id, instead of an error.
@@ -124,6 +127,9 @@ def make_example(q: dict, context: Any, title: str, path: Path, line: int | None
     if not isinstance(qid, (str, int)) or isinstance(qid, bool) or str(qid) == "":
         raise _error("question without an id", path, title, None, line, "an 'id' string")
     qid = str(qid)
+    if context is None:  # a missing field, not an empty one: name the fields there are
+        raise _error(f"no 'context' (fields: {', '.join(sorted(fields or ())) or 'none'})", path,
+                     title, qid, line, "a non-empty 'context' string")
     if not isinstance(context, str) or not visible(context):  # zero-width only is empty too
         raise _error("empty context", path, title, qid, line, "a non-empty 'context' string")
     question = q.get("question")
@@ -192,7 +198,8 @@ def _squad_json(path: Path, doc: Any, labelled: bool, notes: list[str]) -> Itera
             for q in qas:
                 if not isinstance(q, dict):
                     raise _error(f"question is {q!r}", path, title, None, expected="an object")
-                yield make_example(q, p.get("context"), title, path, None, labelled, notes)
+                yield make_example(q, p.get("context"), title, path, None, labelled, notes,
+                                   fields=list(p))
 
 
 def _json_lines(path: Path, text: str, labelled: bool, notes: list[str]) -> Iterator[QAExample]:
@@ -209,7 +216,8 @@ def _json_lines(path: Path, text: str, labelled: bool, notes: list[str]) -> Iter
             raise BertkitError("not a JSON object", file=path, line=n,
                                expected="{id, question, context, answers}")
         title = str(rec.get("title") or "")
-        yield make_example(rec, rec.get("context"), title, path, n, labelled, notes)
+        yield make_example(rec, rec.get("context"), title, path, n, labelled, notes,
+                           fields=list(rec))
 
 
 def read_qa_file(path: str | Path, labelled: bool = True, console=None) -> list[QAExample]:

@@ -49,6 +49,7 @@ def test_jsonl_with_byte_order_mark_and_line_separator_in_a_context(tmp_path):
     (lambda q, p: q.update(answers=[{"text": "platelet", "answer_start": 3}]),
      "answer_start 3 does not index the answer 'platelet'"),
     (lambda q, p: p.update(context="   "), "empty context"),
+    (lambda q, p: p.update(contexts=p.pop("context")), "no 'context' (fields: contexts, qas)"),
     (lambda q, p: p.update(context="\u200b\u200d \ufeff"), "empty context"),  # zero-width only
     (lambda q, p: q.update(question="\u200b"), "empty question"),
     (lambda q, p: q.update(id="q2"), "question id given twice"),
