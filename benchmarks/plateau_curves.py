@@ -494,8 +494,15 @@ def merge() -> Path:
             cells.append(f"{c['tokens'] / 1e6:.2f} M / {_minutes(c['seconds'])} min" if c else
                          f"not reached (> {final.get('tokens', 0) / 1e6:.2f} M)")
         load = r["load1"]
+        corpus = s.get("vocab_corpus", "scientific") + (
+            f" (first {s['corpus_words'] / 1e6:.1f} M words)" if s.get("corpus_words") else "")
+        extra = "".join([
+            f", alphabet <= {s['vocab_limit_alphabet']}" if s.get("vocab_limit_alphabet") else "",
+            f", replace {s['mask_replace_prob']:g}/{s.get('random_replace_prob', 0.1):g} "
+            f"[MASK]/random" if "mask_replace_prob" in s else ""])
         rows.append(
-            f"| {r['name']} | {s.get('config', '?')}, vocab {s.get('vocab_size', '?')}, lr "
+            f"| {r['name']} | corpus {corpus}, valid {s.get('valid_corpus', 'scientific')}; "
+            f"{s.get('config', '?')}, vocab {s.get('vocab_size', '?')}{extra}, lr "
             f"{s.get('lr', '?')} (warm-up {s.get('warmup', '?')} steps, then "
             f"{s.get('lr_schedule', '?')}), batch {s.get('batch_size', '?')}x"
             f"{s.get('max_seq_length', '?')}, mask {s.get('mask_prob', '?')} (valid "
