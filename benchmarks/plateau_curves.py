@@ -182,10 +182,15 @@ VALID_FILES = {"scientific": "corpus/valid.txt", "general": "corpus-general/vali
 NOT_FLAGS = ("vocab_size", "vocab_corpus", "valid_corpus", "vocab_limit_alphabet", "corpus_words")
 
 
+def subset_path(work: Path, corpus: str, words: int) -> Path:
+    """Where :func:`corpus_subset` writes the first ``words`` words of ``corpus``."""
+    return work / f"{corpus}-{words}w.txt"
+
+
 def corpus_subset(work: Path, corpus: str, words: int) -> Path:
     """The first ``words`` words of a registered corpus, cut at the end of an article (a blank
     line in ``corpus-general``) or of a line, written once to ``<work>/<corpus>-<words>w.txt``."""
-    out = work / f"{corpus}-{words}w.txt"
+    out = subset_path(work, corpus, words)
     if out.is_file():
         return out
     root = Path(os.environ["BERTKIT_DATA"])
@@ -213,7 +218,7 @@ def vocab_dir(work: Path, settings: dict) -> Path:
 def pretrain_command(name: str, settings: dict, work: Path) -> list[str]:
     """The ``bertkit pretrain`` command line of a configuration (fp32, CPU, valid every
     ``eval_steps`` steps on the ``valid_corpus`` valid set, scientific by default)."""
-    corpus = (str(corpus_subset(work, settings["vocab_corpus"], settings["corpus_words"]))
+    corpus = (str(subset_path(work, settings["vocab_corpus"], settings["corpus_words"]))
               if settings.get("corpus_words") else settings["vocab_corpus"])
     cmd = [sys.executable, "-m", "bertkit", "pretrain", "--corpus", corpus,
            "--valid", settings.get("valid_corpus", "scientific"), "--vocab",
@@ -397,6 +402,8 @@ def run(name: str, work: Path, max_minutes: float, resume: bool = False, threads
                        + (["--limit-alphabet", str(settings["vocab_limit_alphabet"])]
                           if settings.get("vocab_limit_alphabet") else []),
                        env=env, check=True)
+    if settings.get("corpus_words"):
+        corpus_subset(work, settings["vocab_corpus"], settings["corpus_words"])
     cmd = pretrain_command(name, settings, work)
     if resume:
         cmd = [a for a in cmd if a != "--overwrite"] + ["--resume"]

@@ -283,6 +283,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/metrics/cls.py": ("finetune re", "finetune cls"),
     "bertkit/recipes.py": ("run",),  # --set overrides and kept stages
     "bertkit/tasks/common.py::_stopped_run": FINETUNE,  # continue the run: finetune --resume
+    "bertkit/tasks/common.py::find_saved_model": FINETUNE,  # a --seeds root: one model per seed
     "bertkit/tasks/dep/data.py": ("finetune dep", "evaluate dep"),
     "bertkit/tasks/cls/config.py": ("finetune cls",),
     "bertkit/tasks/cls/data.py": ("finetune cls",),

@@ -25,11 +25,30 @@ def test_every_configuration_is_a_valid_pretrain_command(script, tmp_path):
         cmd = script.pretrain_command(name, settings, tmp_path)
         assert cmd[cmd.index("--config") + 1] == settings["config"]
         assert cmd[cmd.index("--precision") + 1] == "fp32"
-        assert cmd[cmd.index("--vocab") + 1] == str(tmp_path / f"vocab-scientific-{settings['vocab_size']}")
-        flags = {k: v for k, v in settings.items() if k not in ("vocab_size", "vocab_corpus")}
+        alpha = settings.get("vocab_limit_alphabet")
+        assert cmd[cmd.index("--vocab") + 1] == str(
+            tmp_path / (f"vocab-{settings['vocab_corpus']}-{settings['vocab_size']}"
+                        + (f"-alpha{alpha}" if alpha else "")))
+        assert cmd[cmd.index("--valid") + 1] == settings.get("valid_corpus", "scientific")
+        corpus = cmd[cmd.index("--corpus") + 1]
+        assert corpus == settings["vocab_corpus"] or (
+            settings.get("corpus_words") and corpus.endswith(f"-{settings['corpus_words']}w.txt"))
+        flags = {k: v for k, v in settings.items() if k not in script.NOT_FLAGS}
         cfg = PretrainConfig(corpus="x.txt", vocab="v", **flags)
         cfg.validate()  # the settings are ones bertkit accepts
         assert cfg.max_steps * cfg.tokens_per_step >= settings["max_tokens"]
+
+
+def test_corpus_subset_cuts_at_an_article_end(script, tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    (root / "corpus-general").mkdir(parents=True)
+    (root / "corpus-general" / "train.txt").write_text(
+        "a b c\nd e\n\nf g h i\n\nj k\n", encoding="utf-8")
+    monkeypatch.setenv("BERTKIT_DATA", str(root))
+    (tmp_path / "w").mkdir()
+    out = script.corpus_subset(tmp_path / "w", "general", 4)
+    assert out.read_text(encoding="utf-8") == "a b c\nd e\n"  # 5 words: the first article whole
+    assert script.corpus_subset(tmp_path / "w", "general", 4) == out  # written once
 
 
 def test_crossing_interpolates_between_points_and_says_none_if_never(script):
