@@ -19,5 +19,5 @@ def main() -> None:
 
         cli_main()
     except KeyboardInterrupt:
-        print("bertkit: interrupted (Ctrl-C) while starting", file=sys.stderr)
+        print("bertkit: interrupted (Ctrl-C)", file=sys.stderr)
         raise SystemExit(130) from None

@@ -214,4 +214,4 @@ def test_ctrl_c_while_starting_up_exits_130_without_a_traceback(monkeypatch, cap
         _entry.main()
     monkeypatch.setattr(builtins, "__import__", real_import)
     err = capsys.readouterr().err
-    assert stop.value.code == 130 and err.strip() == "bertkit: interrupted (Ctrl-C) while starting"
+    assert stop.value.code == 130 and err.strip() == "bertkit: interrupted (Ctrl-C)"
