@@ -61,6 +61,14 @@ GATE_MINUTES = 150  # phase 1: one run of at most 2.5 hours on this machine
 # name -> settings; every key but those of NOT_FLAGS is a `bertkit pretrain` flag. "vocab_corpus"
 # is also the training corpus; "valid_corpus" (default "scientific") the validation text;
 # "vocab_limit_alphabet" is `bertkit vocab build --limit-alphabet`.
+# Phase 1b's common recipe: configuration g's settings on the general corpus, validated on the
+# general valid set (every phase-1b configuration below changes one thing of it).
+PHASE_1B = dict(
+    config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="general", valid_corpus="general",
+    dropout=0.0, masking="token", mask_prob=0.30, valid_mask_prob=0.15, lr=1e-3, warmup=100,
+    lr_schedule="constant", batch_size=32, gradient_accumulation=1, max_seq_length=128,
+    max_tokens=40_000_000, eval_steps=100, max_eval_sequences=128, save_steps=500)
+
 CONFIGS: dict[str, dict] = {
     # Cramming's choices (Geiping & Goldstein 2023): no dropout, sparse prediction (bertkit
     # always predicts at the masked positions only), a small vocabulary, peak lr 1e-3 after a
@@ -125,57 +133,29 @@ CONFIGS: dict[str, dict] = {
     # the general corpus, validated on the general valid set at 15%:
     # i: no copy shortcut (every chosen token becomes [MASK]; phase 1 found the second plateau
     #    to be BERT's 10% unchanged tokens copied without context; Wettig et al. 2023, sec. 5).
-    "i-g2x128-mask30-nocopy": dict(
-        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="general",
-        valid_corpus="general", dropout=0.0, masking="token", mask_prob=0.30,
-        valid_mask_prob=0.15, mask_replace_prob=1.0, random_replace_prob=0.0, lr=1e-3,
-        warmup=100, lr_schedule="constant", batch_size=32, gradient_accumulation=1,
-        max_seq_length=128, max_tokens=40_000_000, eval_steps=100, max_eval_sequences=128,
-        save_steps=500),
+    "i-g2x128-mask30-nocopy": {**PHASE_1B, "mask_replace_prob": 1.0, "random_replace_prob": 0.0},
     # j: 40% masking (Wettig et al. 2023 found 40% better than 15% for BERT-large; 30% was the
     #    lever of phase 1).
-    "j-g2x128-mask40": dict(
-        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="general",
-        valid_corpus="general", dropout=0.0, masking="token", mask_prob=0.40,
-        valid_mask_prob=0.15, lr=1e-3, warmup=100, lr_schedule="constant", batch_size=32,
-        gradient_accumulation=1, max_seq_length=128, max_tokens=40_000_000, eval_steps=100,
-        max_eval_sequences=128, save_steps=500),
+    "j-g2x128-mask40": {**PHASE_1B, "mask_prob": 0.40},
     # l: sequences of 64 (batch 64: the same 4,096 tokens a step). A position that attends
     #    uniformly averages over 64 tokens, not 128, so the signal that teaches it to find its
     #    neighbours is twice as strong (sequence-length warm-up, Li et al. 2022, starts short for
     #    this reason). Validated at 64 too.
-    "l-g2x128-mask30-seq64": dict(
-        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="general",
-        valid_corpus="general", dropout=0.0, masking="token", mask_prob=0.30,
-        valid_mask_prob=0.15, lr=1e-3, warmup=100, lr_schedule="constant", batch_size=64,
-        gradient_accumulation=1, max_seq_length=64, max_tokens=40_000_000, eval_steps=100,
-        max_eval_sequences=256, save_steps=500),
+    "l-g2x128-mask30-seq64": {**PHASE_1B, "batch_size": 64, "max_seq_length": 64,
+                              "max_eval_sequences": 256},
     # m: l's recipe on the scientific corpus (SciVocab, validated on corpus/valid.txt at 64),
     #    against g there: does a recipe that helps G also help S (the same recipe for both)?
-    "m-s2x128-mask30-seq64": dict(
-        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="scientific",
-        valid_corpus="scientific", dropout=0.0, masking="token", mask_prob=0.30,
-        valid_mask_prob=0.15, lr=1e-3, warmup=100, lr_schedule="constant", batch_size=64,
-        gradient_accumulation=1, max_seq_length=64, max_tokens=40_000_000, eval_steps=100,
-        max_eval_sequences=256, save_steps=500),
+    "m-s2x128-mask30-seq64": {**PHASE_1B, "vocab_corpus": "scientific",
+                              "valid_corpus": "scientific", "batch_size": 64,
+                              "max_seq_length": 64, "max_eval_sequences": 256},
     # n: g on the first 3.6 M words of the general corpus (whole articles), the scientific
     #    corpus's size (the data README's equal-data comparison), G's vocabulary: S saw its 4.3 M
     #    tokens 8.5 times over 37 M, G its 12.6 M 2.9 times. Does the amount of distinct text
     #    (repetition) decide when a model leaves the plateau?
-    "n-g2x128-mask30-words3.6M": dict(
-        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="general",
-        corpus_words=3_600_000, valid_corpus="general", dropout=0.0, masking="token",
-        mask_prob=0.30, valid_mask_prob=0.15, lr=1e-3, warmup=100, lr_schedule="constant",
-        batch_size=32, gradient_accumulation=1, max_seq_length=128, max_tokens=40_000_000,
-        eval_steps=100, max_eval_sequences=128, save_steps=500),
+    "n-g2x128-mask30-words3.6M": {**PHASE_1B, "corpus_words": 3_600_000},
     # k: g with a WordPiece alphabet capped at 300 characters (G's 8 k vocabulary spends 1,771
     #    entries on single characters, most of them non-Latin; S's 159).
-    "k-g2x128-mask30-alpha300": dict(
-        config="layers=2,hidden=128", vocab_size=8000, vocab_corpus="general",
-        vocab_limit_alphabet=300, valid_corpus="general", dropout=0.0, masking="token",
-        mask_prob=0.30, valid_mask_prob=0.15, lr=1e-3, warmup=100, lr_schedule="constant",
-        batch_size=32, gradient_accumulation=1, max_seq_length=128, max_tokens=40_000_000,
-        eval_steps=100, max_eval_sequences=128, save_steps=500),
+    "k-g2x128-mask30-alpha300": {**PHASE_1B, "vocab_limit_alphabet": 300},
 }
 CORPUS_FILES = {"scientific": "corpus/train.txt", "general": "corpus-general/train.txt"}
 VALID_FILES = {"scientific": "corpus/valid.txt", "general": "corpus-general/valid.txt"}
