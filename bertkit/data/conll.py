@@ -171,11 +171,13 @@ def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
     return ConllFile(path, sentences, scheme)
 
 
-def read_text(path: str | Path, pre_tokenize) -> list[Sentence]:
+def read_text(path: str | Path, pre_tokenize, empty: list[int] | None = None) -> list[Sentence]:
     """Read plain text, one sentence a line, splitting words with ``pre_tokenize``.
 
     Args:
         pre_tokenize: ``str -> list[(word, (char_start, char_end))]``, e.g. the BERT pre-tokeniser.
+        empty: if given, the (1-based) numbers of the skipped lines are appended to it, so that
+            a caller can give every input line an output record.
 
     Lines end only at LF or CRLF (a lone CR is white space inside its line). A line whose words
     are all control or zero-width characters is skipped as a blank line is (nothing to tag);
@@ -194,6 +196,8 @@ def read_text(path: str | Path, pre_tokenize) -> list[Sentence]:
     for number, text in read_lines(path, old_mac=False):
         words = [w for w, _ in pre_tokenize(text)]
         if not any(visible(w) for w in words):
+            if empty is not None:
+                empty.append(number)
             continue
         if words:
             out.append(Sentence(words, [], str(path), number, one_line=True))

@@ -293,10 +293,11 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
     runtime = make_runtime(device, precision, console)
     pre = tokenizer.backend_tokenizer.pre_tokenizer
     is_conll = looks_like_conll(input_path) if input_format == "auto" else input_format == "conll"
+    empty: list[int] = []  # plain-text lines with nothing to tag (an "empty" record each)
     if is_conll:
         sents = read_conll(input_path, labelled=False).sentences
     else:
-        sents = read_text(input_path, pre.pre_tokenize_str)
+        sents = read_text(input_path, pre.pre_tokenize_str, empty)
     max_length = fit_length(meta.get("max_length", 512), position_limit(tagger.encoder.config),
                             console)
     pred = tag_sentences(tagger, tokenizer, sents, runtime, max_length,
@@ -308,12 +309,9 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
 
         records = {s.line: {"line": s.line, "tokens": s.tokens, "tags": p,
                             "spans": sentence_spans(s.tokens, p)} for s, p in zip(sents, pred)}
-        if not is_conll:  # every input line gets its record, as `predict cls` gives one
-            from bertkit.data.conll import read_lines
-
-            for number, _ in read_lines(input_path, old_mac=False):
-                records.setdefault(number, {"line": number, "tokens": [], "tags": [],
-                                            "spans": [], "empty": True})
+        for number in empty:  # every text line gets its record, as `predict cls` gives one
+            records[number] = {"line": number, "tokens": [], "tags": [], "spans": [],
+                               "empty": True}
         text = "".join(json.dumps(records[n], ensure_ascii=False) + "\n" for n in sorted(records))
     if output:
         write_text(output, text)
