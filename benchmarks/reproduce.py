@@ -68,8 +68,16 @@ from plateau_curves import CONFIGS, CORPUS_FILES, _flags, crossing, curve  # noq
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "reproduce"
 MERGED = HERE / "results" / "reproduce.md"
-RECIPE = "g-2x128-b32-lr1e-3-mask30-v15"  # phase 1's gate recipe (plateau_curves.CONFIGS)
-TOKENS = 37_000_000
+# The pretraining recipe, in two phases like BERT's own (Devlin et al. 2019, §A.2: 90% of the
+# steps at 128 positions, then 512). Phase A (the "-seq64" stage): plateau_curves configuration
+# l, sequences of 64 (the phase-1b run that took G off the plateau), for SHORT_TOKENS of the
+# budget. Phase B: continued at 128 positions (the fine-tuning windows; positions 64-127 are
+# never trained in phase A) with a fresh warm-up and a linear decay to 0 (PHASE_B).
+RECIPE = "l-g2x128-mask30-seq64"
+PHASE_B = {"max_seq_length": 128, "batch_size": 32, "max_eval_sequences": 128,
+           "lr_schedule": "linear"}
+TOKENS = 37_000_000  # both phases (session 1's one-phase budget: 37.3 M tokens, 95 minutes)
+SHORT_TOKENS = 26_624_000  # phase A at the default TOKENS: 6,500 steps of 64 x 64 (72%)
 TOKENS_PER_S = 37.3e6 / (95 * 60)  # phase 1: 37.3 M tokens in 95 min on one thread (2 x 128)
 SEEDS = "1,2,3"
 CONTINUE_FRACTION = 3  # G+D and G+G continue G for tokens // 3 by default (DAPT is a short phase)
@@ -150,7 +158,9 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
     Returns:
         ``{stage name: Stage}``, dependencies before dependants.
     """
-    settings = CONFIGS[RECIPE]
+    short = CONFIGS[RECIPE]  # phase A
+    settings = {**short, **PHASE_B}  # phase B, continued pretraining and fine-tuning lengths
+    short_tokens = round(tokens * SHORT_TOKENS / TOKENS)
     data = data or Path(os.environ.get("BERTKIT_DATA", "data"))
     continue_tokens = continue_tokens or tokens // CONTINUE_FRACTION
     recipe_lr = recipe_lr or {}
@@ -167,43 +177,53 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
               str(data / CORPUS_FILES[corpus]), "--size", str(size), "--out", str(out),
               "--no-progress", "--overwrite"]], minutes=3.0, output=out / "vocab.txt")
 
-    def pretrain_flags(budget: int | None, **override) -> list[str]:
-        """The recipe's ``bertkit pretrain`` flags (plateau_curves._flags) at a token budget
+    def pretrain_flags(budget: int | None, phase: dict, **override) -> list[str]:
+        """A phase's ``bertkit pretrain`` flags (plateau_curves._flags) at a token budget
         (None: no --max-tokens)."""
-        flags = {k: v for k, v in settings.items() if k not in ("max_tokens", "config")}
+        flags = {k: v for k, v in phase.items() if k not in ("max_tokens", "config")}
         if budget is not None:
             override = {"max_tokens": budget, **override}
         return _flags(flags, **override)
+
+    def pretrain_stage(name: str, enc: str, run: Path, cmd: list[str], deps: list[str],
+                       budget: int) -> None:
+        cmd = cmd + ["--seed", "42", *device, "-o", str(run), "--overwrite"]
+        stages[name] = Stage(name, "pretrain", [cmd], deps,
+                             round(budget / TOKENS_PER_S / 60 + 1, 1), run / "model",
+                             {"encoder": enc, "tokens": budget, "run": str(run)})
 
     for enc, how in encoders.items():
         if how.get("tapt"):
             continue
         run = work / "pretrain" / _stem(enc)
-        valid = ["--valid", "scientific"]
+        valid = ["--valid", how.get("corpus", "scientific")]  # each its own text (intrinsic: both)
+        pretrain = ["{python}", "-m", "bertkit", "pretrain"]
         if how.get("parent"):
-            cmd = ["{python}", "-m", "bertkit", "pretrain", "--model",
-                   str(model_dir(work, how["parent"])), "--corpus", how["corpus"], *valid,
-                   *pretrain_flags(continue_tokens)]
-            deps, budget = [f"pretrain-{how['parent']}"], continue_tokens
-        else:
-            vocab = stages[f"vocab-{how['vocab']}"].output.parent
-            cmd = ["{python}", "-m", "bertkit", "pretrain", "--config", settings["config"],
-                   "--vocab", str(vocab), "--corpus", how["corpus"], *valid]
-            if how.get("random"):  # the initialisation: one step at a negligible rate
-                cmd += pretrain_flags(None, lr=1e-12, max_steps=1)
-                budget = 0
-            else:
-                masking = how.get("masking", "token")
-                cmd += pretrain_flags(tokens, masking=masking)
-                if masking == "span":
-                    cmd += ["--sbo"]
-                budget = tokens
-            deps = [f"vocab-{how['vocab']}"]
-        cmd += ["--seed", "42", *device, "-o", str(run), "--overwrite"]
-        minutes = budget / TOKENS_PER_S / 60 + 1
-        stages[f"pretrain-{enc}"] = Stage(f"pretrain-{enc}", "pretrain", [cmd], deps,
-                                          round(minutes, 1), run / "model",
-                                          {"encoder": enc, "tokens": budget, "run": str(run)})
+            pretrain_stage(f"pretrain-{enc}", enc, run,
+                           [*pretrain, "--model", str(model_dir(work, how["parent"])),
+                            "--corpus", how["corpus"], *valid,
+                            *pretrain_flags(continue_tokens, settings)],
+                           [f"pretrain-{how['parent']}"], continue_tokens)
+            continue
+        vocab = stages[f"vocab-{how['vocab']}"].output.parent
+        scratch = [*pretrain, "--config", short["config"], "--vocab", str(vocab),
+                   "--corpus", how["corpus"], *valid]
+        if how.get("random"):  # the initialisation: one step at a negligible rate
+            pretrain_stage(f"pretrain-{enc}", enc, run,
+                           scratch + pretrain_flags(None, short, lr=1e-12, max_steps=1),
+                           [f"vocab-{how['vocab']}"], 0)
+            continue
+        masking = how.get("masking", "token")
+        sbo = ["--sbo"] if masking == "span" else []
+        first = work / "pretrain" / f"{_stem(enc)}-seq64"
+        pretrain_stage(f"pretrain-{enc}-seq64", enc, first,
+                       scratch + pretrain_flags(short_tokens, short, masking=masking) + sbo,
+                       [f"vocab-{how['vocab']}"], short_tokens)
+        pretrain_stage(f"pretrain-{enc}", enc, run,
+                       [*pretrain, "--model", str(first / "model"), "--corpus", how["corpus"],
+                        *valid, *pretrain_flags(tokens - short_tokens, settings,
+                                                masking=masking), *sbo],
+                       [f"pretrain-{enc}-seq64"], tokens - short_tokens)
     for enc, how in encoders.items():
         if how.get("tapt"):
             continue
@@ -404,7 +424,9 @@ def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: f
     lr = next((rate for _, rate in resolved if rate is not None), None)
     if stage.kind == "pretrain":
         run = Path(stage.info["run"])
-        if (run / "checkpoints").is_dir() and not (run / "results.json").is_file():
+        if (run / "checkpoints").is_dir() or (run / "results.json").is_file():
+            # continue it (a finished run with the same settings: bertkit writes nothing and
+            # exits 0, and its curve is read; other settings: bertkit refuses, naming them)
             commands[0] = [a for a in commands[0] if a != "--overwrite"] + ["--resume"]
     started = time.time()
     stopped = None

@@ -113,7 +113,25 @@ RESUME_MAY_CHANGE = frozenset({
     "device", "logging_steps", "save_steps", "save_total_limit", "eval_batch_size", "report_to",
     "skip_nonfinite", "resume", "overwrite", "output_dir"})
 """Settings a ``--resume`` may change: they affect where and how often things are written or
-shown, never the trained weights. Any other difference from the saved ``config.yaml`` is refused."""
+shown, never the trained weights. Any other difference from the saved ``config.yaml`` is refused
+(but :data:`BUDGET_SETTINGS`, see :func:`budget_may_change`)."""
+
+BUDGET_SETTINGS = frozenset({"max_steps", "max_tokens", "epochs"})
+"""The training budget: a ``--resume`` may change it when the rate at each step does not depend
+on it (:func:`budget_may_change`), to stop a run earlier or let it run longer."""
+
+
+def budget_may_change(saved: dict, now: dict) -> bool:
+    """Whether a resumed run may have another budget (:data:`BUDGET_SETTINGS`) than the saved one
+    and still continue it exactly: both have a constant rate after a warm-up given in steps (a
+    count >= 1, or none), so the rate of every step is the same for any budget (a decaying rate,
+    or a warm-up given as a ratio of the run, would change with it). The data order and masks of
+    an epoch depend only on the seed and the epoch, never on the budget."""
+    def fixed(cfg: dict) -> bool:
+        warmup = cfg.get("warmup")
+        return cfg.get("lr_schedule") == "constant" and isinstance(warmup, (int, float)) \
+            and (warmup == 0 or warmup >= 1)
+    return fixed(saved) and fixed(now) and saved.get("warmup") == now.get("warmup")
 
 
 class RunComplete(BertkitError):
@@ -243,7 +261,8 @@ def check_resume_settings(path: Path, settings: dict, defaults: dict | None = No
 
 
 def settings_differences(path: Path, settings: dict, defaults: dict | None = None) -> list[str]:
-    """The settings (but :data:`RESUME_MAY_CHANGE`) in which ``settings`` differ from the saved
+    """The settings (but :data:`RESUME_MAY_CHANGE`, and :data:`BUDGET_SETTINGS` where
+    :func:`budget_may_change`) in which ``settings`` differ from the saved
     ``config.yaml`` of the run in ``path``, each as ``"key: saved X, now Y"``; [] when they agree
     or there is no ``config.yaml``. ``defaults``: as :func:`check_resume_settings`.
 
@@ -259,9 +278,10 @@ def settings_differences(path: Path, settings: dict, defaults: dict | None = Non
         return []
     now = yaml.safe_load(dump_yaml(settings))
     defaults = yaml.safe_load(dump_yaml(defaults)) if defaults else {}  # same form as now
+    may_change = RESUME_MAY_CHANGE | (BUDGET_SETTINGS if budget_may_change(saved, now) else set())
     return [f"{key}: saved {saved.get(key)!r}, now {now.get(key)!r}"
             for key in list(now) + [k for k in saved if k not in now]
-            if key not in RESUME_MAY_CHANGE and saved.get(key) != now.get(key)
+            if key not in may_change and saved.get(key) != now.get(key)
             and not (key not in saved and key in defaults and now.get(key) == defaults[key])]
 
 
