@@ -260,8 +260,8 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
             info = {"encoder": enc, "task": task, "data": dataset, "metric": metric,
                     "lr": recipe_lr.get(task), "summary": str(out / "summary.json")}
             if how.get("tapt"):
-                # TAPT continues G with G's own pretraining recipe (30% masking, warm-up 100,
-                # constant rate, no dropout) and fine-tunes at 128 positions like every other
+                # TAPT continues G with G's phase-B recipe (30% masking, warm-up 100, linear
+                # decay, no dropout, 128 positions) and fine-tunes at 128 positions like every other
                 # encoder: adapt's --pretrain-recipe and --finetune-recipe, written by run_stage
                 pre, fine = work / "recipes" / "tapt-pretrain.yaml", work / "recipes" / f"tapt-{task}.yaml"
                 cmd = ["{python}", "-m", "bertkit", "adapt", "--task", command, "--data", dataset,
@@ -623,8 +623,9 @@ def merge(results_dir: Path = RESULTS, out: Path = MERGED, optional: bool = True
         cells = ["-" if not r.get(v) else
                  f"{r[v]['loss']:.3f} ({r[v]['perplexity']:.0f}, {100 * r[v]['accuracy']:.1f}%)"
                  for v in ("scientific", "general")]
-        p = results.get(f"pretrain-{enc}", {})
-        tok = p.get("train_tokens")
+        phases = [results.get(f"pretrain-{enc}-seq64", {}), results.get(f"pretrain-{enc}", {})]
+        tok = sum(t for t in (p.get("train_tokens") for p in phases) if t is not None) \
+            if phases[1].get("train_tokens") is not None else None  # both phases
         lines.append(f"| {enc} | {cells[0]} | {cells[1]} | "
                      f"{'-' if tok is None else f'{tok / 1e6:.1f} M'} |")
     lines += pretraining_curves(results, encoders)
@@ -638,30 +639,37 @@ def merge(results_dir: Path = RESULTS, out: Path = MERGED, optional: bool = True
 
 
 def pretraining_curves(results: dict[str, dict], encoders) -> list[str]:
-    """The merged report's "leaving the plateau" table: for each pretrained encoder, the valid
-    set its curve was measured on (the ``--valid`` of its command, masked at 15%), its last
-    accuracy there and the tokens at which it first reached 20% and 35% (interpolated between
-    evaluations, :func:`plateau_curves.crossing`)."""
+    """The merged report's "leaving the plateau" table: for each pretrained encoder and phase
+    (64 positions, then 128; a continued encoder has one), the valid set its curve was measured
+    on (the ``--valid`` of its command, masked at 15%, sequences of the phase's length), its last
+    accuracy there and the tokens of the phase at which it first reached 20% and 35%
+    (interpolated between evaluations, :func:`plateau_curves.crossing`)."""
     rows = []
     for enc in encoders:
-        r = results.get(f"pretrain-{enc}", {})
-        if ENCODERS.get(enc, {}).get("random") or not r.get("points"):  # R: not pretrained
+        if ENCODERS.get(enc, {}).get("random"):  # R: not pretrained
             continue
-        argv = r["commands"][-1].split()
-        valid = argv[argv.index("--valid") + 1] if "--valid" in argv else "-"
-        cells = []
-        for threshold in (0.20, 0.35):
-            c = crossing(r["points"], threshold)
-            cells.append(f"{c['tokens'] / 1e6:.1f} M" if c else "not reached")
-        last = r["points"][-1]
-        rows.append(f"| {enc} | {valid} | {last['tokens'] / 1e6:.1f} M | "
-                    f"{100 * last['accuracy']:.1f}% | {cells[0]} | {cells[1]} |")
+        stages = [(f"pretrain-{enc}-seq64", "A: 64"), (f"pretrain-{enc}", "B: 128")]
+        if f"pretrain-{enc}-seq64" not in results:
+            stages = [(f"pretrain-{enc}", "128")]
+        for name, phase in stages:
+            r = results.get(name, {})
+            if not r.get("points"):
+                continue
+            argv = r["commands"][-1].split()
+            valid = argv[argv.index("--valid") + 1] if "--valid" in argv else "-"
+            cells = []
+            for threshold in (0.20, 0.35):
+                c = crossing(r["points"], threshold)
+                cells.append(f"{c['tokens'] / 1e6:.1f} M" if c else "not reached")
+            last = r["points"][-1]
+            rows.append(f"| {enc} | {phase} | {valid} | {last['tokens'] / 1e6:.1f} M | "
+                        f"{100 * last['accuracy']:.1f}% | {cells[0]} | {cells[1]} |")
     if not rows:
         return []
     return ["", "## Pretraining curves: tokens to leave the plateau (validation at 15% masking "
-                "during pretraining)", "",
-            "| encoder | validated on | tokens | last accuracy | 20% at | 35% at |",
-            "|---|---|---|---|---|---|", *rows]
+                "during pretraining, at each phase's sequence length)", "",
+            "| encoder | phase: positions | validated on | tokens | last accuracy | 20% at | "
+            "35% at |", "|---|---|---|---|---|---|---|", *rows]
 
 
 def _recipe_lr(items: list[str]) -> dict[str, float]:

@@ -32,13 +32,16 @@ def plan(rp):
 def test_plan_has_every_encoder_and_stage(rp, plan):
     for enc in ("R", "G", "S", "G+D", "G+G", "S-span", "GvS"):
         assert f"pretrain-{enc}" in plan and f"intrinsic-{enc}" in plan
+    # the from-scratch encoders pretrain in two phases (64, then 128 positions)
+    assert [n for n in plan if n.endswith("-seq64")] == [
+        "pretrain-G-seq64", "pretrain-S-seq64", "pretrain-S-span-seq64", "pretrain-GvS-seq64"]
     assert "pretrain-G+T" not in plan  # TAPT is per task, in its fine-tuning stage
     for enc in ("R", "G", "S", "G+D", "G+G", "G+T", "S-span", "GvS"):
         for task in ("ner", "re", "cls", "qa"):
             assert f"finetune-{enc}-{task}" in plan
     # ner's rate is given (recipe_lr): the dev choice is made for re, cls and qa only
     assert [n for n in plan if n.startswith("recipe-")] == ["recipe-re", "recipe-cls", "recipe-qa"]
-    assert len(plan) == 2 + 7 + 7 + 3 + 8 * 4
+    assert len(plan) == 2 + 7 + 4 + 7 + 3 + 8 * 4
     assert "finetune-G-qa" not in rp.build_plan(Path("/w"), data=Path("/d"))
 
 
@@ -47,9 +50,11 @@ def test_dependencies_come_first_and_are_right(plan):
     for name, stage in plan.items():
         for dep in stage.deps:
             assert order.index(dep) < order.index(name)
-    assert plan["pretrain-G"].deps == ["vocab-general"]
-    assert plan["pretrain-S"].deps == ["vocab-scientific"]
-    assert plan["pretrain-GvS"].deps == ["vocab-general"]
+    assert plan["pretrain-G-seq64"].deps == ["vocab-general"]
+    assert plan["pretrain-G"].deps == ["pretrain-G-seq64"]
+    assert plan["pretrain-S-seq64"].deps == plan["pretrain-R"].deps == ["vocab-scientific"]
+    assert plan["pretrain-S"].deps == ["pretrain-S-seq64"]
+    assert plan["pretrain-GvS-seq64"].deps == ["vocab-general"]
     assert plan["pretrain-G+D"].deps == plan["pretrain-G+G"].deps == ["pretrain-G"]
     assert plan["finetune-G+T-re"].deps == ["pretrain-G", "recipe-re"]
     assert plan["finetune-G+T-ner"].deps == ["pretrain-G"]  # ner's rate was given
@@ -63,28 +68,43 @@ def _opt(cmd, flag):
 
 
 def test_identical_pretraining_budgets_and_recipe(plan):
-    scratch = [plan[f"pretrain-{e}"].commands[0] for e in ("G", "S", "S-span", "GvS")]
-    assert {_opt(c, "--max-tokens") for c in scratch} == {"37000000"}
-    assert {plan[f"pretrain-{e}"].info["tokens"] for e in ("G", "S", "S-span")} == {37_000_000}
+    names = ("G", "S", "S-span", "GvS")
+    short = [plan[f"pretrain-{e}-seq64"].commands[0] for e in names]  # phase A, from scratch
+    long = [plan[f"pretrain-{e}"].commands[0] for e in names]  # phase B, continued at 128
+    assert {_opt(c, "--max-tokens") for c in short} == {"26624000"}  # 6,500 steps of 64 x 64
+    assert {_opt(c, "--max-tokens") for c in long} == {"10376000"}
+    for e in names:
+        assert plan[f"pretrain-{e}-seq64"].info["tokens"] + plan[f"pretrain-{e}"].info["tokens"] \
+            == 37_000_000
+        assert _opt(plan[f"pretrain-{e}"].commands[0], "--model") == \
+            f"/w/pretrain/{e}-seq64/model"
     assert plan["pretrain-G+D"].info["tokens"] == plan["pretrain-G+G"].info["tokens"] == 12_333_333
-    for cmd in scratch:
+    for cmd in short:
         assert _opt(cmd, "--config") == "layers=2,hidden=128"
-        assert (_opt(cmd, "--mask-prob"), _opt(cmd, "--valid-mask-prob")) == ("0.3", "0.15")
+        assert (_opt(cmd, "--max-seq-length"), _opt(cmd, "--batch-size")) == ("64", "64")
         assert (_opt(cmd, "--lr"), _opt(cmd, "--warmup"), _opt(cmd, "--lr-schedule")) == \
             ("0.001", "100", "constant")
-        assert (_opt(cmd, "--batch-size"), _opt(cmd, "--dropout"), _opt(cmd, "--precision")) == \
-            ("32", "0", "fp32")
+    for cmd in long + [plan["pretrain-G+D"].commands[0]]:
+        assert (_opt(cmd, "--max-seq-length"), _opt(cmd, "--batch-size")) == ("128", "32")
+        assert (_opt(cmd, "--lr"), _opt(cmd, "--warmup"), _opt(cmd, "--lr-schedule")) == \
+            ("0.001", "100", "linear")
+    for cmd in short + long:
+        assert (_opt(cmd, "--mask-prob"), _opt(cmd, "--valid-mask-prob")) == ("0.3", "0.15")
+        assert (_opt(cmd, "--dropout"), _opt(cmd, "--precision")) == ("0", "fp32")
+        assert _opt(cmd, "--valid") == _opt(cmd, "--corpus")  # each on its own held-out text
+
     # the settings other than corpus, vocabulary, masking and output are the same for all
     def core(cmd):
-        drop = {"--vocab", "--corpus", "--masking", "-o"}
+        drop = {"--vocab", "--corpus", "--valid", "--masking", "--model", "-o"}
         return [a for i, a in enumerate(cmd) if a not in drop and cmd[i - 1] not in drop
                 and a != "--sbo"]
-    assert core(scratch[0]) == core(scratch[1]) == core(scratch[2]) == core(scratch[3])
-    assert _opt(plan["pretrain-G"].commands[0], "--vocab").endswith("vocab-general-8000")
+    assert core(short[0]) == core(short[1]) == core(short[2]) == core(short[3])
+    assert core(long[0]) == core(long[1]) == core(long[2]) == core(long[3])
+    assert _opt(plan["pretrain-G-seq64"].commands[0], "--vocab").endswith("vocab-general-8000")
     assert _opt(plan["pretrain-S"].commands[0], "--corpus") == "scientific"
     assert _opt(plan["pretrain-GvS"].commands[0], "--corpus") == "scientific"
-    span = plan["pretrain-S-span"].commands[0]
-    assert _opt(span, "--masking") == "span" and "--sbo" in span
+    for span in (plan["pretrain-S-span-seq64"].commands[0], plan["pretrain-S-span"].commands[0]):
+        assert _opt(span, "--masking") == "span" and "--sbo" in span
     assert _opt(plan["pretrain-S"].commands[0], "--masking") == "token"
     d, g = plan["pretrain-G+D"].commands[0], plan["pretrain-G+G"].commands[0]
     assert _opt(d, "--model") == _opt(g, "--model") == "/w/pretrain/G/model"
@@ -96,7 +116,8 @@ def test_identical_pretraining_budgets_and_recipe(plan):
 
 def test_token_budget_options(rp):
     plan = rp.build_plan(Path("/w"), tokens=1000, continue_tokens=500, data=Path("/d"))
-    assert _opt(plan["pretrain-S"].commands[0], "--max-tokens") == "1000"
+    assert _opt(plan["pretrain-S-seq64"].commands[0], "--max-tokens") == "720"  # 72%
+    assert _opt(plan["pretrain-S"].commands[0], "--max-tokens") == "280"
     assert _opt(plan["pretrain-G+D"].commands[0], "--max-tokens") == "500"
     assert _opt(plan["pretrain-G+G"].commands[0], "--max-tokens") == "500"
     default = rp.build_plan(Path("/w"), tokens=3000, data=Path("/d"))
@@ -230,7 +251,7 @@ def test_run_resumes_a_stopped_pretraining_and_skips_finished_dependencies(rp, t
     vocab.output.parent.mkdir(parents=True)
     vocab.output.write_text("[PAD]\n[UNK]\n")
     rp._write("vocab-scientific", {"stage": "vocab-scientific", "finished": True})
-    run = work / "pretrain" / "S"
+    run = work / "pretrain" / "S-seq64"
     (run / "checkpoints").mkdir(parents=True)  # stopped: a checkpoint, no results.json
     (run / "environment.json").write_text("{}")
     (run / "metrics.jsonl").write_text(json.dumps(
@@ -243,18 +264,44 @@ def test_run_resumes_a_stopped_pretraining_and_skips_finished_dependencies(rp, t
         return "SIGTERM after 5 minutes"
 
     monkeypatch.setattr(rp, "_run_command", fake)
-    assert rp.run_stage(plan["pretrain-S"], plan, work, 5) is False
+    assert rp.run_stage(plan["pretrain-S"], plan, work, 5) is False  # waits for phase A
     assert len(calls) == 1  # the finished vocabulary was not built again
     assert "--resume" in calls[0] and "--overwrite" not in calls[0]
-    result = json.loads((tmp_path / "results" / "pretrain-S.json").read_text())
+    assert _opt(calls[0], "-o") == str(run) and not rp.finished(plan["pretrain-S"])
+    result = json.loads((tmp_path / "results" / "pretrain-S-seq64.json").read_text())
     assert result["finished"] is False and result["stopped"] == "SIGTERM after 5 minutes"
     assert result["points"] == [{"step": 100, "tokens": 409600, "seconds": 60.0, "loss": 7.5,
                                  "accuracy": 0.12}]
-    assert not rp.finished(plan["pretrain-S"]) and rp.finished(vocab)
+    assert not rp.finished(plan["pretrain-S-seq64"]) and rp.finished(vocab)
     # a dependant waits: the stopped pretraining runs again first (still stopped here)
     calls.clear()
     assert rp.run_stage(plan["finetune-S-ner"], plan, work, 5) is False
-    assert len(calls) == 1 and calls[0][3] == "pretrain"
+    assert len(calls) == 1 and calls[0][3] == "pretrain" and _opt(calls[0], "-o") == str(run)
+
+
+def test_run_adopts_a_finished_run_through_resume(rp, tmp_path, monkeypatch):
+    """A finished run directory without its stage JSON (a run made by hand, or a JSON lost) is
+    run with --resume, not --overwrite: bertkit refuses other settings and, for the same ones,
+    writes nothing and exits 0; the stage then reads the run's curve."""
+    monkeypatch.setattr(rp, "RESULTS", tmp_path / "results")
+    work = tmp_path / "work"
+    plan = rp.build_plan(work, data=Path("/d"))
+    rp._write("vocab-general", {"stage": "vocab-general", "finished": True})
+    plan["vocab-general"].output.parent.mkdir(parents=True)
+    plan["vocab-general"].output.write_text("[PAD]\n")
+    run = work / "pretrain" / "G-seq64"
+    run.mkdir(parents=True)
+    (run / "environment.json").write_text("{}")
+    (run / "metrics.jsonl").write_text(json.dumps(
+        {"type": "eval", "step": 6500, "train_tokens": 26_624_000, "train_seconds": 4000.0,
+         "time_s": 4100.0, "loss": 4.06, "accuracy": 0.305}) + "\n")
+    (run / "results.json").write_text(json.dumps({"train_tokens": 26_623_616}))
+    calls = []
+    monkeypatch.setattr(rp, "_run_command", lambda cmd, *a, **k: calls.append(cmd))
+    assert rp.run_stage(plan["pretrain-G-seq64"], plan, work, None) is True
+    assert len(calls) == 1 and "--resume" in calls[0] and "--overwrite" not in calls[0]
+    result = json.loads((tmp_path / "results" / "pretrain-G-seq64.json").read_text())
+    assert result["train_tokens"] == 26_623_616 and result["points"][-1]["accuracy"] == 0.305
 
 
 def _recipe_summary(path, dev):
@@ -307,6 +354,8 @@ def test_a_rebuilt_pretraining_records_whether_it_is_the_same_encoder(rp, tmp_pa
     plan["vocab-general"].output.parent.mkdir(parents=True)
     plan["vocab-general"].output.write_text("[PAD]\n")
     point = {"step": 100, "tokens": 409600, "seconds": 60.0, "loss": 4.25, "accuracy": 0.3}
+    rp._write("pretrain-G-seq64", {"stage": "pretrain-G-seq64", "finished": True})
+    plan["pretrain-G-seq64"].output.mkdir(parents=True)  # phase A's model is there
     rp._write("pretrain-G", {"stage": "pretrain-G", "finished": True, "points": [point]})
     run = work / "pretrain" / "G"
 
@@ -331,27 +380,31 @@ def test_a_rebuilt_pretraining_records_whether_it_is_the_same_encoder(rp, tmp_pa
 
 def test_mini_scibert_recipe_is_encoder_s(rp, plan):
     """`bertkit run mini-scibert` (the issue's user-facing recipe) pretrains with exactly the
-    flags of reproduce.py's S encoder: same vocabulary size, architecture and recipe."""
+    flags of reproduce.py's S encoder, phase by phase: same vocabulary size, architecture and
+    recipe at 64 positions, then the same continuation at 128."""
     from bertkit import recipes
 
     stages = {s.name: s.settings for s in recipes.load(recipes.find("mini-scibert")).stages}
+    assert list(stages) == ["vocab", "seq64", "seq128"]
     assert stages["vocab"]["size"] == rp.CONFIGS[rp.RECIPE]["vocab_size"]
-    cmd = plan["pretrain-S"].commands[0]
+    assert stages["seq128"]["model"] == "@seq64"
     checked = 0
-    for key, value in stages["pretrain"].items():
-        if key in ("corpus", "valid", "vocab", "eval_steps", "save_steps"):
-            continue  # paths, and how often it evaluates and saves
-        flag = f"--{key.replace('_', '-')}"
-        expected = f"{value:g}" if isinstance(value, float) else str(value)
-        assert flag in cmd and _opt(cmd, flag) == expected, (flag, expected)
-        checked += 1
-    assert checked == 13
+    for phase, stage in (("seq64", "pretrain-S-seq64"), ("seq128", "pretrain-S")):
+        cmd = plan[stage].commands[0]
+        for key, value in stages[phase].items():
+            if key in ("corpus", "valid", "vocab", "model", "eval_steps", "save_steps"):
+                continue  # paths, and how often it evaluates and saves
+            flag = f"--{key.replace('_', '-')}"
+            expected = f"{value:g}" if isinstance(value, float) else str(value)
+            assert flag in cmd and _opt(cmd, flag) == expected, (stage, flag, expected)
+            checked += 1
+    assert checked == 13 + 12  # phase B: no --config (it continues phase A's model)
 
 
 def test_tapt_stage_continues_with_the_recipe_and_fine_tunes_at_128(rp, plan, tmp_path):
-    """G+T's adapt command reads two recipe files that run_stage writes: TAPT with G's own
-    pretraining recipe (30% masking, constant rate, no dropout) and fine-tuning at 128 positions,
-    as every other encoder; both build adapt's stage configs."""
+    """G+T's adapt command reads two recipe files that run_stage writes: TAPT with G's phase-B
+    recipe (30% masking, warm-up 100, linear decay, no dropout) and fine-tuning at 128
+    positions, as every other encoder; both build adapt's stage configs."""
     from bertkit.workflows.adapt import AdaptConfig, finetune_config, pretrain_config
 
     stage = plan["finetune-G+T-re"]
@@ -367,7 +420,7 @@ def test_tapt_stage_continues_with_the_recipe_and_fine_tunes_at_128(rp, plan, tm
                       finetune_recipe=str(files["tapt-re.yaml"]), pretrain_lr=1e-3, lr=3e-4)
     pt = pretrain_config(cfg, "/m", "/t.txt", tmp_path / "pt", steps=380)
     assert (pt.mask_prob, pt.valid_mask_prob, pt.warmup, pt.lr_schedule, pt.dropout) == (
-        0.3, 0.15, 100, "constant", 0.0)
+        0.3, 0.15, 100, "linear", 0.0)  # phase B's (a continuation, as G+D and G+G)
     assert (pt.lr, pt.batch_size, pt.max_seq_length, pt.max_steps) == (1e-3, 32, 128, 380)
     ft = finetune_config(cfg, "/m", tmp_path / "ft", seed=1)
     assert (ft.max_length, ft.lr) == (128, 3e-4)
@@ -391,3 +444,24 @@ def test_scibert_verdict_is_not_shown_when_g_is_on_the_plateau(rp, tmp_path):
     recs[-1]["general"]["accuracy"] = 0.35  # a trained G: the comparison counts
     _write(tmp_path / "q", recs)
     assert {g.split(":")[0]: v for g, v, _ in rp.goals(rp._load(tmp_path / "q"))}["SciBERT"] == "met"
+
+
+def test_merge_shows_both_pretraining_phases(rp, tmp_path):
+    """A two-phase encoder has a curve row per phase (the crossings counted in each phase's own
+    tokens) and its intrinsic row counts the tokens of both; a continued encoder has one row."""
+    def pre(stage, valid, points):
+        return {"stage": stage, "finished": True, "train_tokens": points[-1][0],
+                "commands": [f"python -m bertkit pretrain --valid {valid} -o x"],
+                "points": [{"step": i, "tokens": t, "seconds": 1.0, "loss": 5.0, "accuracy": a}
+                           for i, (t, a) in enumerate(points)]}
+    _write(tmp_path / "r", [
+        pre("pretrain-G-seq64", "general", [(10e6, 0.12), (20e6, 0.28), (26.6e6, 0.305)]),
+        pre("pretrain-G", "general", [(1e6, 0.21), (10.4e6, 0.36)]),
+        pre("pretrain-G+D", "scientific", [(12.3e6, 0.40)]),
+        {"stage": "intrinsic-G", "finished": True,
+         "general": {"loss": 3.9, "accuracy": 0.36, "perplexity": 49.4}}])
+    text = rp.merge(tmp_path / "r", tmp_path / "out.md", optional=False)
+    assert "| G | A: 64 | general | 26.6 M | 30.5% | 15.0 M | not reached |" in text
+    assert "| G | B: 128 | general | 10.4 M | 36.0% | 1.0 M | 9.8 M |" in text
+    assert "| G+D | 128 | scientific | 12.3 M | 40.0% |" in text
+    assert "| G | - | 3.900 (49, 36.0%) | 37.0 M |" in text  # 26.6 M + 10.4 M

@@ -300,3 +300,17 @@ def test_progress_bar_only_on_a_terminal(tmp_path, monkeypatch, terminal):
         assert [line.split(" (")[0] for line in lines] == [f"step {i}/{len(lines)}"
                                                          for i in range(1, len(lines) + 1)]
         assert len(lines) > 1 and all("loss " in line and "ETA" in line for line in lines)
+
+
+def test_resume_with_another_budget_is_exact_at_a_constant_rate(tmp_path):
+    """A run with a constant rate after a warm-up in steps, stopped at step 14 of a 40-step
+    budget and resumed with a 30-step one, ends with the weights of a 30-step run from the start
+    (the budget may change on --resume then: rundir.budget_may_change)."""
+    constant = {"lr_schedule": "constant", "warmup": 3}
+    full, _ = run(tmp_path / "a", Source(), max_steps=30, **constant)
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "b", Source(crash_at=15), max_steps=40, **constant)
+    resumed, res = run(tmp_path / "b", Source(), resume=True, max_steps=30, **constant)
+    assert res.steps == 30
+    for p, q in zip(full.state_dict().values(), resumed.state_dict().values()):
+        assert torch.equal(p, q)

@@ -128,3 +128,27 @@ def test_resume_of_a_complete_run_is_not_an_error_and_writes_nothing(tmp_path, m
     with pytest.raises(RunComplete):
         check_run_dir(tmp_path, True, False)
     assert sorted((p.name, p.stat().st_mtime_ns) for p in tmp_path.iterdir()) == before
+
+
+def test_resume_may_change_the_budget_only_at_a_constant_rate(tmp_path):
+    """--max-steps/--max-tokens/--epochs may change on --resume when every step's rate is the
+    same for any budget (constant after a warm-up in steps); with a decay, or a warm-up given as
+    a ratio of the run, it would change the rate of the steps to come, so it is refused."""
+    from bertkit.config import dump_yaml
+    from bertkit.training.rundir import budget_may_change, check_run_dir
+
+    saved = {"lr": 1e-3, "lr_schedule": "constant", "warmup": 100, "max_steps": 9766,
+             "max_tokens": 40_000_000, "epochs": 3}
+    (tmp_path / "config.yaml").write_text(dump_yaml(saved))
+    write_json(tmp_path / "metrics.jsonl", {})
+    shorter = {**saved, "max_steps": 6500, "max_tokens": 26_624_000}
+    check_run_dir(tmp_path, True, False, shorter)  # accepted
+    assert budget_may_change(saved, shorter)
+    for changed in ({"lr_schedule": "linear"}, {"warmup": 0.06}):
+        (tmp_path / "config.yaml").write_text(dump_yaml({**saved, **changed}))
+        with pytest.raises(BertkitError, match="max_steps: saved 9766, now 6500"):
+            check_run_dir(tmp_path, True, False, {**shorter, **changed})
+    (tmp_path / "config.yaml").write_text(dump_yaml(saved))
+    with pytest.raises(BertkitError, match="warmup: saved 100, now 50"):  # the rate itself
+        check_run_dir(tmp_path, True, False, {**shorter, "warmup": 50})
+    assert not budget_may_change(saved, {**shorter, "warmup": 50})
