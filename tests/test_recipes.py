@@ -37,6 +37,19 @@ def test_recipes_command_lists_them():
     assert "bc5cdr-ner-minilm" in res.output and "finetune ner" in res.output
 
 
+def test_recipes_table_fits_80_columns_without_breaking_names_or_commands():
+    """At 80 columns only the description wraps: each name whole on its row, one stage's
+    command a line (mini-scibert: vocab build, pretrain, pretrain)."""
+    res = runner.invoke(app, ["recipes"], env={"COLUMNS": "80"})
+    assert res.exit_code == 0
+    lines = res.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    cells = [[c.strip() for c in line.split("│")[1:3]] for line in lines if line.startswith("│")]
+    start = cells.index(["mini-scibert", "vocab build"])
+    assert [c[1] for c in cells[start:start + 3]] == ["vocab build", "pretrain", "pretrain"]
+    assert all(c[0] in ("", *[r.name for r in recipes.list_recipes()]) for c in cells)
+
+
 def test_overrides_global_and_per_stage(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text("description: two\nstages:\n"

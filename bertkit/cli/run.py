@@ -54,11 +54,12 @@ def recipes_cli(
         return
 
     table = Table(title="bertkit recipes (bertkit run NAME)")
-    table.add_column("name", style="bold")
-    table.add_column("command(s)")
-    table.add_column("description")
+    # name and commands never wrap (one stage a line): the description takes the rest of the width
+    table.add_column("name", style="bold", no_wrap=True)
+    table.add_column("command(s)", no_wrap=True)
+    table.add_column("description", ratio=1)
     for rec in list_recipes():
-        table.add_row(rec.name, " -> ".join(s.command for s in rec.stages), rec.description)
+        table.add_row(rec.name, "\n".join(s.command for s in rec.stages), rec.description)
     Console().print(table)
 
 
