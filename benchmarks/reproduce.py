@@ -314,10 +314,15 @@ def _result_path(name: str) -> Path:
     return RESULTS / f"{name}.json"
 
 
+def _recorded(name: str) -> dict | None:
+    """The stage's result JSON as written (None: none yet)."""
+    path = _result_path(name)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
 def finished(stage: Stage) -> bool:
     """Has the stage written a finished result?"""
-    path = _result_path(stage.name)
-    return path.is_file() and json.loads(path.read_text(encoding="utf-8")).get("finished", False)
+    return bool((_recorded(stage.name) or {}).get("finished", False))
 
 
 def _run_command(cmd: list[str], max_minutes: float | None, log: Path,
@@ -377,8 +382,7 @@ def chosen_lr(task: str) -> float:
     Raises:
         SystemExit: the stage has not finished.
     """
-    path = _result_path(f"recipe-{task}")
-    result = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    result = _recorded(f"recipe-{task}") or {}
     if not result.get("finished"):
         raise SystemExit(f"recipe-{task} has not finished: no learning rate chosen for {task}")
     return result["chosen_lr"]
@@ -414,8 +418,8 @@ def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: f
                 return False
     log = work / "logs" / f"{stage.name}.log"
     before = load_average()
-    previous = (json.loads(_result_path(stage.name).read_text(encoding="utf-8"))
-                if finished(stage) else None)  # a finished stage run again: a rebuild
+    previous = _recorded(stage.name)  # a finished stage run again: a rebuild
+    previous = previous if previous and previous.get("finished") else None
     for path, text in stage.info.get("files", {}).items():  # recipes its commands read
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text, encoding="utf-8")
