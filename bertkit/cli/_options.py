@@ -79,8 +79,7 @@ LOOP_OPTIONS = {
              "gradients and optimiser state over the processes (FSDP2) instead of DDP replicas.",
              {}),
     "resume": (bool, ("--resume",), "Continue the run in --output-dir from its newest "
-               "checkpoint (with a constant rate after a warm-up in steps, a new --max-steps/"
-               "--max-tokens/--epochs stops it earlier or runs it longer).", {}),
+               "checkpoint.", {}),
     "overwrite": (bool, ("--overwrite",), "Allow an --output-dir that holds another run.", {}),
 }
 
