@@ -279,16 +279,22 @@ def test_run_resumes_a_stopped_pretraining_and_skips_finished_dependencies(rp, t
     assert len(calls) == 1 and calls[0][3] == "pretrain" and _opt(calls[0], "-o") == str(run)
 
 
-def test_run_adopts_a_finished_run_through_resume(rp, tmp_path, monkeypatch):
-    """A finished run directory without its stage JSON (a run made by hand, or a JSON lost) is
-    run with --resume, not --overwrite: bertkit refuses other settings and, for the same ones,
-    writes nothing and exits 0; the stage then reads the run's curve."""
+def _plan_with_general_vocab(rp, tmp_path, monkeypatch):
+    """A plan under tmp_path whose results go there, with vocab-general finished and on disk."""
     monkeypatch.setattr(rp, "RESULTS", tmp_path / "results")
     work = tmp_path / "work"
     plan = rp.build_plan(work, data=Path("/d"))
     rp._write("vocab-general", {"stage": "vocab-general", "finished": True})
     plan["vocab-general"].output.parent.mkdir(parents=True)
     plan["vocab-general"].output.write_text("[PAD]\n")
+    return work, plan
+
+
+def test_run_adopts_a_finished_run_through_resume(rp, tmp_path, monkeypatch):
+    """A finished run directory without its stage JSON (a run made by hand, or a JSON lost) is
+    run with --resume, not --overwrite: bertkit refuses other settings and, for the same ones,
+    writes nothing and exits 0; the stage then reads the run's curve."""
+    work, plan = _plan_with_general_vocab(rp, tmp_path, monkeypatch)
     run = work / "pretrain" / "G-seq64"
     run.mkdir(parents=True)
     (run / "environment.json").write_text("{}")
@@ -347,12 +353,7 @@ def test_recipe_stage_chooses_on_dev_and_fine_tuning_reads_the_choice(rp, tmp_pa
 
 
 def test_a_rebuilt_pretraining_records_whether_it_is_the_same_encoder(rp, tmp_path, monkeypatch):
-    monkeypatch.setattr(rp, "RESULTS", tmp_path / "results")
-    work = tmp_path / "work"
-    plan = rp.build_plan(work, data=Path("/d"))
-    rp._write("vocab-general", {"stage": "vocab-general", "finished": True})
-    plan["vocab-general"].output.parent.mkdir(parents=True)
-    plan["vocab-general"].output.write_text("[PAD]\n")
+    work, plan = _plan_with_general_vocab(rp, tmp_path, monkeypatch)
     point = {"step": 100, "tokens": 409600, "seconds": 60.0, "loss": 4.25, "accuracy": 0.3}
     rp._write("pretrain-G-seq64", {"stage": "pretrain-G-seq64", "finished": True})
     plan["pretrain-G-seq64"].output.mkdir(parents=True)  # phase A's model is there
