@@ -140,7 +140,7 @@ def model_dir(work: Path, encoder: str) -> Path:
 
 def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = None,
                recipe_lr: dict[str, float] | None = None, optional: bool = False,
-               data: Path | None = None) -> dict[str, Stage]:
+               data: Path | None = None, sensitivity: bool = False) -> dict[str, Stage]:
     """Every stage of the experiment, in running order.
 
     Args:
@@ -155,6 +155,9 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
             command lines until then).
         optional: also the GvS encoder and the COVID-QA task.
         data: ``$BERTKIT_DATA`` (for the valid files of the intrinsic stage).
+        sensitivity: also a ``grid-ENC-TASK`` stage per other encoder and task: the recipe's
+            grid on that encoder (seed 1, dev only), to show how much the protocol's one rate
+            (G's choice, reused unchanged) costs each encoder; it chooses nothing.
     Returns:
         ``{stage name: Stage}``, dependencies before dependants.
     """
@@ -240,21 +243,29 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
         stages[f"intrinsic-{enc}"] = Stage(f"intrinsic-{enc}", "intrinsic", commands,
                                            [f"pretrain-{enc}"], 2.0, None, {"encoder": enc})
     for task, (command, dataset, metric, per_seed) in tasks.items():
+        def grid_stage(name: str, kind: str, enc: str) -> None:
+            """One seed per rate of ``LR_GRID`` on ``enc``, dev scores only (test unread)."""
+            runs = [work / "recipe" / f"{_stem(enc)}-{task}-lr{rate:g}" for rate in LR_GRID]
+            stages[name] = Stage(
+                name, kind,
+                [["{python}", "-m", "bertkit", "finetune", command, "--data", dataset, "--model",
+                  str(model_dir(work, enc)), "--max-length", str(settings["max_seq_length"]),
+                  "--lr", f"{rate:g}", "--seeds", RECIPE_SEED, *device, "-o", str(run),
+                  "--overwrite"] for rate, run in zip(LR_GRID, runs)],
+                [f"pretrain-{enc}"], len(LR_GRID) * per_seed, None,
+                {"encoder": enc, "task": task, "data": dataset, "metric": metric,
+                 "grid": list(LR_GRID), "summaries": [str(r / "summary.json") for r in runs]})
+
         recipe_deps = []
         if task in recipe_lr:
             lr = ["--lr", f"{recipe_lr[task]:g}"]
         else:  # the dev choice for G: one seed per rate of the grid, the best dev score wins
             lr, recipe_deps = ["--lr", f"{{lr:{task}}}"], [f"recipe-{task}"]
-            runs = [work / "recipe" / f"G-{task}-lr{rate:g}" for rate in LR_GRID]
-            stages[f"recipe-{task}"] = Stage(
-                f"recipe-{task}", "recipe",
-                [["{python}", "-m", "bertkit", "finetune", command, "--data", dataset, "--model",
-                  str(model_dir(work, "G")), "--max-length", str(settings["max_seq_length"]),
-                  "--lr", f"{rate:g}", "--seeds", RECIPE_SEED, *device, "-o", str(run),
-                  "--overwrite"] for rate, run in zip(LR_GRID, runs)],
-                ["pretrain-G"], len(LR_GRID) * per_seed, None,
-                {"encoder": "G", "task": task, "data": dataset, "metric": metric,
-                 "grid": list(LR_GRID), "summaries": [str(r / "summary.json") for r in runs]})
+            grid_stage(f"recipe-{task}", "recipe", "G")
+        if sensitivity:  # the same grid on every other encoder: a check, not a choice
+            for enc, how in encoders.items():
+                if enc != "G" and not how.get("tapt"):
+                    grid_stage(f"grid-{enc}-{task}", "grid", enc)
         for enc, how in encoders.items():
             out = work / "finetune" / f"{_stem(enc)}-{task}"
             info = {"encoder": enc, "task": task, "data": dataset, "metric": metric,
@@ -469,13 +480,14 @@ def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: f
             v = json.loads((out / "results.json").read_text(encoding="utf-8"))["valid_initial"]
             result[valid] = {"loss": round(v["loss"], 4), "accuracy": round(v["accuracy"], 4),
                              "perplexity": round(math.exp(v["loss"]), 1)}
-    elif stage.kind == "recipe" and stopped is None:
+    elif stage.kind in ("recipe", "grid") and stopped is None:
         grid = []
         for rate, summary in zip(stage.info["grid"], stage.info["summaries"]):
             summary = json.loads(Path(summary).read_text(encoding="utf-8"))
             grid.append({"lr": rate, "dev": _points(summary, stage.info["metric"], "dev")})
         best = max(grid, key=lambda g: g["dev"]["mean"] if g["dev"] else -1.0)
-        result["results"], result["chosen_lr"] = grid, best["lr"]  # dev only: test is not read
+        result["results"] = grid  # dev only: test is not read
+        result["chosen_lr" if stage.kind == "recipe" else "best_lr"] = best["lr"]
     elif stage.kind in ("finetune", "tapt") and stopped is None:
         summary = json.loads(Path(stage.info["summary"]).read_text(encoding="utf-8"))
         result["test"] = _points(summary, stage.info["metric"], "test")
@@ -618,6 +630,7 @@ def merge(results_dir: Path = RESULTS, out: Path = MERGED, optional: bool = True
         if edge:
             lines += ["", f"At the edge of the grid ({', '.join(edge)}): a rate beyond it was "
                           "not tried, so the choice may not be the best on dev."]
+    lines += sensitivity_table(results, tasks, recipes)
     lines += ["",
         "## Intrinsic: valid MLM loss (perplexity, masked-token accuracy at 15%)", "",
         "| encoder | corpus/valid.txt | corpus-general/valid.txt | pretraining tokens |",
@@ -640,6 +653,39 @@ def merge(results_dir: Path = RESULTS, out: Path = MERGED, optional: bool = True
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return text
+
+
+def sensitivity_table(results: dict[str, dict], tasks, recipes: dict[str, dict]) -> list[str]:
+    """The merged report's learning-rate sensitivity: the dev score (seed 1) of each encoder
+    with a finished ``grid-ENC-TASK`` stage at each rate of the grid, G's row from its
+    ``recipe-TASK``; ``*`` marks the protocol's rate (G's choice), ``+`` the encoder's own best.
+    Empty when no grid stage has finished."""
+    rows = []
+    for t in tasks:
+        grids = {r["encoder"]: r for name, r in results.items()
+                 if name.startswith("grid-") and r.get("task") == t and r.get("finished")}
+        if not grids:
+            continue
+        if t in recipes:
+            grids = {"G": recipes[t], **grids}
+        chosen = recipes.get(t, {}).get("chosen_lr")
+        for enc, r in grids.items():
+            dev = {g["lr"]: g["dev"] for g in r["results"] if g["dev"]}
+            best = max(dev, key=lambda lr: dev[lr]["mean"])
+            cells = [("-" if lr not in dev else f"{dev[lr]['mean']:.2f}"
+                      + (" *" if lr == chosen else "") + (" +" if lr == best else ""))
+                     for lr in LR_GRID]
+            at_chosen = dev.get(chosen)
+            cost = ("-" if at_chosen is None else
+                    f"{dev[best]['mean'] - at_chosen['mean']:.2f}")
+            rows.append(f"| {TASK_NAMES[t]} | {enc} | " + " | ".join(cells) + f" | {cost} |")
+    if not rows:
+        return []
+    return ["", f"## Learning-rate sensitivity: dev score of each encoder at each rate (seed "
+                f"{RECIPE_SEED}, 3 epochs; * G's choice, used for every encoder; + the "
+                "encoder's own best; cost: its best minus its score at G's choice)", "",
+            "| task | encoder | " + " | ".join(f"{lr:g}" for lr in LR_GRID) + " | cost |",
+            "|---|---|" + "---|" * len(LR_GRID) + "---|", *rows]
 
 
 def pretraining_curves(results: dict[str, dict], encoders) -> list[str]:
@@ -701,10 +747,13 @@ def main() -> None:
                     help="fine-tuning peak learning rate of a task (the dev choice for G)")
     ap.add_argument("--optional", action="store_true",
                     help="also the GvS encoder and COVID-QA")
+    ap.add_argument("--sensitivity", action="store_true",
+                    help="also grid-ENC-TASK: the recipe's learning-rate grid on every other "
+                         "encoder (dev only; chooses nothing)")
     ap.add_argument("--max-minutes", type=float, help="run: SIGTERM a command after M minutes")
     args = ap.parse_args()
     stages = build_plan(args.work, args.tokens, args.continue_tokens, _recipe_lr(args.recipe_lr),
-                        args.optional)
+                        args.optional, sensitivity=args.sensitivity)
     if args.action == "plan":
         print_plan(stages)
     elif args.action == "merge":

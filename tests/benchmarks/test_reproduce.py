@@ -352,6 +352,43 @@ def test_recipe_stage_chooses_on_dev_and_fine_tuning_reads_the_choice(rp, tmp_pa
     assert "At the edge of the grid" not in text  # 3e-4 is inside it
 
 
+def test_sensitivity_grid_runs_the_recipe_grid_on_another_encoder_and_chooses_nothing(
+        rp, tmp_path, monkeypatch):
+    """grid-S-re: the recipe's grid on S (dev only); merge shows each encoder's dev score per
+    rate with G's choice (*) and the encoder's own best (+), and the fine-tuning stages keep
+    G's choice."""
+    monkeypatch.setattr(rp, "RESULTS", tmp_path / "results")
+    work = tmp_path / "work"
+    assert not any(n.startswith("grid-") for n in rp.build_plan(work, data=Path("/d")))
+    plan = rp.build_plan(work, data=Path("/d"), sensitivity=True)
+    assert {"grid-S-re", "grid-R-ner", "grid-S-span-cls", "grid-G+D-re"} <= set(plan)
+    assert "grid-G-re" not in plan and "grid-G+T-re" not in plan  # G's grid is recipe-re
+    assert plan["grid-S-re"].deps == ["pretrain-S"]
+    for enc in ("G", "S"):
+        rp._write(f"pretrain-{enc}", {"stage": f"pretrain-{enc}", "finished": True})
+        rp.model_dir(work, enc).mkdir(parents=True)
+    dev = {"G": [0.30, 0.42, 0.47, 0.45, 0.40], "S": [0.30, 0.35, 0.40, 0.55, 0.50]}
+
+    def fake(cmd, max_minutes, log, cache=None):
+        out = Path(cmd[cmd.index("-o") + 1])
+        enc = "S" if _opt(cmd, "--model").endswith("/S/model") else "G"
+        _recipe_summary(out / "summary.json",
+                        dict(zip(rp.LR_GRID, dev[enc]))[float(_opt(cmd, "--lr"))])
+        return None
+
+    monkeypatch.setattr(rp, "_run_command", fake)
+    assert rp.run_stage(plan["grid-S-re"], plan, work, None) is True
+    grid = json.loads((tmp_path / "results" / "grid-S-re.json").read_text())
+    assert grid["best_lr"] == 1e-3 and "chosen_lr" not in grid
+    assert [g["dev"]["mean"] for g in grid["results"]] == [30.0, 35.0, 40.0, 55.0, 50.0]
+    assert not (tmp_path / "results" / "recipe-re.json").exists()  # S's grid needs no choice
+    assert rp.run_stage(plan["recipe-re"], plan, work, None) is True
+    assert rp.chosen_lr("re") == 3e-4  # G's choice is unchanged by S's grid
+    text = rp.merge(tmp_path / "results", tmp_path / "out.md", optional=False)
+    assert "| ChemProt RE | G | 30.00 | 42.00 | 47.00 * + | 45.00 | 40.00 | 0.00 |" in text
+    assert "| ChemProt RE | S | 30.00 | 35.00 | 40.00 * | 55.00 + | 50.00 | 15.00 |" in text
+
+
 def test_a_rebuilt_pretraining_records_whether_it_is_the_same_encoder(rp, tmp_path, monkeypatch):
     work, plan = _plan_with_general_vocab(rp, tmp_path, monkeypatch)
     point = {"step": 100, "tokens": 409600, "seconds": 60.0, "loss": 4.25, "accuracy": 0.3}
