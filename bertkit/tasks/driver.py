@@ -42,14 +42,18 @@ def parse_seeds(text: str | int | Sequence[int] | None) -> list[int]:
     [1, 2, 3]
 
     Raises:
-        BertkitError: a value that is not an integer, or a seed given twice.
+        BertkitError: a value that is not an integer, an empty item (``1,,2``: a typo, not two
+            seeds), or a seed given twice.
     """
     if text is None or text == "":
         return []
     items = [text] if isinstance(text, int) else \
         str(text).replace(" ", "").strip("[]").split(",") if isinstance(text, str) else list(text)
+    if any(str(x) == "" for x in items):
+        raise BertkitError(f"--seeds is {text!r}: an empty item",
+                           expected="integers separated by single commas, e.g. 1,2,3")
     try:
-        seeds = [int(x) for x in items if str(x) != ""]
+        seeds = [int(x) for x in items]
     except ValueError:
         raise BertkitError(f"--seeds is {text!r}", expected="integers separated by commas, "
                                                             "e.g. 1,2,3") from None

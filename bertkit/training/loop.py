@@ -90,6 +90,9 @@ def train(
     parts.score_scale = score_scale
     parts.meter.source_stats = getattr(data, "stats", None)  # e.g. Prefetcher's data wait
     state = resume(parts) if cfg.resume else TrainState()
+    if cfg.resume and parts.out.main:
+        console.print(f"resuming from checkpoint step {state.step:,} (epoch {state.epoch + 1}, "
+                      f"{state.train_tokens:,} tokens trained)", highlight=False)
     if parts.out.main:  # after a resume's checkpoint is found: a failed resume records nothing
         write_run_environment(parts.out.path("environment.json"), runtime, cfg.seed,
                               torch_world_size(), cfg.resume)

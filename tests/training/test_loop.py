@@ -64,6 +64,17 @@ def test_resume_is_exact(tmp_path):
     assert steps == list(range(1, 31))  # records after the checkpoint are redone, not doubled
 
 
+def test_resume_says_where_it_continues(tmp_path):
+    from rich.console import Console
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, Source(crash_at=15))  # the last checkpoint is step 14, in epoch 2
+    console = Console(record=True, width=120)
+    cfg = TrainConfig(epochs=3, lr=1e-2, save_steps=2, logging_steps=1, warmup=0.2, resume=True)
+    train(Toy(), Source(), cfg, make_runtime("cpu", "fp32"), tmp_path, console=console,
+          evaluate=lambda m: {"f1": 0.0})
+    assert "resuming from checkpoint step 14 (epoch 2, 224 tokens trained)" in console.export_text()
+
+
 def test_gradient_accumulation_counts_steps_and_keeps_last_checkpoints(tmp_path):
     _, res = run(tmp_path, Source(n=7), gradient_accumulation=3)
     assert res.steps == 3 * 3  # ceil(7 / 3) per epoch
