@@ -423,6 +423,9 @@ def run_stage(stage: Stage, output_dir: Path, console=None,
             except TypeError as exc:
                 raise BertkitError(f"stage {stage.name}: {exc}") from None
             record_vocab(stage.name, {**settings, "corpus": corpus}, results)
+            if console:
+                from bertkit.vocab.coverage import report_build
+                report_build(results, settings[key], console)
     else:
         from bertkit.training.rundir import RunComplete
 

@@ -53,7 +53,7 @@ def build_cli(
     between equally frequent merges in hash-map order (huggingface/tokenizers#1794).
     """
     from bertkit.vocab.build import build_vocab
-    from bertkit.vocab.coverage import coverage_line
+    from bertkit.vocab.coverage import report_build
 
     paths = list(corpus or []) + list(more or [])
     tokens = [t for t in special_tokens.replace(",", " ").split() if t]
@@ -61,28 +61,7 @@ def build_cli(
                        min_frequency=min_frequency, limit_alphabet=limit_alphabet,
                        special_tokens=tokens, skip_bad_lines=skip_bad_lines,
                        overwrite=overwrite, show_progress=progress, normalize=normalize.lower())
-    c = info["corpus"]
-    Console(stderr=True).print(
-        f"[green]saved[/] {out}: {info['size']:,} tokens ({info['case']}, {info['algorithm']}) "
-        f"from {c['lines']:,} lines / {c['words']:,} words in {info['seconds']} s, "
-        f"peak memory {info['peak_memory_mb']} MiB"
-        + (f", {c['skipped_lines']:,} bad lines skipped" if c["skipped_lines"] else ""),
-        highlight=False)
-    if info["size"] < info["requested_size"]:
-        Console(stderr=True).print(
-            f"[yellow]warning:[/] the corpus yields only {info['size']:,} of the "
-            f"{info['requested_size']:,} tokens asked for (every word and piece seen "
-            f"{max(info['min_frequency'], 1)}+ times is already in); a larger corpus gives more",
-            highlight=False)
-    cov = info["coverage"]
-    if cov["unk"]:
-        fix = ("a larger --limit-alphabet (or none) keeps more characters; stats.json lists "
-               "those left out" if cov["left_out"]
-               else "these are words longer than 100 characters, which WordPiece leaves whole")
-        Console(stderr=True).print(f"[yellow]warning:[/] {coverage_line(cov)}; {fix}",
-                                   highlight=False)
-    else:
-        Console(stderr=True).print(f"coverage: {coverage_line(cov)}", highlight=False)
+    report_build(info, out, Console(stderr=True))
 
 
 @vocab_app.command("compare")

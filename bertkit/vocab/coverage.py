@@ -137,3 +137,30 @@ def coverage_line(coverage: dict, shown: int = 8) -> str:
         if coverage.get("distinct_left_out", len(left)) > shown:
             text += f", ... ({coverage['distinct_left_out']} characters in all)"
     return text
+
+
+def report_build(info: dict, out, console) -> None:
+    """Print what ``build_vocab`` made: size, corpus, time and memory, a short-vocabulary warning
+    and the coverage (the [UNK] rate, with its fix when there are unknowns), on ``console`` (a
+    ``rich`` Console; ``bertkit vocab build`` and a recipe's vocab stage print the same)."""
+    c = info["corpus"]
+    console.print(
+        f"[green]saved[/] {out}: {info['size']:,} tokens ({info['case']}, {info['algorithm']}) "
+        f"from {c['lines']:,} lines / {c['words']:,} words in {info['seconds']} s, "
+        f"peak memory {info['peak_memory_mb']} MiB"
+        + (f", {c['skipped_lines']:,} bad lines skipped" if c["skipped_lines"] else ""),
+        highlight=False)
+    if info["size"] < info["requested_size"]:
+        console.print(
+            f"[yellow]warning:[/] the corpus yields only {info['size']:,} of the "
+            f"{info['requested_size']:,} tokens asked for (every word and piece seen "
+            f"{max(info['min_frequency'], 1)}+ times is already in); a larger corpus gives more",
+            highlight=False)
+    cov = info["coverage"]
+    if cov["unk"]:
+        fix = ("a larger --limit-alphabet (or none) keeps more characters; stats.json lists "
+               "those left out" if cov["left_out"]
+               else "these are words longer than 100 characters, which WordPiece leaves whole")
+        console.print(f"[yellow]warning:[/] {coverage_line(cov)}; {fix}", highlight=False)
+    else:
+        console.print(f"coverage: {coverage_line(cov)}", highlight=False)

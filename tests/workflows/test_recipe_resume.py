@@ -46,6 +46,7 @@ def test_rerun_of_a_stopped_recipe_continues_it(tmp_path, monkeypatch):
         res = runner.invoke(app, ["run", str(recipe), "-o", str(out)])
     text = " ".join(res.output.split())
     assert res.exit_code == 143, res.output
+    assert "tokens (uncased, wordpiece) from" in text and "[UNK]" in text  # the vocab report
     phase1 = out / "phase1"
     saved = [p.name for p in (phase1 / "checkpoints").glob("step_*")]
     assert len(saved) == 1, saved
@@ -62,7 +63,9 @@ def test_rerun_of_a_stopped_recipe_continues_it(tmp_path, monkeypatch):
 
     res = runner.invoke(app, ["run", str(recipe), "-o", str(out)])  # the same command again
     assert res.exit_code == 0, res.output
-    assert "stage vocab: finished earlier, kept" in " ".join(res.output.split())
+    text = " ".join(res.output.split())
+    assert "stage vocab: finished earlier, kept" in text
+    assert f"resuming from checkpoint step {step:,} (epoch 1," in text
     assert (out / "vocab" / "stats.json").stat().st_mtime == vocab_mtime
     assert (phase1 / "checkpoints" / f"step_{step}").is_dir()  # kept
     assert json.loads((phase1 / "results.json").read_text())["steps"] == 6
