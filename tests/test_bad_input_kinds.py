@@ -303,6 +303,8 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/training/rundir.py": TRAINING,
     "bertkit/vocab/build.py": ("vocab build",),
     "bertkit/vocab/build.py::check_output_dir": ("vocab build", "vocab extend"),
+    # the build report: `run` shows it too, for a recipe's vocab stage (a `vocab build` flag)
+    "bertkit/vocab/coverage.py::report_build": ("vocab build",),
     "bertkit/vocab/corpus.py": ("vocab build", "vocab compare", "vocab extend", "pretrain"),
     "bertkit/vocab/extend.py": ("vocab extend",),
     "bertkit/vocab/sentencepiece.py": ("vocab build",),

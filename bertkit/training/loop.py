@@ -90,9 +90,6 @@ def train(
     parts.score_scale = score_scale
     parts.meter.source_stats = getattr(data, "stats", None)  # e.g. Prefetcher's data wait
     state = resume(parts) if cfg.resume else TrainState()
-    if cfg.resume and parts.out.main:
-        console.print(f"resuming from checkpoint step {state.step:,} (epoch {state.epoch + 1}, "
-                      f"{state.train_tokens:,} tokens trained)", highlight=False)
     if parts.out.main:  # after a resume's checkpoint is found: a failed resume records nothing
         write_run_environment(parts.out.path("environment.json"), runtime, cfg.seed,
                               torch_world_size(), cfg.resume)
@@ -187,7 +184,7 @@ def setup(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: 
 
 def resume(parts: Parts) -> TrainState:
     """Load the newest ``checkpoints/step_N``: weights, optimiser, schedule, loss scale and RNG
-    states; return its :class:`TrainState` (checkpoints of every bertkit version so far).
+    states; say where it continues (main process); return its :class:`TrainState`.
 
     Raises:
         BertkitError: the run has no complete checkpoint.
@@ -206,7 +203,10 @@ def resume(parts: Parts) -> TrainState:
     parts.scheduler.load_state_dict(saved["scheduler"])
     parts.scaler.load_state_dict(saved["scaler"])
     set_rng_state(saved["rng"])
-    return TrainState.from_position(saved["position"])
+    state = TrainState.from_position(saved["position"])
+    if parts.console is not None and parts.out.main:
+        parts.console.print(state.describe_resume(), highlight=False)
+    return state
 
 
 def forward_backward(parts: Parts, batch: dict[str, torch.Tensor],

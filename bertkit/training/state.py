@@ -72,6 +72,11 @@ class TrainState:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in saved.items() if k in known})
 
+    def describe_resume(self) -> str:
+        """The console line for a resume: ``resuming from checkpoint step 1,200 (epoch 2, ...)``."""
+        return (f"resuming from checkpoint step {self.step:,} (epoch {self.epoch + 1}, "
+                f"{self.train_tokens:,} tokens trained)")
+
     def result(self) -> TrainResult:
         """The :class:`TrainResult` a finished run returns."""
         return TrainResult(steps=self.step, history=self.history, best_epoch=self.best_epoch,
