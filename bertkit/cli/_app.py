@@ -157,8 +157,9 @@ def make_console(stderr: bool = False):
 
 def user_errors(fn):
     """Decorate a command: a :class:`BertkitError` prints ``error: FILE:LINE: message`` and exits
-    with its code (1; 130/143 after a signal); one with exit code 0 (a ``--resume`` of a
-    complete run) prints its message without ``error:`` and exits 0."""
+    with its code (1); a run stopped by a signal (130/143: ``stopped by SIGINT at step N;
+    checkpoint saved ...``) is not a failure and prints without ``error:``, as does one with exit
+    code 0 (a ``--resume`` of a complete run), which exits 0."""
     import functools
 
     from bertkit.errors import BertkitError
@@ -174,8 +175,9 @@ def user_errors(fn):
             if exc.exit_code == 0:  # not a failure: e.g. --resume of a run that is complete
                 Console().print(escape(str(exc)), highlight=False, soft_wrap=True)
                 raise typer.Exit(0) from None
-            Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
-                                       soft_wrap=True)
+            stopped = exc.exit_code in (130, 143)  # the user's Ctrl-C or a scheduler's SIGTERM
+            Console(stderr=True).print(("" if stopped else "[bold red]error:[/] ") +
+                                       escape(str(exc)), highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper
