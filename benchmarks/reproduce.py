@@ -140,6 +140,24 @@ def model_dir(work: Path, encoder: str) -> Path:
     return work / "pretrain" / _stem(encoder) / "model"
 
 
+def grid_stage(name: str, kind: str, enc: str, task: str, spec: tuple, work: Path,
+               settings: dict, device: list[str]) -> "Stage":
+    """The stage fine-tuning ``enc`` on ``task`` once per rate of ``LR_GRID`` (seed
+    ``RECIPE_SEED``; dev scores only, test unread): ``kind`` "recipe" (G: the dev choice) or
+    "grid" (another encoder: the sensitivity check). ``spec``: the task's ``TASKS`` entry."""
+    command, dataset, metric, per_seed = spec
+    runs = [work / "recipe" / f"{_stem(enc)}-{task}-lr{rate:g}" for rate in LR_GRID]
+    return Stage(
+        name, kind,
+        [["{python}", "-m", "bertkit", "finetune", command, "--data", dataset, "--model",
+          str(model_dir(work, enc)), "--max-length", str(settings["max_seq_length"]),
+          "--lr", f"{rate:g}", "--seeds", RECIPE_SEED, *device, "-o", str(run),
+          "--overwrite"] for rate, run in zip(LR_GRID, runs)],
+        [f"pretrain-{enc}"], len(LR_GRID) * per_seed, None,
+        {"encoder": enc, "task": task, "data": dataset, "metric": metric,
+         "grid": list(LR_GRID), "summaries": [str(r / "summary.json") for r in runs]})
+
+
 def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = None,
                recipe_lr: dict[str, float] | None = None, optional: bool = False,
                data: Path | None = None, sensitivity: bool = False) -> dict[str, Stage]:
@@ -245,29 +263,19 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
         stages[f"intrinsic-{enc}"] = Stage(f"intrinsic-{enc}", "intrinsic", commands,
                                            [f"pretrain-{enc}"], 2.0, None, {"encoder": enc})
     for task, (command, dataset, metric, per_seed) in tasks.items():
-        def grid_stage(name: str, kind: str, enc: str) -> None:
-            """One seed per rate of ``LR_GRID`` on ``enc``, dev scores only (test unread)."""
-            runs = [work / "recipe" / f"{_stem(enc)}-{task}-lr{rate:g}" for rate in LR_GRID]
-            stages[name] = Stage(
-                name, kind,
-                [["{python}", "-m", "bertkit", "finetune", command, "--data", dataset, "--model",
-                  str(model_dir(work, enc)), "--max-length", str(settings["max_seq_length"]),
-                  "--lr", f"{rate:g}", "--seeds", RECIPE_SEED, *device, "-o", str(run),
-                  "--overwrite"] for rate, run in zip(LR_GRID, runs)],
-                [f"pretrain-{enc}"], len(LR_GRID) * per_seed, None,
-                {"encoder": enc, "task": task, "data": dataset, "metric": metric,
-                 "grid": list(LR_GRID), "summaries": [str(r / "summary.json") for r in runs]})
-
         recipe_deps = []
         if task in recipe_lr:
             lr = ["--lr", f"{recipe_lr[task]:g}"]
         else:  # the dev choice for G: one seed per rate of the grid, the best dev score wins
             lr, recipe_deps = ["--lr", f"{{lr:{task}}}"], [f"recipe-{task}"]
-            grid_stage(f"recipe-{task}", "recipe", "G")
+            stages[f"recipe-{task}"] = grid_stage(f"recipe-{task}", "recipe", "G", task,
+                                                  tasks[task], work, settings, device)
         if sensitivity:  # the same grid on every other encoder: a check, not a choice
             for enc, how in encoders.items():
                 if enc != "G" and not how.get("tapt"):
-                    grid_stage(f"grid-{enc}-{task}", "grid", enc)
+                    stages[f"grid-{enc}-{task}"] = grid_stage(
+                        f"grid-{enc}-{task}", "grid", enc, task, tasks[task], work, settings,
+                        device)
         for enc, how in encoders.items():
             out = work / "finetune" / f"{_stem(enc)}-{task}"
             info = {"encoder": enc, "task": task, "data": dataset, "metric": metric,
