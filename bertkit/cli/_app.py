@@ -163,6 +163,7 @@ def user_errors(fn):
     import functools
 
     from bertkit.errors import BertkitError
+    from bertkit.training.rundir import RunStopped
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -175,7 +176,7 @@ def user_errors(fn):
             if exc.exit_code == 0:  # not a failure: e.g. --resume of a run that is complete
                 Console().print(escape(str(exc)), highlight=False, soft_wrap=True)
                 raise typer.Exit(0) from None
-            stopped = exc.exit_code in (130, 143)  # the user's Ctrl-C or a scheduler's SIGTERM
+            stopped = isinstance(exc, RunStopped)  # the user's Ctrl-C or a scheduler's SIGTERM
             Console(stderr=True).print(("" if stopped else "[bold red]error:[/] ") +
                                        escape(str(exc)), highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None

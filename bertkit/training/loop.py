@@ -184,7 +184,7 @@ def setup(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: 
 
 def resume(parts: Parts) -> TrainState:
     """Load the newest ``checkpoints/step_N``: weights, optimiser, schedule, loss scale and RNG
-    states; say where it continues (main process); return its :class:`TrainState`.
+    states (a checkpoint of any bertkit version); say where it continues; return its state.
 
     Raises:
         BertkitError: the run has no complete checkpoint.
