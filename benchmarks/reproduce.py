@@ -655,8 +655,9 @@ def merge(results_dir: Path = RESULTS, out: Path = MERGED, optional: bool = True
         phases = [results.get(f"pretrain-{enc}-seq64", {}), results.get(f"pretrain-{enc}", {})]
         tok = sum(t for t in (p.get("train_tokens") for p in phases) if t is not None) \
             if phases[1].get("train_tokens") is not None else None  # both phases
+        base = f"{enc.split('+')[0]} + " if "+" in enc else ""  # continued: G+D = G + its tokens
         lines.append(f"| {enc} | {cells[0]} | {cells[1]} | "
-                     f"{'-' if tok is None else f'{tok / 1e6:.1f} M'} |")
+                     f"{'-' if tok is None else f'{base}{tok / 1e6:.1f} M'} |")
     lines += pretraining_curves(results, encoders)
     lines += ["", "## Goals", "", "| goal | verdict | measured |", "|---|---|---|"]
     for goal, verdict, evidence in goals(results, tuple(t for t in tasks if t != "qa")):
