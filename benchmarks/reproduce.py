@@ -29,6 +29,10 @@ estimated cost):
     python benchmarks/reproduce.py run intrinsic-G finetune-G-ner ...
     python benchmarks/reproduce.py merge
 
+A stage counts as done when its result JSON in ``--results`` (default: the committed
+``results/reproduce/``) says it finished, whatever ``--work`` holds: to reproduce every stage from
+scratch, give ``--results`` a new directory (``merge`` then writes ``reproduce.md`` there).
+
 ``run`` runs the named stages whose result is missing (a finished one is skipped), first any
 dependency whose heavy output is gone from ``--work`` (/tmp may be wiped between sessions: an
 encoder is rebuilt deterministically from its settings and seed). A pretraining stopped at
@@ -331,6 +335,7 @@ def print_plan(stages: dict[str, Stage]) -> None:
         for cmd in s.commands:
             print("   " + render(cmd))
     print(f"# left ~{left / 60:.1f} h of ~{total / 60:.1f} h on one thread")
+    print(f"# (done): a finished result in {RESULTS}; --results NEW_DIR runs every stage afresh")
 
 
 def _result_path(name: str) -> Path:
@@ -746,6 +751,14 @@ def _recipe_lr(items: list[str]) -> dict[str, float]:
     return out
 
 
+def use_results(results: Path) -> None:
+    """Read and write stage results in ``results`` (the merged table beside them: the committed
+    ``results/reproduce.md`` for the default, else ``results/reproduce.md``)."""
+    global RESULTS, MERGED
+    if results.resolve() != (HERE / "results" / "reproduce").resolve():
+        RESULTS, MERGED = results, results / "reproduce.md"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("action", choices=("plan", "run", "merge"))
@@ -764,13 +777,18 @@ def main() -> None:
                     help="also grid-ENC-TASK: the recipe's learning-rate grid on every other "
                          "encoder (dev only; chooses nothing)")
     ap.add_argument("--max-minutes", type=float, help="run: SIGTERM a command after M minutes")
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="stage result JSONs: a stage finished here is done and skipped "
+                         "(default: the committed results; a new directory runs all afresh; "
+                         "merge writes reproduce.md there)")
     args = ap.parse_args()
+    use_results(args.results)
     stages = build_plan(args.work, args.tokens, args.continue_tokens, _recipe_lr(args.recipe_lr),
                         args.optional, sensitivity=args.sensitivity)
     if args.action == "plan":
         print_plan(stages)
     elif args.action == "merge":
-        print(merge())
+        print(merge(RESULTS, MERGED))
     else:
         unknown = [s for s in args.stages if s not in stages]
         if unknown or not args.stages:
@@ -783,4 +801,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # `plan | head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

@@ -503,3 +503,24 @@ def test_merge_shows_both_pretraining_phases(rp, tmp_path):
     assert "| G | B: 128 | general | 10.4 M | 36.0% | 1.0 M | 9.8 M |" in text
     assert "| G+D | 128 | scientific | 12.3 M | 40.0% |" in text
     assert "| G | - | 3.900 (49, 36.0%) | 37.0 M |" in text  # 26.6 M + 10.4 M
+
+
+def test_results_option_decides_what_is_done_and_plan_survives_a_closed_pipe(tmp_path):
+    """A stage is done when --results holds its finished JSON, whatever --work holds: a new
+    --results directory plans every stage afresh and merge writes its table there; `plan | head`
+    ends without a traceback."""
+    import subprocess
+    script = [sys.executable, str(BENCHMARKS / "reproduce.py")]
+    fresh = subprocess.run([*script, "plan", "--results", str(tmp_path / "r"), "--work", str(tmp_path)],
+                           capture_output=True, text=True, check=True).stdout
+    assert "(done)  ~" not in fresh and fresh.count("## ") >= 30
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "vocab-general.json").write_text(json.dumps({"finished": True}))
+    again = subprocess.run([*script, "plan", "--results", str(tmp_path / "r")],
+                           capture_output=True, text=True, check=True).stdout
+    assert again.count("(done)  ~") == 1 and "## vocab-general (done)" in again
+    subprocess.run([*script, "merge", "--results", str(tmp_path / "r")], capture_output=True, check=True)
+    assert (tmp_path / "r" / "reproduce.md").read_text().startswith("# Domain adaptation")
+    closed = subprocess.run(f"{sys.executable} {BENCHMARKS / 'reproduce.py'} plan | head -1",
+                            shell=True, capture_output=True, text=True)
+    assert closed.stdout.startswith("## vocab-general") and "Traceback" not in closed.stderr
