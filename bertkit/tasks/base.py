@@ -120,6 +120,9 @@ class Prepared:
         summary: one line printed before training (data sizes, labels, model, device).
         select_metric: the dev metric that picks the best epoch in this run, when a setting
             chooses it (``finetune ner --metric token-macro``); None: the task's own.
+        before_test: ``before_test(model)``: work on the final model that ``test`` needs but
+            that is not prediction, run before the test pass is timed (QA: the dev pass that
+            chooses the SQuAD 2.0 no-answer threshold); None: nothing.
     """
 
     model: torch.nn.Module
@@ -131,6 +134,7 @@ class Prepared:
     summary: str | None = None
     select_metric: str | None = None  # this run's selection metric when a setting chooses it
     scores_in_points: bool = False  # dev metrics already in points (0-100, e.g. SQuAD EM/F1)
+    before_test: Callable[[torch.nn.Module], None] | None = None
 
 
 @runtime_checkable

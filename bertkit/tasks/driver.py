@@ -228,6 +228,8 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
                    score_scale=1.0 if prepared.scores_in_points else 100.0)
     if not main:
         return {"task": task.name, "rank": rank(), "steps": result.steps}
+    if prepared.before_test is not None:  # not prediction: left out of predict_seconds
+        prepared.before_test(prepared.model)
     start = time.perf_counter()  # forward passes and decoding (as Trainer.predict)
     scored = prepared.test(prepared.model, console)
     predict_seconds = time.perf_counter() - start

@@ -257,15 +257,21 @@ class QATask:
         def evaluate_dev(m) -> dict:
             return score(dev_x, run(m, "dev", dev_x), v2, cfg.null_threshold)
 
+        def choose_threshold(m) -> None:
+            """SQuAD 2.0: the dev split's best-F1 no-answer threshold for the final model."""
+            if v2:
+                dev = score(dev_x, run(m, "dev", dev_x), v2, cfg.null_threshold)
+                state["dev_threshold"] = dev["best_f1_thresh"]
+
         def test(m, console: Console | None = None) -> ScoredSplit:
             feats["test"] = encode(test_x, tokenizer, cfg.max_length, cfg.doc_stride,
                                    cfg.max_question_length)
             answers = run(m, "test", test_x)
             metrics = score(test_x, answers, v2, cfg.null_threshold)
-            if v2:  # the threshold chosen on dev, applied to test
-                dev = score(dev_x, run(m, "dev", dev_x), v2, cfg.null_threshold)
-                t = dev["best_f1_thresh"]
-                state["dev_threshold"] = t
+            if v2:  # the threshold chosen on dev (before_test), applied to test
+                if "dev_threshold" not in state:  # test called without before_test
+                    choose_threshold(m)
+                t = state["dev_threshold"]
                 at = score(test_x, answers, v2, t)
                 metrics.update({"dev_best_f1_thresh": t, "exact_at_dev_thresh": at["exact"],
                                 "f1_at_dev_thresh": at["f1"]})
@@ -283,7 +289,7 @@ class QATask:
                 "data": cfg.data})
 
         return Prepared(model, batches, evaluate_dev, test, save, summary=summary,
-                        scores_in_points=True, results={
+                        scores_in_points=True, before_test=choose_threshold, results={
             "unanswerable": v2, "doc_stride_is": "overlap (Hugging Face run_qa.py)",
             "windows": {"train": len(tr), "dev": len(feats["dev"])},
             "questions_cut": {"train": tr.questions_cut,

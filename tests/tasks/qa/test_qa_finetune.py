@@ -135,6 +135,41 @@ def test_unanswerable_data_switches_v2_on_or_is_refused(tmp_path, tiny_encoder):
     assert "best_f1_thresh" in test and "f1_at_dev_thresh" in test
 
 
+def test_v2_dev_threshold_pass_is_left_out_of_the_timed_prediction(tmp_path, tiny_encoder,
+                                                                    monkeypatch):
+    """SQuAD 2.0: the dev pass that chooses the no-answer threshold runs before the test pass
+    is timed (predict_seconds times the test questions only, as Trainer.predict does)."""
+    import time as real_time
+
+    import bertkit.tasks.driver as driver
+    import bertkit.tasks.qa.task as qa_task
+
+    events = []
+    window_logits = qa_task.window_logits
+
+    def logged(model, features, *args, **kwargs):
+        events.append(("pass", len(features)))
+        return window_logits(model, features, *args, **kwargs)
+
+    class Clock:
+        @staticmethod
+        def perf_counter():
+            events.append(("clock", 0))
+            return real_time.perf_counter()
+
+    monkeypatch.setattr(qa_task, "window_logits", logged)
+    monkeypatch.setattr(driver, "time", Clock)
+    data = write_qa_dir(tmp_path / "v2", unanswerable=True)
+    res = _finetune(data, tiny_encoder, tmp_path / "run")
+    assert res.exit_code == 0, res.output
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    start, end = [i for i, e in enumerate(events) if e[0] == "clock"][-2:]
+    timed = [e for e in events[start:end] if e[0] == "pass"]
+    assert len(timed) == 1  # the test split alone
+    assert events[start - 1] == ("pass", results["windows"]["dev"])  # the threshold's dev pass
+    assert "f1_at_dev_thresh" in results["test"]
+
+
 def test_bad_answer_start_exits_1_naming_file_article_and_question(tmp_path, tiny_encoder):
     from tests.tasks.qa.conftest import squad_doc
 
