@@ -226,13 +226,16 @@ def score_side(test: list[dict], preds: dict, v2: bool, diffs: dict | None = Non
 
 
 def stock_recipe(d: Path, args, seed: int, out: str, v2: bool, pad: bool = True,
-                 grouped: bool = False) -> dict:
+                 grouped: bool = False, tuned: bool = False) -> dict:
     """The stock Trainer recipe; returns scores and timings. ``pad``: ``pad_to_max_length``
     (``run_qa.py``'s default True); False: windows unpadded and batches padded to their longest
     by ``DataCollatorWithPadding``, as ``run_qa.py`` does with ``--pad_to_max_length False``
     (the ``stock-dyn`` side). ``grouped`` (with ``pad`` False): also Trainer's
     ``train_sampling_strategy="group_by_length"`` (``LengthGroupedSampler``; transformers 4's
-    ``--group_by_length``), the ``stock-grouped`` side."""
+    ``--group_by_length``), the ``stock-grouped`` side. ``tuned`` (with ``grouped``): also
+    bertkit's learning rate, warm-up ratio and weight decay (``run_qa.py``'s ``--learning_rate``,
+    ``--warmup_steps`` as a ratio, ``--weight_decay``), the ``stock-tuned`` side: what is left
+    between it and bertkit is the implementation, not the hyper-parameters."""
     import datasets
     from transformers import (AutoModelForQuestionAnswering, AutoTokenizer,
                               DataCollatorWithPadding, Trainer, TrainingArguments,
@@ -254,7 +257,10 @@ def stock_recipe(d: Path, args, seed: int, out: str, v2: bool, pad: bool = True,
     model = AutoModelForQuestionAnswering.from_pretrained(model_name)
     targs = TrainingArguments(output_dir=out, per_device_train_batch_size=args.batch_size,
                               per_device_eval_batch_size=args.eval_batch_size,
-                              learning_rate=args.stock_lr, num_train_epochs=args.epochs,
+                              learning_rate=args.lr if tuned else args.stock_lr,
+                              warmup_steps=args.warmup if tuned else 0,
+                              weight_decay=args.weight_decay if tuned else 0.0,
+                              num_train_epochs=args.epochs,
                               seed=seed, report_to=[], save_strategy="no", eval_strategy="no",
                               logging_steps=10**6, disable_tqdm=True, bf16=args.precision == "bf16",
                               use_cpu=not torch.cuda.is_available(),
@@ -300,7 +306,7 @@ def run_side(side: str, d: Path, args, seed: int, out: str, v2: bool) -> dict:
     if side == "bertkit":
         return bertkit_run(d, args, seed, out)
     return stock_recipe(d, args, seed, out, v2, pad=side == "stock",
-                        grouped=side == "stock-grouped")
+                        grouped=side in ("stock-grouped", "stock-tuned"), tuned=side == "stock-tuned")
 
 
 def row(name: str, seed: int, r: dict, threads: int) -> str:
@@ -341,7 +347,8 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
     if "bertkit" not in med:
         return float("nan"), float("nan")
     for iso, what in (("stock-dyn", "dynamic padding alone"),
-                      ("stock-grouped", "dynamic padding + length-grouped batches")):
+                      ("stock-grouped", "dynamic padding + length-grouped batches"),
+                      ("stock-tuned", "stock-grouped + bertkit's lr, warm-up, weight decay")):
         # over the seeds the isolating side ran, each side on those same seeds
         dyn = [s for s in seeds if s in results.get(iso, {}) and s in results["bertkit"]]
         if not dyn:
@@ -404,7 +411,8 @@ def lr_check(d: Path, args, seed: int, tmp: str, log) -> float:
 
 
 # what may differ between --json files merged into one summary (the seeds split over runs)
-MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "dynamic_seeds", "grouped_seeds"}
+MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "dynamic_seeds", "grouped_seeds",
+              "tuned_seeds"}
 
 
 def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
@@ -471,6 +479,10 @@ def main() -> None:
     ap.add_argument("--grouped-seeds", default="",
                     help="seeds on which the stock-grouped side also runs (stock-dyn plus "
                          "Trainer's group_by_length sampler; 'all' or e.g. 1)")
+    ap.add_argument("--tuned-seeds", default="",
+                    help="seeds on which the stock-tuned side also runs (stock-grouped with "
+                         "bertkit's --lr, --warmup and --weight-decay: isolates the "
+                         "hyper-parameters from the implementation; 'all' or e.g. 1)")
     ap.add_argument("--no-stock", action="store_true",
                     help="leave out the stock side (e.g. a stock-grouped + bertkit pair)")
     ap.add_argument("--eval-split", choices=("test", "dev"), default="test",
@@ -520,6 +532,8 @@ def main() -> None:
         {int(s) for s in args.dynamic_seeds.split(",") if s}
     grouped = set(seeds) if args.grouped_seeds == "all" else \
         {int(s) for s in args.grouped_seeds.split(",") if s}
+    tuned = set(seeds) if args.tuned_seeds == "all" else \
+        {int(s) for s in args.tuned_seeds.split(",") if s}
     split = "dev" if args.lr_grid else args.eval_split
     log(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
         f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr bertkit "
@@ -529,7 +543,8 @@ def main() -> None:
         f"windows {args.max_length} / "
         f"overlap {args.doc_stride}, n-best {args.n_best}, max answer {args.max_answer_length}, "
         f"seeds {seeds} (stock-dyn: {sorted(dyn) or 'none'}, stock-grouped: "
-        f"{sorted(grouped) or 'none'}); train/dev/test first "
+        f"{sorted(grouped) or 'none'}, stock-tuned: {sorted(tuned) or 'none'}); "
+        f"train/dev/test first "
         f"{args.max_train_samples}/{args.max_eval_samples}/{args.max_eval_samples} questions "
         f"(None = all); scored on {split}; load {load1()}")
     results: dict[str, dict[int, dict]] = {}
@@ -552,7 +567,8 @@ def main() -> None:
         for seed in seeds:
             sides = (() if args.no_stock else ("stock",)) \
                 + (("stock-dyn",) if seed in dyn else ()) \
-                + (("stock-grouped",) if seed in grouped else ()) + ("bertkit",)
+                + (("stock-grouped",) if seed in grouped else ()) \
+                + (("stock-tuned",) if seed in tuned else ()) + ("bertkit",)
             # seed 1: stock first, seed 2: bertkit first, ... (the seed, not its place in the
             # list: stages run one seed each keep alternating)
             for side in side_order(sides, seed - 1):

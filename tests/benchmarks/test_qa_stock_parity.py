@@ -157,3 +157,25 @@ def test_merge_joins_one_seed_stages_into_the_three_seed_verdict(tmp_path):
         bench.merge(paths + [other], lines.append)
     with pytest.raises(SystemExit, match="seed 1 of stock is in two"):
         bench.merge(paths + paths[:1], lines.append)
+
+
+def test_stock_tuned_side_isolates_the_hyper_parameters(monkeypatch):
+    """stock-tuned = stock-grouped with bertkit's lr, warm-up and weight decay; the report
+    compares bertkit with it on the seeds it ran."""
+    bench = _script()
+    calls = []
+    monkeypatch.setattr(bench, "stock_recipe", lambda *a, **k: calls.append(k) or {})
+    bench.run_side("stock-tuned", None, None, 1, "o", False)
+    bench.run_side("stock-grouped", None, None, 1, "o", False)
+    assert calls == [{"pad": False, "grouped": True, "tuned": True},
+                     {"pad": False, "grouped": True, "tuned": False}]
+
+    def runs(f1, tp):
+        return {"test": {"f1": f1, "exact": f1 - 5}, "train_questions_per_second": tp}
+
+    lines = []
+    results = {"stock-grouped": {1: runs(8.0, 6.0)}, "stock-tuned": {1: runs(30.0, 6.0)},
+               "bertkit": {1: runs(33.0, 7.5)}}
+    bench.report(results, [1], lines.append)
+    tuned = [x for x in lines if "bertkit/stock-tuned" in x]
+    assert len(tuned) == 1 and "training throughput 1.25x, F1 +3.00 points" in tuned[0]
