@@ -412,7 +412,7 @@ def lr_check(d: Path, args, seed: int, tmp: str, log) -> float:
 
 # what may differ between --json files merged into one summary (the seeds split over runs)
 MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "dynamic_seeds", "grouped_seeds",
-              "tuned_seeds"}
+              "tuned_seeds", "no_bertkit"}
 
 
 def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
@@ -483,6 +483,9 @@ def main() -> None:
                     help="seeds on which the stock-tuned side also runs (stock-grouped with "
                          "bertkit's --lr, --warmup and --weight-decay: isolates the "
                          "hyper-parameters from the implementation; 'all' or e.g. 1)")
+    ap.add_argument("--no-bertkit", action="store_true",
+                    help="leave out bertkit (a stage adding a stock-* side to seeds already "
+                         "run; --merge joins them)")
     ap.add_argument("--no-stock", action="store_true",
                     help="leave out the stock side (e.g. a stock-grouped + bertkit pair)")
     ap.add_argument("--eval-split", choices=("test", "dev"), default="test",
@@ -568,7 +571,8 @@ def main() -> None:
             sides = (() if args.no_stock else ("stock",)) \
                 + (("stock-dyn",) if seed in dyn else ()) \
                 + (("stock-grouped",) if seed in grouped else ()) \
-                + (("stock-tuned",) if seed in tuned else ()) + ("bertkit",)
+                + (("stock-tuned",) if seed in tuned else ()) \
+                + (() if args.no_bertkit else ("bertkit",))
             # seed 1: stock first, seed 2: bertkit first, ... (the seed, not its place in the
             # list: stages run one seed each keep alternating)
             for side in side_order(sides, seed - 1):
