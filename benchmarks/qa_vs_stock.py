@@ -25,6 +25,10 @@ Sides that isolate the padding (the stock recipe changed in one place, as a comp
 Face user may run it): ``stock-dyn`` (``--dynamic-seeds``: ``pad_to_max_length=False`` +
 ``DataCollatorWithPadding``, random batches padded to their longest window) and
 ``stock-grouped`` (``--grouped-seeds``: the same plus Trainer's ``group_by_length`` sampler).
+A side that isolates the hyper-parameters: ``stock-tuned`` (``--tuned-seeds``: stock-grouped
+with bertkit's ``--lr``, ``--warmup`` ratio and ``--weight-decay``, all ``run_qa.py`` flags), so
+that what differs from bertkit is its implementation (and bertkit's best epoch on dev).
+``--no-bertkit`` runs stock sides alone, to add one to seeds run earlier (``--merge``).
 
 Both sides are scored by the same official SQuAD scorer (:mod:`bertkit.metrics.qa`); SQuAD 2.0:
 the fixed-threshold (0.0) scores and the best-threshold scores (from each side's no-answer score
