@@ -27,7 +27,11 @@ Face user may run it): ``stock-dyn`` (``--dynamic-seeds``: ``pad_to_max_length=F
 ``stock-grouped`` (``--grouped-seeds``: the same plus Trainer's ``group_by_length`` sampler).
 A side that isolates the hyper-parameters: ``stock-tuned`` (``--tuned-seeds``: stock-grouped
 with bertkit's ``--lr``, ``--warmup`` ratio and ``--weight-decay``, all ``run_qa.py`` flags), so
-that what differs from bertkit is its implementation (and bertkit's best epoch on dev).
+that what differs from bertkit is its implementation (and bertkit's best epoch on dev);
+``stock-dyn-tuned`` (``--dyn-tuned-seeds``): the same with stock-dyn's random batches. Note that
+Trainer's ``group_by_length`` (``get_length_grouped_indices``) does not shuffle the batches of a
+mega-batch: each mega-batch is walked from its longest windows to its shortest, while bertkit's
+length-grouped batches are shuffled after grouping (:func:`bertkit.batching.length_grouped_batches`).
 ``--no-bertkit`` runs stock sides alone, to add one to seeds run earlier (``--merge``).
 
 Both sides are scored by the same official SQuAD scorer (:mod:`bertkit.metrics.qa`); SQuAD 2.0:
@@ -310,7 +314,8 @@ def run_side(side: str, d: Path, args, seed: int, out: str, v2: bool) -> dict:
     if side == "bertkit":
         return bertkit_run(d, args, seed, out)
     return stock_recipe(d, args, seed, out, v2, pad=side == "stock",
-                        grouped=side in ("stock-grouped", "stock-tuned"), tuned=side == "stock-tuned")
+                        grouped=side in ("stock-grouped", "stock-tuned"),
+                        tuned=side in ("stock-tuned", "stock-dyn-tuned"))
 
 
 def row(name: str, seed: int, r: dict, threads: int) -> str:
@@ -352,7 +357,8 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
         return float("nan"), float("nan")
     for iso, what in (("stock-dyn", "dynamic padding alone"),
                       ("stock-grouped", "dynamic padding + length-grouped batches"),
-                      ("stock-tuned", "stock-grouped + bertkit's lr, warm-up, weight decay")):
+                      ("stock-tuned", "stock-grouped + bertkit's lr, warm-up, weight decay"),
+                      ("stock-dyn-tuned", "stock-dyn + bertkit's lr, warm-up, weight decay")):
         # over the seeds the isolating side ran, each side on those same seeds
         dyn = [s for s in seeds if s in results.get(iso, {}) and s in results["bertkit"]]
         if not dyn:
@@ -416,7 +422,7 @@ def lr_check(d: Path, args, seed: int, tmp: str, log) -> float:
 
 # what may differ between --json files merged into one summary (the seeds split over runs)
 MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "dynamic_seeds", "grouped_seeds",
-              "tuned_seeds", "no_bertkit"}
+              "tuned_seeds", "dyn_tuned_seeds", "no_bertkit"}
 
 
 def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
@@ -487,6 +493,9 @@ def main() -> None:
                     help="seeds on which the stock-tuned side also runs (stock-grouped with "
                          "bertkit's --lr, --warmup and --weight-decay: isolates the "
                          "hyper-parameters from the implementation; 'all' or e.g. 1)")
+    ap.add_argument("--dyn-tuned-seeds", default="",
+                    help="seeds on which the stock-dyn-tuned side also runs (stock-dyn, random "
+                         "batches, with bertkit's --lr, --warmup and --weight-decay)")
     ap.add_argument("--no-bertkit", action="store_true",
                     help="leave out bertkit (a stage adding a stock-* side to seeds already "
                          "run; --merge joins them)")
@@ -541,6 +550,8 @@ def main() -> None:
         {int(s) for s in args.grouped_seeds.split(",") if s}
     tuned = set(seeds) if args.tuned_seeds == "all" else \
         {int(s) for s in args.tuned_seeds.split(",") if s}
+    dyn_tuned = set(seeds) if args.dyn_tuned_seeds == "all" else \
+        {int(s) for s in args.dyn_tuned_seeds.split(",") if s}
     split = "dev" if args.lr_grid else args.eval_split
     log(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
         f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr bertkit "
@@ -550,7 +561,8 @@ def main() -> None:
         f"windows {args.max_length} / "
         f"overlap {args.doc_stride}, n-best {args.n_best}, max answer {args.max_answer_length}, "
         f"seeds {seeds} (stock-dyn: {sorted(dyn) or 'none'}, stock-grouped: "
-        f"{sorted(grouped) or 'none'}, stock-tuned: {sorted(tuned) or 'none'}); "
+        f"{sorted(grouped) or 'none'}, stock-tuned: {sorted(tuned) or 'none'}, stock-dyn-tuned: "
+        f"{sorted(dyn_tuned) or 'none'}); "
         f"train/dev/test first "
         f"{args.max_train_samples}/{args.max_eval_samples}/{args.max_eval_samples} questions "
         f"(None = all); scored on {split}; load {load1()}")
@@ -576,6 +588,7 @@ def main() -> None:
                 + (("stock-dyn",) if seed in dyn else ()) \
                 + (("stock-grouped",) if seed in grouped else ()) \
                 + (("stock-tuned",) if seed in tuned else ()) \
+                + (("stock-dyn-tuned",) if seed in dyn_tuned else ()) \
                 + (() if args.no_bertkit else ("bertkit",))
             # seed 1: stock first, seed 2: bertkit first, ... (the seed, not its place in the
             # list: stages run one seed each keep alternating)

@@ -167,8 +167,10 @@ def test_stock_tuned_side_isolates_the_hyper_parameters(monkeypatch):
     monkeypatch.setattr(bench, "stock_recipe", lambda *a, **k: calls.append(k) or {})
     bench.run_side("stock-tuned", None, None, 1, "o", False)
     bench.run_side("stock-grouped", None, None, 1, "o", False)
+    bench.run_side("stock-dyn-tuned", None, None, 1, "o", False)
     assert calls == [{"pad": False, "grouped": True, "tuned": True},
-                     {"pad": False, "grouped": True, "tuned": False}]
+                     {"pad": False, "grouped": True, "tuned": False},
+                     {"pad": False, "grouped": False, "tuned": True}]
 
     def runs(f1, tp):
         return {"test": {"f1": f1, "exact": f1 - 5}, "train_questions_per_second": tp}
