@@ -292,8 +292,10 @@ def stock_recipe(d: Path, args, seed: int, out: str, v2: bool, pad: bool = True,
             "predict_questions_per_second": len(test) / predict_seconds}
 
 
-def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None) -> dict:
-    """``finetune_qa`` on ``d`` (its test split scored; its dev split picks the best epoch)."""
+def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None,
+                length_group: int = 50) -> dict:
+    """``finetune_qa`` on ``d`` (its test split scored; its dev split picks the best epoch);
+    ``length_group`` 1: random batches (the ``bertkit-random`` side)."""
     from bertkit.tasks.qa import QAConfig, finetune_qa
 
     cfg = QAConfig(data=str(d), epochs=args.epochs, batch_size=args.batch_size, seed=seed,
@@ -301,7 +303,7 @@ def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None) -> 
                    n_best=args.n_best, max_answer_length=args.max_answer_length,
                    lr=lr or args.lr, warmup=args.warmup, weight_decay=args.weight_decay,
                    logging_steps=10**9, eval_batch_size=args.eval_batch_size,
-                   precision=args.precision)
+                   precision=args.precision, length_group=length_group)
     r = finetune_qa(cfg, console=None)
     n = len(read_split(d, "train"))
     r["train_questions_per_second"] = n * args.epochs / r["train_seconds"]
@@ -311,8 +313,8 @@ def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None) -> 
 
 
 def run_side(side: str, d: Path, args, seed: int, out: str, v2: bool) -> dict:
-    if side == "bertkit":
-        return bertkit_run(d, args, seed, out)
+    if side in ("bertkit", "bertkit-random"):
+        return bertkit_run(d, args, seed, out, length_group=50 if side == "bertkit" else 1)
     return stock_recipe(d, args, seed, out, v2, pad=side == "stock",
                         grouped=side in ("stock-grouped", "stock-tuned"),
                         tuned=side in ("stock-tuned", "stock-dyn-tuned"))
@@ -358,7 +360,8 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
     for iso, what in (("stock-dyn", "dynamic padding alone"),
                       ("stock-grouped", "dynamic padding + length-grouped batches"),
                       ("stock-tuned", "stock-grouped + bertkit's lr, warm-up, weight decay"),
-                      ("stock-dyn-tuned", "stock-dyn + bertkit's lr, warm-up, weight decay")):
+                      ("stock-dyn-tuned", "stock-dyn + bertkit's lr, warm-up, weight decay"),
+                      ("bertkit-random", "bertkit with random batches (--length-group 1)")):
         # over the seeds the isolating side ran, each side on those same seeds
         dyn = [s for s in seeds if s in results.get(iso, {}) and s in results["bertkit"]]
         if not dyn:
@@ -422,7 +425,7 @@ def lr_check(d: Path, args, seed: int, tmp: str, log) -> float:
 
 # what may differ between --json files merged into one summary (the seeds split over runs)
 MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "dynamic_seeds", "grouped_seeds",
-              "tuned_seeds", "dyn_tuned_seeds", "no_bertkit"}
+              "tuned_seeds", "dyn_tuned_seeds", "random_seeds", "no_bertkit"}
 
 
 def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
@@ -496,6 +499,9 @@ def main() -> None:
     ap.add_argument("--dyn-tuned-seeds", default="",
                     help="seeds on which the stock-dyn-tuned side also runs (stock-dyn, random "
                          "batches, with bertkit's --lr, --warmup and --weight-decay)")
+    ap.add_argument("--random-seeds", default="",
+                    help="seeds on which the bertkit-random side also runs (bertkit with "
+                         "--length-group 1: random batches, as stock-dyn-tuned)")
     ap.add_argument("--no-bertkit", action="store_true",
                     help="leave out bertkit (a stage adding a stock-* side to seeds already "
                          "run; --merge joins them)")
@@ -552,6 +558,8 @@ def main() -> None:
         {int(s) for s in args.tuned_seeds.split(",") if s}
     dyn_tuned = set(seeds) if args.dyn_tuned_seeds == "all" else \
         {int(s) for s in args.dyn_tuned_seeds.split(",") if s}
+    bk_random = set(seeds) if args.random_seeds == "all" else \
+        {int(s) for s in args.random_seeds.split(",") if s}
     split = "dev" if args.lr_grid else args.eval_split
     log(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
         f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr bertkit "
@@ -589,6 +597,7 @@ def main() -> None:
                 + (("stock-grouped",) if seed in grouped else ()) \
                 + (("stock-tuned",) if seed in tuned else ()) \
                 + (("stock-dyn-tuned",) if seed in dyn_tuned else ()) \
+                + (("bertkit-random",) if seed in bk_random else ()) \
                 + (() if args.no_bertkit else ("bertkit",))
             # seed 1: stock first, seed 2: bertkit first, ... (the seed, not its place in the
             # list: stages run one seed each keep alternating)

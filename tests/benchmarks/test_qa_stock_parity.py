@@ -171,6 +171,10 @@ def test_stock_tuned_side_isolates_the_hyper_parameters(monkeypatch):
     assert calls == [{"pad": False, "grouped": True, "tuned": True},
                      {"pad": False, "grouped": True, "tuned": False},
                      {"pad": False, "grouped": False, "tuned": True}]
+    monkeypatch.setattr(bench, "bertkit_run", lambda *a, **k: calls.append(k) or {})
+    bench.run_side("bertkit-random", None, None, 1, "o", False)
+    bench.run_side("bertkit", None, None, 1, "o", False)
+    assert calls[-2:] == [{"length_group": 1}, {"length_group": 50}]
 
     def runs(f1, tp):
         return {"test": {"f1": f1, "exact": f1 - 5}, "train_questions_per_second": tp}
