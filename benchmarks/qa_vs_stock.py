@@ -312,6 +312,28 @@ def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None,
     return r
 
 
+# the sides that isolate one difference: (side, its --X-seeds option's dest, what it changes)
+ISOLATING = (("stock-dyn", "dynamic_seeds", "dynamic padding alone"),
+             ("stock-grouped", "grouped_seeds", "dynamic padding + length-grouped batches"),
+             ("stock-tuned", "tuned_seeds", "stock-grouped + bertkit's lr, warm-up, weight decay"),
+             ("stock-dyn-tuned", "dyn_tuned_seeds",
+              "stock-dyn + bertkit's lr, warm-up, weight decay"),
+             ("bertkit-random", "random_seeds", "bertkit with random batches (--length-group 1)"))
+
+
+def seed_set(text: str, seeds: list[int], option: str) -> set[int]:
+    """The seeds of ``--X-seeds``: ``all``, ``""`` (none) or comma-separated ints.
+
+    Raises:
+        SystemExit: anything else, with a message naming the option."""
+    if text == "all":
+        return set(seeds)
+    try:
+        return {int(x) for x in text.split(",") if x}
+    except ValueError:
+        raise SystemExit(f"error: {option} {text!r}: expected 'all' or seeds such as 1,2") from None
+
+
 def run_side(side: str, d: Path, args, seed: int, out: str, v2: bool) -> dict:
     if side in ("bertkit", "bertkit-random"):
         return bertkit_run(d, args, seed, out, length_group=50 if side == "bertkit" else 1)
@@ -357,12 +379,7 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
             log(f"{side:<9} best-threshold F1 {spread(bf)} (fixed threshold 0.0 above)")
     if "bertkit" not in med:
         return float("nan"), float("nan")
-    for iso, what in (("stock-dyn", "dynamic padding alone"),
-                      ("stock-grouped", "dynamic padding + length-grouped batches"),
-                      ("stock-tuned", "stock-grouped + bertkit's lr, warm-up, weight decay"),
-                      ("stock-dyn-tuned", "stock-dyn + bertkit's lr, warm-up, weight decay"),
-                      ("bertkit-random", "bertkit with random batches (--length-group 1)")):
-        # over the seeds the isolating side ran, each side on those same seeds
+    for iso, _, what in ISOLATING:
         dyn = [s for s in seeds if s in results.get(iso, {}) and s in results["bertkit"]]
         if not dyn:
             continue
@@ -549,17 +566,11 @@ def main() -> None:
             sys.exit(f"error: no data set '{args.data}': set BERTKIT_DATA to a folder holding "
                      f"qa/{args.data}/")
         src = root / "qa" / args.data
-    seeds = [int(s) for s in args.seeds.split(",")]
-    dyn = set(seeds) if args.dynamic_seeds == "all" else \
-        {int(s) for s in args.dynamic_seeds.split(",") if s}
-    grouped = set(seeds) if args.grouped_seeds == "all" else \
-        {int(s) for s in args.grouped_seeds.split(",") if s}
-    tuned = set(seeds) if args.tuned_seeds == "all" else \
-        {int(s) for s in args.tuned_seeds.split(",") if s}
-    dyn_tuned = set(seeds) if args.dyn_tuned_seeds == "all" else \
-        {int(s) for s in args.dyn_tuned_seeds.split(",") if s}
-    bk_random = set(seeds) if args.random_seeds == "all" else \
-        {int(s) for s in args.random_seeds.split(",") if s}
+    seeds = sorted(seed_set(args.seeds, [], "--seeds"))
+    if not seeds:
+        sys.exit("error: --seeds: expected seeds such as 1,2,3")
+    extra = {side: seed_set(getattr(args, dest), seeds, "--" + dest.replace("_", "-"))
+             for side, dest, _ in ISOLATING}
     split = "dev" if args.lr_grid else args.eval_split
     log(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
         f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr bertkit "
@@ -568,9 +579,8 @@ def main() -> None:
         f"{args.batch_size}, eval batch {args.eval_batch_size}, {args.precision} both sides, "
         f"windows {args.max_length} / "
         f"overlap {args.doc_stride}, n-best {args.n_best}, max answer {args.max_answer_length}, "
-        f"seeds {seeds} (stock-dyn: {sorted(dyn) or 'none'}, stock-grouped: "
-        f"{sorted(grouped) or 'none'}, stock-tuned: {sorted(tuned) or 'none'}, stock-dyn-tuned: "
-        f"{sorted(dyn_tuned) or 'none'}); "
+        f"seeds {seeds} ("
+        + ", ".join(f"{side}: {sorted(on) or 'none'}" for side, on in extra.items()) + "); "
         f"train/dev/test first "
         f"{args.max_train_samples}/{args.max_eval_samples}/{args.max_eval_samples} questions "
         f"(None = all); scored on {split}; load {load1()}")
@@ -593,11 +603,7 @@ def main() -> None:
             return
         for seed in seeds:
             sides = (() if args.no_stock else ("stock",)) \
-                + (("stock-dyn",) if seed in dyn else ()) \
-                + (("stock-grouped",) if seed in grouped else ()) \
-                + (("stock-tuned",) if seed in tuned else ()) \
-                + (("stock-dyn-tuned",) if seed in dyn_tuned else ()) \
-                + (("bertkit-random",) if seed in bk_random else ()) \
+                + tuple(side for side, on in extra.items() if seed in on) \
                 + (() if args.no_bertkit else ("bertkit",))
             # seed 1: stock first, seed 2: bertkit first, ... (the seed, not its place in the
             # list: stages run one seed each keep alternating)

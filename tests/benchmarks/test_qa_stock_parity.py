@@ -185,3 +185,13 @@ def test_stock_tuned_side_isolates_the_hyper_parameters(monkeypatch):
     bench.report(results, [1], lines.append)
     tuned = [x for x in lines if "bertkit/stock-tuned" in x]
     assert len(tuned) == 1 and "training throughput 1.25x, F1 +3.00 points" in tuned[0]
+
+
+def test_seed_lists_are_read_or_refused_with_a_message():
+    bench = _script()
+    assert bench.seed_set("all", [1, 2, 3], "--tuned-seeds") == {1, 2, 3}
+    assert bench.seed_set("", [1, 2, 3], "--tuned-seeds") == set()
+    assert bench.seed_set("1,3", [1, 2, 3], "--tuned-seeds") == {1, 3}
+    import pytest
+    with pytest.raises(SystemExit, match="--tuned-seeds 'x': expected 'all' or seeds"):
+        bench.seed_set("x", [1], "--tuned-seeds")
