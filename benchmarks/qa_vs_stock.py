@@ -563,8 +563,11 @@ def main() -> None:
     if not src.is_dir():
         root = data_root()
         if root is None or not (root / "qa" / args.data).is_dir():
-            sys.exit(f"error: no data set '{args.data}': set BERTKIT_DATA to a folder holding "
-                     f"qa/{args.data}/")
+            have = sorted(x.name for x in (root / "qa").iterdir() if x.is_dir()) \
+                if root is not None and (root / "qa").is_dir() else []
+            sys.exit(f"error: no data set '{args.data}' (" + (f"sets here: {', '.join(have)}"
+                     if have else "set BERTKIT_DATA to a folder holding qa/<set>/")
+                     + "; or give a directory with train/dev/test.json)")
         src = root / "qa" / args.data
     seeds = sorted(seed_set(args.seeds, [], "--seeds"))
     if not seeds:
