@@ -88,9 +88,11 @@ def read_split(d: Path, split: str) -> list[dict]:
             if x.strip()]
 
 
-def read_same_settings(paths: Sequence[Path], free: set[str]) -> list[dict]:
+def read_same_settings(paths: Sequence[Path], free: set[str],
+                       defaults: dict | None = None) -> list[dict]:
     """The contents of several ``--json`` files of one benchmark, whose saved arguments agree
-    except those in ``free``.
+    except those in ``free``; ``defaults`` stand in for arguments a file lacks (options added
+    after it was written).
 
     Raises:
         SystemExit: a missing file, or a file run with other settings (the first one named).
@@ -100,9 +102,10 @@ def read_same_settings(paths: Sequence[Path], free: set[str]) -> list[dict]:
         raise SystemExit(f"error: no such --merge file: {', '.join(missing)} (expected the --json "
                          f"files of earlier runs of this script)")
     saved = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
-    first = {k: v for k, v in saved[0]["args"].items() if k not in free}
+    defaults = defaults or {}
+    first = {k: v for k, v in {**defaults, **saved[0]["args"]}.items() if k not in free}
     for path, run in zip(paths, saved):
-        now = {k: v for k, v in run["args"].items() if k not in free}
+        now = {k: v for k, v in {**defaults, **run["args"]}.items() if k not in free}
         changed = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k))
         if changed:
             raise SystemExit(f"error: {path} was run with other settings ({changed[0]}: "

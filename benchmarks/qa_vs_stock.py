@@ -34,6 +34,14 @@ mega-batch: each mega-batch is walked from its longest windows to its shortest, 
 length-grouped batches are shuffled after grouping (:func:`bertkit.batching.length_grouped_batches`).
 ``--no-bertkit`` runs stock sides alone, to add one to seeds run earlier (``--merge``).
 
+Long contexts (COVID-QA: ~23 windows a question, ~1.4 of them hold the answer): bertkit's
+``--null-window-rate R`` keeps each training window of an answerable question that does not hold
+the answer with probability R per epoch (Alberti et al., 2019, BERT-joint's ``include_unknowns``;
+``finetune qa --null-window-rate``). That is a recipe change, not speed: the side
+``bertkit-all-windows`` (``--all-windows-seeds``) is bertkit with every window (R = 1), the
+stock side's windows, and isolates it. ``--model DIR`` starts both sides from the same model,
+e.g. a QA model fine-tuned on SQuAD (the two-stage route: SQuAD first, then the domain set).
+
 Both sides are scored by the same official SQuAD scorer (:mod:`bertkit.metrics.qa`); SQuAD 2.0:
 the fixed-threshold (0.0) scores and the best-threshold scores (from each side's no-answer score
 differences). The sides alternate (seed 1: stock first, seed 2: bertkit first, ...: by the seed
@@ -252,7 +260,7 @@ def stock_recipe(d: Path, args, seed: int, out: str, v2: bool, pad: bool = True,
     quiet_transformers()
     datasets.disable_progress_bars()
     train, test = read_split(d, "train"), read_split(d, "test")
-    model_name = default_model()
+    model_name = args.model or default_model()
     tok = AutoTokenizer.from_pretrained(model_name)
     train_raw, test_raw = datasets.Dataset.from_list(train), datasets.Dataset.from_list(test)
     train_ds = train_raw.map(lambda b: prepare_train_features(b, tok, args.max_length,
@@ -293,12 +301,15 @@ def stock_recipe(d: Path, args, seed: int, out: str, v2: bool, pad: bool = True,
 
 
 def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None,
-                length_group: int = 50) -> dict:
+                length_group: int = 50, null_window_rate: float | None = None) -> dict:
     """``finetune_qa`` on ``d`` (its test split scored; its dev split picks the best epoch);
-    ``length_group`` 1: random batches (the ``bertkit-random`` side)."""
+    ``length_group`` 1: random batches (the ``bertkit-random`` side); ``null_window_rate``
+    (None: ``--null-window-rate``) 1: every window (the ``bertkit-all-windows`` side)."""
     from bertkit.tasks.qa import QAConfig, finetune_qa
 
-    cfg = QAConfig(data=str(d), epochs=args.epochs, batch_size=args.batch_size, seed=seed,
+    rate = args.null_window_rate if null_window_rate is None else null_window_rate
+    cfg = QAConfig(data=str(d), model=args.model, epochs=args.epochs,
+                   batch_size=args.batch_size, seed=seed, null_window_rate=rate,
                    output_dir=out, max_length=args.max_length, doc_stride=args.doc_stride,
                    n_best=args.n_best, max_answer_length=args.max_answer_length,
                    lr=lr or args.lr, warmup=args.warmup, weight_decay=args.weight_decay,
@@ -318,7 +329,9 @@ ISOLATING = (("stock-dyn", "dynamic_seeds", "dynamic padding alone"),
              ("stock-tuned", "tuned_seeds", "stock-grouped + bertkit's lr, warm-up, weight decay"),
              ("stock-dyn-tuned", "dyn_tuned_seeds",
               "stock-dyn + bertkit's lr, warm-up, weight decay"),
-             ("bertkit-random", "random_seeds", "bertkit with random batches (--length-group 1)"))
+             ("bertkit-random", "random_seeds", "bertkit with random batches (--length-group 1)"),
+             ("bertkit-all-windows", "all_windows_seeds",
+              "bertkit with every training window (--null-window-rate 1)"))
 
 
 def seed_set(text: str, seeds: list[int], option: str) -> set[int]:
@@ -335,8 +348,9 @@ def seed_set(text: str, seeds: list[int], option: str) -> set[int]:
 
 
 def run_side(side: str, d: Path, args, seed: int, out: str, v2: bool) -> dict:
-    if side in ("bertkit", "bertkit-random"):
-        return bertkit_run(d, args, seed, out, length_group=50 if side == "bertkit" else 1)
+    if side.startswith("bertkit"):
+        return bertkit_run(d, args, seed, out, length_group=1 if side == "bertkit-random" else 50,
+                           null_window_rate=1.0 if side == "bertkit-all-windows" else None)
     return stock_recipe(d, args, seed, out, v2, pad=side == "stock",
                         grouped=side in ("stock-grouped", "stock-tuned"),
                         tuned=side in ("stock-tuned", "stock-dyn-tuned"))
@@ -442,7 +456,9 @@ def lr_check(d: Path, args, seed: int, tmp: str, log) -> float:
 
 # what may differ between --json files merged into one summary (the seeds split over runs)
 MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "dynamic_seeds", "grouped_seeds",
-              "tuned_seeds", "dyn_tuned_seeds", "random_seeds", "no_bertkit"}
+              "tuned_seeds", "dyn_tuned_seeds", "random_seeds", "all_windows_seeds", "no_bertkit"}
+# options added after some stages were written: their values in those stages
+MERGE_DEFAULTS = {"null_window_rate": 1.0, "model": None}
 
 
 def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
@@ -452,7 +468,7 @@ def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
     Raises:
         SystemExit: a missing file, other settings, or a seed of a side in two files.
     """
-    saved = read_same_settings(paths, MERGE_FREE)
+    saved = read_same_settings(paths, MERGE_FREE, MERGE_DEFAULTS)
     results: dict[str, dict[int, dict]] = {}
     log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
     for path, run in zip(paths, saved):
@@ -519,6 +535,15 @@ def main() -> None:
     ap.add_argument("--random-seeds", default="",
                     help="seeds on which the bertkit-random side also runs (bertkit with "
                          "--length-group 1: random batches, as stock-dyn-tuned)")
+    ap.add_argument("--all-windows-seeds", default="",
+                    help="seeds on which the bertkit-all-windows side also runs (bertkit with "
+                         "--null-window-rate 1: every training window, as the stock side)")
+    ap.add_argument("--null-window-rate", type=float, default=1.0,
+                    help="bertkit's share of the null windows of answerable questions kept per "
+                         "epoch (finetune qa --null-window-rate; 1: all, as stock)")
+    ap.add_argument("--model", default=None,
+                    help="start both sides from this model (default: the packaged MiniLM), e.g. "
+                         "an earlier QA run's model/ directory: the two-stage route")
     ap.add_argument("--no-bertkit", action="store_true",
                     help="leave out bertkit (a stage adding a stock-* side to seeds already "
                          "run; --merge joins them)")
@@ -542,6 +567,8 @@ def main() -> None:
                     help="log name (<log-dir>/<name>.log; default qa_vs_stock_<data>)")
     ap.add_argument("--log-dir", type=Path, default=RESULTS)
     args = ap.parse_args()
+    if not 0.0 < args.null_window_rate <= 1.0:
+        sys.exit(f"error: --null-window-rate {args.null_window_rate:g}: expected a share in (0, 1]")
     log = logger(args.log_dir / f"{args.name or 'qa_vs_stock_' + Path(args.data).name}.log")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.threads:
@@ -559,6 +586,8 @@ def main() -> None:
                                            "merge": [str(p) for p in args.merge]},
                        results, seeds, gain, ratio)
         return
+    if args.model and (Path(args.model) / "model" / "config.json").is_file():
+        args.model = str(Path(args.model) / "model")  # an earlier QA run's directory
     src = Path(args.data)
     if not src.is_dir():
         root = data_root()
@@ -576,7 +605,8 @@ def main() -> None:
              for side, dest, _ in ISOLATING}
     split = "dev" if args.lr_grid else args.eval_split
     log(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
-        f"cuda={torch.cuda.is_available()}; data {src}; epochs {args.epochs}, lr bertkit "
+        f"cuda={torch.cuda.is_available()}; data {src}; model {args.model or default_model()}; "
+        f"epochs {args.epochs}, bertkit null-window rate {args.null_window_rate:g}, lr bertkit "
         f"{args.lr_grid or args.lr} (warm-up {args.warmup}, weight decay {args.weight_decay}), "
         f"stock {args.stock_lr} (run_qa.py: no warm-up, no weight decay); batch "
         f"{args.batch_size}, eval batch {args.eval_batch_size}, {args.precision} both sides, "

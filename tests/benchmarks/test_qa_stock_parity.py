@@ -174,7 +174,10 @@ def test_stock_tuned_side_isolates_the_hyper_parameters(monkeypatch):
     monkeypatch.setattr(bench, "bertkit_run", lambda *a, **k: calls.append(k) or {})
     bench.run_side("bertkit-random", None, None, 1, "o", False)
     bench.run_side("bertkit", None, None, 1, "o", False)
-    assert calls[-2:] == [{"length_group": 1}, {"length_group": 50}]
+    bench.run_side("bertkit-all-windows", None, None, 1, "o", False)
+    assert calls[-3:] == [{"length_group": 1, "null_window_rate": None},
+                          {"length_group": 50, "null_window_rate": None},
+                          {"length_group": 50, "null_window_rate": 1.0}]
 
     def runs(f1, tp):
         return {"test": {"f1": f1, "exact": f1 - 5}, "train_questions_per_second": tp}
@@ -195,3 +198,22 @@ def test_seed_lists_are_read_or_refused_with_a_message():
     import pytest
     with pytest.raises(SystemExit, match="--tuned-seeds 'x': expected 'all' or seeds"):
         bench.seed_set("x", [1], "--tuned-seeds")
+
+
+def test_merge_reads_stages_written_before_the_null_window_and_model_options(tmp_path):
+    """A stage whose saved arguments lack --null-window-rate and --model ran with every window
+    and the packaged model: it merges with new stages at those values, not with others."""
+    import json
+
+    import pytest
+
+    bench = _script()
+    old = _stage(tmp_path, 1, 30.0, 4.0)
+    new = _stage(tmp_path, 2, 32.0, 5.0, null_window_rate=1.0, model=None)
+    saved = json.loads(old.read_text())
+    assert "null_window_rate" not in saved["args"]
+    results, seeds, _ = bench.merge([old, new], [].append)
+    assert seeds == [1, 2]
+    sampled = _stage(tmp_path, 3, 31.0, 9.0, null_window_rate=0.1, model=None)
+    with pytest.raises(SystemExit, match="null_window_rate"):
+        bench.merge([old, sampled], [].append)

@@ -75,6 +75,11 @@ class QAConfig(FinetuneConfig):
             reported beside it and saved with the model.
         eval_batch_size: windows per forward pass when evaluating.
         length_group: training batches sorted by length together (1: random batches).
+        null_window_rate: share of the windows of answerable questions that do not hold the answer
+            kept in training, drawn afresh each epoch (Alberti et al., 2019, BERT-joint's
+            ``include_unknowns``); 1 keeps every window, as ``run_qa.py``. Windows of
+            unanswerable questions are always kept. For long contexts (COVID-QA: ~23 windows a
+            question, ~1.4 hold the answer) it cuts the windows trained per question.
         max_train_samples / max_eval_samples: use only the first N questions (quick runs).
     """
 
@@ -104,6 +109,10 @@ class QAConfig(FinetuneConfig):
     eval_batch_size: int = eval_batch_option(64, "Windows")
     length_group: int = option(50, min=1, help="Training batches sorted by length together (1: "
                                "random batches).")
+    null_window_rate: float = option(1.0, min=0.0, help="Share of the training windows of "
+                                     "answerable questions that do not hold the answer kept each "
+                                     "epoch (drawn afresh; BERT-joint's include_unknowns); 1: all, "
+                                     "as run_qa.py. Long contexts train faster below 1.")
     max_train_samples: int | None = max_train_option("questions")
     max_eval_samples: int | None = max_eval_option("questions")
 
@@ -115,6 +124,8 @@ class QAConfig(FinetuneConfig):
                 ("max_answer_length", self.max_answer_length >= 1, "an integer >= 1"),
                 ("n_best", self.n_best >= 1, "an integer >= 1"),
                 ("length_group", self.length_group >= 1, "an integer >= 1 (1: random batches)"),
+                ("null_window_rate", 0.0 < self.null_window_rate <= 1.0,
+                 "a share in (0, 1] (1: every window)"),
                 ("doc_stride", 0 <= self.doc_stride < max(budget, 1),
                  f"an overlap below the context budget of a window, --max-length minus "
                  f"--max-question-length minus 3 = {budget}"))

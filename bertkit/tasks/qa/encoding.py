@@ -44,6 +44,9 @@ class Features:
         start_positions / end_positions: ``[F]`` gold answer pieces (0 = ``[CLS]``: no answer in
             this window); zeros without answers.
         questions_cut: how many questions were cut at ``max_question_length``.
+        answerable: ``[F]`` bool, whether the window's question has an answer (None: unknown,
+            as in features built by hand); with ``start_positions == 0`` it marks the *null
+            windows of answerable questions* that :class:`WindowBatches` may subsample.
     """
 
     input_ids: list[np.ndarray]
@@ -55,6 +58,7 @@ class Features:
     start_positions: np.ndarray
     end_positions: np.ndarray
     questions_cut: int = 0
+    answerable: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.input_ids)
@@ -128,7 +132,7 @@ def encode(examples: Sequence, tokenizer, max_length: int = 384, doc_stride: int
     types_out: list[np.ndarray] | None = [] if "token_type_ids" in \
         tokenizer.model_input_names else None
     offs_out: list[np.ndarray] = []
-    example, cs, ce, sp, ep = [], [], [], [], []
+    example, cs, ce, sp, ep, has = [], [], [], [], [], []
     cut_total = 0
     for lo in range(0, len(examples), chunk):
         part = examples[lo:lo + chunk]
@@ -164,12 +168,14 @@ def encode(examples: Sequence, tokenizer, max_length: int = 384, doc_stride: int
         ce.append(np.where(ctx, pos, -1).max(1))
         sp.append(s)
         ep.append(e)
+        has.append(a_start >= 0)
 
     def cat(parts):
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     return Features(ids_out, types_out, offs_out, cat(example), cat(cs), cat(ce), cat(sp),
-                    cat(ep), cut_total)
+                    cat(ep), cut_total,
+                    np.concatenate(has) if has else np.zeros(0, dtype=bool))
 
 
 def collate(features: Features, idx: Sequence[int], pad_id: int, labels: bool = True
@@ -190,23 +196,67 @@ def collate(features: Features, idx: Sequence[int], pad_id: int, labels: bool = 
     return out
 
 
+def null_windows(features: Features) -> np.ndarray:
+    """``[F]`` bool: the windows of answerable questions that do not hold the answer (labelled
+    ``[CLS]``). Windows of unanswerable questions (SQuAD 2.0) are not among them: they teach the
+    no-answer score and are always trained on."""
+    if features.answerable is None:
+        return np.zeros(len(features), dtype=bool)
+    return features.answerable & (features.start_positions == 0)
+
+
+def kept_windows(features: Features, rate: float, seed: int, epoch: int) -> np.ndarray:
+    """Indices of the training windows of one epoch: every window that holds its question's
+    answer or belongs to an unanswerable question, and each null window of an answerable
+    question (:func:`null_windows`) with probability ``rate``, drawn afresh every epoch from
+    ``(seed, epoch)`` (so a resumed run draws the same).
+
+    The subsampling of Alberti et al. (2019), "A BERT Baseline for the Natural Questions": most
+    windows of a long document hold no answer, and their BERT-joint code keeps each such training
+    window with a small probability (its ``include_unknowns`` flag). ``rate`` 1 keeps every
+    window, as ``run_qa.py``.
+
+    Returns:
+        ``[K]`` int64 window indices, ascending.
+    """
+    null = null_windows(features)
+    if rate >= 1.0 or not null.any():
+        return np.arange(len(features))
+    draw = np.random.default_rng([seed, epoch, 0x6E756C6C]).random(len(features))
+    return np.flatnonzero(~null | (draw < rate))
+
+
 class WindowBatches:
     """Training batches of windows (a :class:`~bertkit.training.loop.BatchSource`), length
-    grouped as :class:`bertkit.batching.GroupedBatches`, collated straight from the arrays."""
+    grouped as :class:`bertkit.batching.GroupedBatches`, collated straight from the arrays.
+
+    Args:
+        null_window_rate: share of the null windows of answerable questions kept each epoch
+            (:func:`kept_windows`); 1: every window.
+    """
 
     def __init__(self, features: Features, batch_size: int, seed: int, pad_id: int,
-                 group: int = 50) -> None:
+                 group: int = 50, null_window_rate: float = 1.0) -> None:
         self.features, self.batch_size, self.seed = features, batch_size, seed
         self.pad_id, self.group = pad_id, group
+        self.null_window_rate = null_window_rate
         self.lengths = features.lengths
+        self._plans: dict[int, list[np.ndarray]] = {}
+
+    def plan(self, epoch: int) -> list[np.ndarray]:
+        """The epoch's batches of window indices (cached; a function of ``seed`` and ``epoch``)."""
+        if epoch not in self._plans:
+            from bertkit.batching import length_grouped_batches
+
+            keep = kept_windows(self.features, self.null_window_rate, self.seed, epoch)
+            plan = length_grouped_batches(self.lengths[keep], self.batch_size,
+                                          self.seed + epoch, self.group)
+            self._plans = {epoch: [keep[idx] for idx in plan]}
+        return self._plans[epoch]
 
     def num_batches(self, epoch: int) -> int:
-        return -(-len(self.features) // self.batch_size)
+        return len(self.plan(epoch))
 
     def iter_batches(self, epoch: int, start: int = 0):
-        from bertkit.batching import length_grouped_batches
-
-        plan = length_grouped_batches(self.lengths, self.batch_size, self.seed + epoch,
-                                      self.group)
-        for idx in plan[start:]:
+        for idx in self.plan(epoch)[start:]:
             yield collate(self.features, idx, self.pad_id)

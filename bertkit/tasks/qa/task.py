@@ -34,7 +34,7 @@ from bertkit.tasks.qa.config import QAConfig
 from bertkit.tasks.qa.data import (EXTENSIONS, QAExample, count_unanswerable, load_qa_data,
                                    read_qa_file)
 from bertkit.tasks.qa.decode import NEG, Answers, decode
-from bertkit.tasks.qa.encoding import Features, WindowBatches, collate, encode
+from bertkit.tasks.qa.encoding import Features, WindowBatches, collate, encode, null_windows
 from bertkit.tasks.qa.model import SpanLoss, build_qa_model, load_qa_model, save_qa_model
 from bertkit.training.devices import Runtime, make_runtime
 
@@ -234,7 +234,8 @@ class QATask:
                  "dev": encode(dev_x, tokenizer, cfg.max_length, cfg.doc_stride,
                                cfg.max_question_length)}
         pad = tokenizer.pad_token_id
-        batches = WindowBatches(feats["train"], cfg.batch_size, cfg.seed, pad, cfg.length_group)
+        batches = WindowBatches(feats["train"], cfg.batch_size, cfg.seed, pad, cfg.length_group,
+                                cfg.null_window_rate)
         tr = feats["train"]
         outside = int(sum(1 for x in train_x if x.answers)
                       - len(set(tr.example[tr.start_positions > 0].tolist())))
@@ -245,6 +246,12 @@ class QATask:
                    f"{model_name}; device {runtime.device}, {runtime.precision}")
         if note:
             summary = f"note: {note}\n{summary}"
+        if cfg.null_window_rate < 1.0:
+            null = int(null_windows(tr).sum())
+            summary += (f"\nnull windows of answerable questions: {null} of {len(tr)}, each kept "
+                        f"with probability {cfg.null_window_rate:g} per epoch (about "
+                        f"{len(tr) - null + round(null * cfg.null_window_rate)} training windows "
+                        f"an epoch)")
         if outside:
             summary += (f"\nnote: {outside} answerable training question(s) have no window "
                         f"holding the whole answer (labelled [CLS])")
@@ -291,7 +298,8 @@ class QATask:
         return Prepared(model, batches, evaluate_dev, test, save, summary=summary,
                         scores_in_points=True, before_test=choose_threshold, results={
             "unanswerable": v2, "doc_stride_is": "overlap (Hugging Face run_qa.py)",
-            "windows": {"train": len(tr), "dev": len(feats["dev"])},
+            "windows": {"train": len(tr), "dev": len(feats["dev"]),
+                        "train_null_answerable": int(null_windows(tr).sum())},
             "questions_cut": {"train": tr.questions_cut,
                               "dev": feats["dev"].questions_cut},
             "scoring": SCORING})

@@ -199,3 +199,30 @@ def test_predict_answers_input_whose_optional_gold_answer_is_bad(qa_run, tmp_pat
     recs = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [r["id"] for r in recs] == ["x1", "x2"]
     assert all(CONTEXT[r["start"]:r["end"]] == r["answer"] for r in recs)
+
+
+@pytest.mark.parametrize("rate", ["0", "1.5"])
+def test_null_window_rate_out_of_range_exits_2_or_1_naming_it(tmp_path, tiny_encoder, rate):
+    data = write_qa_dir(tmp_path / "d")
+    res = _finetune(data, tiny_encoder, tmp_path / "run", "--null-window-rate", rate)
+    assert res.exit_code in (1, 2) and "Traceback" not in res.output
+    assert "null-window-rate" in res.output or "null_window_rate" in res.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_null_window_rate_trains_on_fewer_windows_and_says_so(tmp_path, tiny_encoder):
+    long_context = " ".join(f"filler{i}" for i in range(60)) + " " + CONTEXT
+    doc = {"version": "1.1", "data": [{"title": "Long", "paragraphs": [{"context": long_context,
+           "qas": [{"id": "a", "question": "When was the trial?",
+                    "answers": [{"text": "1998", "answer_start": long_context.index("1998")}]}]
+           }]}]}
+    data = write_qa_dir(tmp_path / "d", doc)
+    res = _finetune(data, tiny_encoder, tmp_path / "run", "--null-window-rate", "0.01")
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    windows = results["windows"]
+    assert windows["train_null_answerable"] >= 3 and windows["train"] > 4
+    assert (f"null windows of answerable questions: {windows['train_null_answerable']} of "
+            f"{windows['train']}") in text
+    assert results["steps"] == 1  # the answer windows only: one batch of 4 (all: 2 or more)
