@@ -437,9 +437,9 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
     return gain, ratio
 
 
-def lr_check(d: Path, args, seed: int, tmp: str, log) -> float:
+def lr_check(d: Path, args, seed: int, tmp: str, log) -> tuple[float, dict]:
     """bertkit at each learning rate of ``--lr-grid``, scored on dev (the data's test split is
-    dev here); returns the learning rate with the best dev F1."""
+    dev here); returns the learning rate with the best dev F1 and each rate's run."""
     scores = {}
     for lr in args.lr_grid:
         before = load1()
@@ -451,7 +451,7 @@ def lr_check(d: Path, args, seed: int, tmp: str, log) -> float:
     log(f"dev F1 by learning rate: " + ", ".join(f"{lr:g}: {r['test']['f1']:.2f}"
                                                  for lr, r in scores.items())
         + f"; chosen {best:g}")
-    return best
+    return best, scores
 
 
 # what may differ between --json files merged into one summary (the seeds split over runs)
@@ -482,12 +482,14 @@ def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
     return results, seeds, saved[0]["args"]
 
 
+KEEP = ("test", "train_seconds", "train_questions_per_second", "train_windows",
+        "predict_seconds", "predict_questions_per_second", "load_before", "load_after")
+
+
 def write_json(path: Path, args: dict, results: dict, seeds: list[int], gain: float,
                ratio: float) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    keep = ("test", "train_seconds", "train_questions_per_second", "train_windows",
-            "predict_seconds", "predict_questions_per_second", "load_before", "load_after")
-    slim = {side: {str(s): {k: v for k, v in r.items() if k in keep} for s, r in runs.items()}
+    slim = {side: {str(s): {k: v for k, v in r.items() if k in KEEP} for s, r in runs.items()}
             for side, runs in results.items()}
     args_out = dict(args) | {"json": str(path)}
     path.write_text(json.dumps({"args": args_out, "seeds": seeds, "runs": slim,
@@ -630,7 +632,13 @@ def main() -> None:
                  for r in read_split(d, s))
         log(f"SQuAD 2.0 mode (unanswerable questions in the data): {v2}")
         if args.lr_grid:
-            lr_check(d, args, seeds[0], tmp, log)
+            best, scores = lr_check(d, args, seeds[0], tmp, log)
+            if args.json:  # the dev choice's figures, for the record
+                args.json.parent.mkdir(parents=True, exist_ok=True)
+                args.json.write_text(json.dumps(
+                    {"args": vars(args), "chosen_lr": best, "lr_grid_dev": {
+                        f"{lr:g}": {k: v for k, v in r.items() if k in KEEP}
+                        for lr, r in scores.items()}}, indent=2, default=str) + "\n")
             log(f"total wall time {time.perf_counter() - start:.0f} s; load {load1()}; "
                 f"log {log.path}")
             return
