@@ -319,6 +319,7 @@ def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None,
     n = len(read_split(d, "train"))
     r["train_questions_per_second"] = n * args.epochs / r["train_seconds"]
     r["train_windows"] = r["windows"]["train"]
+    r["trained_windows_per_epoch"] = r["windows"].get("trained_per_epoch")
     r["predict_questions_per_second"] = len(read_split(d, "test")) / r["predict_seconds"]
     return r
 
@@ -363,7 +364,11 @@ def row(name: str, seed: int, r: dict, threads: int) -> str:
     pq = r.get("predict_questions_per_second")
     return (f"seed {seed} {name:<9} F1 {t['f1']:6.2f}  EM {t['exact']:6.2f}{best}  train "
             f"{r['train_seconds']:7.1f} s {r['train_questions_per_second']:6.2f} questions/s "
-            f"({r['train_windows']} windows)  predict {r['predict_seconds']:6.1f} s"
+            f"({r['train_windows']} windows"
+            + (f", trained {'/'.join(map(str, r['trained_windows_per_epoch']))} by epoch"
+               if r.get("trained_windows_per_epoch") and r["trained_windows_per_epoch"][0]
+               != r["train_windows"] else "")
+            + f")  predict {r['predict_seconds']:6.1f} s"
             + (f" {pq:6.2f} questions/s" if pq else "") + "  "
             + shared_note(r["load_before"], r["load_after"], threads))
 
@@ -483,6 +488,7 @@ def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
 
 
 KEEP = ("test", "train_seconds", "train_questions_per_second", "train_windows",
+        "trained_windows_per_epoch",
         "predict_seconds", "predict_questions_per_second", "load_before", "load_after")
 
 

@@ -299,7 +299,9 @@ class QATask:
                         scores_in_points=True, before_test=choose_threshold, results={
             "unanswerable": v2, "doc_stride_is": "overlap (Hugging Face run_qa.py)",
             "windows": {"train": len(tr), "dev": len(feats["dev"]),
-                        "train_null_answerable": int(null_windows(tr).sum())},
+                        "train_null_answerable": int(null_windows(tr).sum()),
+                        "trained_per_epoch": [sum(len(b) for b in batches.plan(e))
+                                              for e in range(cfg.epochs)]},
             "questions_cut": {"train": tr.questions_cut,
                               "dev": feats["dev"].questions_cut},
             "scoring": SCORING})
