@@ -16,14 +16,22 @@ def test_finetune_qa_registered_sets(tmp_path, name, v2):
     res = CliRunner().invoke(app, [
         "finetune", "qa", "--data", name, "--max-train-samples", "16", "--max-eval-samples", "8",
         "--epochs", "1", "--lr", "1e-4", "--batch-size", "16", "--max-length", "256",
-        "--doc-stride", "64", "--device", "cpu", "-o", str(run)])
+        "--doc-stride", "64", "--device", "cpu", "-o", str(run)]
+        + (["--null-window-rate", "0.1"] if name == "covid-qa" else []))
     assert res.exit_code == 0, res.output
     results = json.loads((run / "results.json").read_text())
     test = results["test"]
     assert results["unanswerable"] is v2 and test["total"] == 8 and test["missing"] == 0
     assert 0.0 <= test["exact"] <= test["f1"] <= 100.0
-    if name == "covid-qa":  # whole papers: many windows per question
-        assert results["windows"]["train"] > 10 * 16
+    windows = results["windows"]
+    if name == "covid-qa":  # whole papers: many windows per question, 1 in 10 null ones trained
+        assert windows["train"] > 10 * 16 and windows["train_null_answerable"] > 9 * 16
+        answer_windows = windows["train"] - windows["train_null_answerable"]
+        assert answer_windows >= 16 - 1  # one window at least holds each answer (or all cut)
+        trained = windows["trained_per_epoch"][0]
+        assert answer_windows < trained < answer_windows + 0.2 * windows["train_null_answerable"]
+    else:
+        assert windows["trained_per_epoch"] == [windows["train"]]
     if v2:
         assert "SQuAD 2.0 mode on" in " ".join(res.output.split())
         assert "best_f1_thresh" in test and "NoAns_total" in test
