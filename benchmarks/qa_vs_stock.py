@@ -319,7 +319,7 @@ def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None,
     n = len(read_split(d, "train"))
     r["train_questions_per_second"] = n * args.epochs / r["train_seconds"]
     r["train_windows"] = r["windows"]["train"]
-    r["trained_windows_per_epoch"] = r["windows"].get("trained_per_epoch")
+    r["trained_windows_per_epoch"] = r["windows"].get("sampled_per_epoch")
     r["predict_questions_per_second"] = len(read_split(d, "test")) / r["predict_seconds"]
     return r
 
@@ -439,7 +439,45 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
     log(f"bertkit/stock, ratio of the medians: F1 {gain:+.2f} points (goal >= 0: "
         f"{verdict(gain >= 0)}{spread_note}), training throughput {ratio:.2f}x (goal >= 1.5x: "
         f"{verdict(ratio >= 1.5)})")
+    sampled = subsampling_note(results, both)
+    if sampled:
+        log(sampled)
     return gain, ratio
+
+
+def windows_per_second(r: dict, epochs: int) -> float:
+    """Training windows a second: those trained (bertkit: the windows sampled for each epoch;
+    stock: every window, ``epochs`` times) over the training time."""
+    n = sum(r.get("trained_windows_per_epoch") or []) or r["train_windows"] * epochs
+    return n / r["train_seconds"]
+
+
+def subsampling_note(results: dict, seeds: list[int]) -> str:
+    """When bertkit trained on fewer windows than it has (``--null-window-rate`` < 1), the
+    throughput ratio in questions/s is the recipe's, not the implementation's: this line says so
+    and gives both sides' windows/s (and bertkit-all-windows/stock, the implementation alone,
+    where that side ran); "" otherwise."""
+    bk = [results["bertkit"][s] for s in seeds]
+    sampled = [r.get("trained_windows_per_epoch") or [] for r in bk]
+    if not bk or not all(sampled):
+        return ""
+    epochs = len(sampled[0])
+    trained = sum(map(sum, sampled))
+    every = sum(r["train_windows"] for r in bk) * epochs
+    if trained >= every:
+        return ""
+    wps = {side: statistics.median(windows_per_second(results[side][s], epochs) for s in seeds
+                                   if s in results[side])
+           for side in ("stock", "bertkit", "bertkit-all-windows")
+           if any(s in results.get(side, {}) for s in seeds)}
+    line = (f"note: bertkit trained {trained / every:.0%} of its windows (--null-window-rate: a "
+            f"recipe change, chosen on dev), so the throughput ratio above is the recipe's; "
+            f"windows/s: bertkit {wps['bertkit']:.2f}, stock {wps['stock']:.2f} "
+            f"({wps['bertkit'] / wps['stock']:.2f}x)")
+    if "bertkit-all-windows" in wps:
+        line += (f"; the implementation alone, bertkit-all-windows/stock: "
+                 f"{wps['bertkit-all-windows'] / wps['stock']:.2f}x windows/s")
+    return line
 
 
 def lr_check(d: Path, args, seed: int, tmp: str, log) -> tuple[float, dict]:
@@ -474,6 +512,10 @@ def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
         SystemExit: a missing file, other settings, or a seed of a side in two files.
     """
     saved = read_same_settings(paths, MERGE_FREE, MERGE_DEFAULTS)
+    for path, run in zip(paths, saved):
+        if "runs" not in run:
+            raise SystemExit(f"error: {path} holds no seeds' runs (an --lr-grid file?): expected "
+                             f"the --json file of a run with --seeds")
     results: dict[str, dict[int, dict]] = {}
     log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
     for path, run in zip(paths, saved):

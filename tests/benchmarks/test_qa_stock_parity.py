@@ -217,3 +217,39 @@ def test_merge_reads_stages_written_before_the_null_window_and_model_options(tmp
     sampled = _stage(tmp_path, 3, 31.0, 9.0, null_window_rate=0.1, model=None)
     with pytest.raises(SystemExit, match="null_window_rate"):
         bench.merge([old, sampled], [].append)
+
+
+def test_report_says_a_subsampled_throughput_ratio_is_the_recipes(tmp_path):
+    """bertkit at --null-window-rate < 1 trains fewer windows: the questions/s ratio is the
+    recipe's; the note gives windows/s and the implementation alone (bertkit-all-windows)."""
+    import json
+
+    import pytest
+
+    bench = _script()
+
+    def run(f1, seconds, windows, sampled=None):
+        return {"test": {"f1": f1, "exact": f1 - 5}, "train_seconds": seconds,
+                "train_questions_per_second": 40 / seconds, "train_windows": windows,
+                "trained_windows_per_epoch": sampled}
+
+    seeds = [1, 2, 3]
+    results = {"stock": {s: run(20.0, 100.0, 900) for s in seeds},
+               "bertkit": {s: run(21.0, 20.0, 900, [150, 160]) for s in seeds},
+               "bertkit-all-windows": {1: run(21.5, 90.0, 900, [900, 900])}}
+    lines = []
+    bench.report(results, seeds, lines.append)
+    note = [x for x in lines if x.startswith("note: bertkit trained")]
+    assert len(note) == 1 and "bertkit trained 17% of its windows" in note[0]
+    # windows/s: bertkit 310/20 = 15.5; stock 2 x 900 / 100 = 18; all-windows 1800/90 = 20
+    assert "bertkit 15.50, stock 18.00 (0.86x)" in note[0]
+    assert "bertkit-all-windows/stock: 1.11x windows/s" in note[0]
+    results["bertkit"] = {s: run(21.0, 90.0, 900, [900, 900]) for s in seeds}
+    lines = []
+    bench.report(results, seeds, lines.append)
+    assert not any(x.startswith("note: bertkit trained") for x in lines)
+    # an --lr-grid file is not a stage to merge
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps({"args": {"data": "squad"}, "lr_grid_dev": {}, "chosen_lr": 1e-4}))
+    with pytest.raises(SystemExit, match="holds no seeds' runs"):
+        bench.merge([grid, grid], [].append)

@@ -28,10 +28,10 @@ def test_finetune_qa_registered_sets(tmp_path, name, v2):
         assert windows["train"] > 10 * 16 and windows["train_null_answerable"] > 9 * 16
         answer_windows = windows["train"] - windows["train_null_answerable"]
         assert answer_windows >= 16 - 1  # one window at least holds each answer (or all cut)
-        trained = windows["trained_per_epoch"][0]
+        trained = windows["sampled_per_epoch"][0]
         assert answer_windows < trained < answer_windows + 0.2 * windows["train_null_answerable"]
     else:
-        assert windows["trained_per_epoch"] == [windows["train"]]
+        assert windows["sampled_per_epoch"] == [windows["train"]]
     if v2:
         assert "SQuAD 2.0 mode on" in " ".join(res.output.split())
         assert "best_f1_thresh" in test and "NoAns_total" in test

@@ -109,10 +109,11 @@ class QAConfig(FinetuneConfig):
     eval_batch_size: int = eval_batch_option(64, "Windows")
     length_group: int = option(50, min=1, help="Training batches sorted by length together (1: "
                                "random batches).")
-    null_window_rate: float = option(1.0, min=0.0, help="Share of the training windows of "
-                                     "answerable questions that do not hold the answer kept each "
-                                     "epoch (drawn afresh; BERT-joint's include_unknowns); 1: all, "
-                                     "as run_qa.py. Long contexts train faster below 1.")
+    null_window_rate: float = option(1.0, min=0.0, help="Share, in (0, 1], of the training "
+                                     "windows of answerable questions that do not hold the answer "
+                                     "kept each epoch (drawn afresh; BERT-joint's "
+                                     "include_unknowns); 1: all, as run_qa.py. Long contexts "
+                                     "train faster below 1.")
     max_train_samples: int | None = max_train_option("questions")
     max_eval_samples: int | None = max_eval_option("questions")
 

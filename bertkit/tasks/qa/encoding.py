@@ -217,13 +217,17 @@ def kept_windows(features: Features, rate: float, seed: int, epoch: int) -> np.n
     window, as ``run_qa.py``.
 
     Returns:
-        ``[K]`` int64 window indices, ascending.
+        ``[K]`` int64 window indices, ascending; at least one when there are windows (all null
+        and none drawn: the window with the smallest draw).
     """
     null = null_windows(features)
     if rate >= 1.0 or not null.any():
         return np.arange(len(features))
     draw = np.random.default_rng([seed, epoch, 0x6E756C6C]).random(len(features))
-    return np.flatnonzero(~null | (draw < rate))
+    keep = ~null | (draw < rate)
+    if not keep.any():  # every window null and none drawn: an epoch still has one window
+        keep[np.argmin(draw)] = True
+    return np.flatnonzero(keep)
 
 
 class WindowBatches:

@@ -36,6 +36,7 @@ from bertkit.tasks.qa.data import (EXTENSIONS, QAExample, count_unanswerable, lo
 from bertkit.tasks.qa.decode import NEG, Answers, decode
 from bertkit.tasks.qa.encoding import Features, WindowBatches, collate, encode, null_windows
 from bertkit.tasks.qa.model import SpanLoss, build_qa_model, load_qa_model, save_qa_model
+from bertkit.training.batches import plan_steps
 from bertkit.training.devices import Runtime, make_runtime
 
 SCORING = ("official SQuAD scorers (evaluate-v1.1.py / evaluate-v2.0.py): answers normalised "
@@ -300,8 +301,8 @@ class QATask:
             "unanswerable": v2, "doc_stride_is": "overlap (Hugging Face run_qa.py)",
             "windows": {"train": len(tr), "dev": len(feats["dev"]),
                         "train_null_answerable": int(null_windows(tr).sum()),
-                        "trained_per_epoch": [sum(len(b) for b in batches.plan(e))
-                                              for e in range(cfg.epochs)]},
+                        "sampled_per_epoch": [sum(len(b) for b in batches.plan(e))
+                                              for e in range(plan_steps(batches, cfg)[0])]},
             "questions_cut": {"train": tr.questions_cut,
                               "dev": feats["dev"].questions_cut},
             "scoring": SCORING})

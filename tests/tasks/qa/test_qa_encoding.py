@@ -128,3 +128,12 @@ def test_encode_marks_windows_of_answerable_questions(tokenizer):
     null = null_windows(f)
     assert (null == ((f.example == 0) & (f.start_positions == 0))).all()
     assert 0 < null.sum() < (f.example == 0).sum()
+
+
+def test_an_epoch_of_null_windows_only_still_trains_one():
+    from bertkit.tasks.qa.encoding import kept_windows
+
+    f = _features_for_sampling(n_answerable=2, n_null_each=3, n_unanswerable=0)
+    f.start_positions[:] = 0  # no window holds its answer
+    sizes = {len(kept_windows(f, 1e-9, seed=s, epoch=0)) for s in range(5)}
+    assert sizes == {1}
