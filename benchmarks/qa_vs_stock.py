@@ -412,12 +412,21 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
         pq = "predict_questions_per_second"
         tp = {side: on(side, "train_questions_per_second") for side in ref}
         f1 = {side: on(side, "f1", metric=True) for side in ref}
+
+        def speed(a: str, b: str, key: str = "train_questions_per_second",
+                  what: str = "training") -> str:
+            """``a``/``b`` throughput, or why it is not compared (other thread counts)."""
+            threads = {results[x][s].get("threads") for x in (a, b) for s in dyn}
+            if len(threads) > 1:
+                return f"{what} throughput not compared (threads differ: {sorted(threads)})"
+            return f"{what} throughput {on(a, key) / on(b, key):.2f}x"
+
         log(f"on seed(s) {','.join(map(str, dyn))}: "
-            + (f"{iso}/stock ({what}): training throughput {tp[iso] / tp['stock']:.2f}x, F1 "
+            + (f"{iso}/stock ({what}): {speed(iso, 'stock')}, F1 "
                f"{f1[iso] - f1['stock']:+.2f} points; " if "stock" in ref else f"({what}) ")
-            + f"bertkit/{iso}: training throughput {tp['bertkit'] / tp[iso]:.2f}x, F1 "
+            + f"bertkit/{iso}: {speed('bertkit', iso)}, F1 "
             f"{f1['bertkit'] - f1[iso]:+.2f} points"
-            + (f", prediction throughput {on('bertkit', pq) / on(iso, pq):.2f}x"
+            + (f", {speed('bertkit', iso, pq, 'prediction')}"
                if all(pq in results[x][s] for x in ("bertkit", iso) for s in dyn) else ""))
     if "stock" not in med:
         return float("nan"), float("nan")
@@ -499,14 +508,16 @@ def lr_check(d: Path, args, seed: int, tmp: str, log) -> tuple[float, dict]:
 
 # what may differ between --json files merged into one summary (the seeds split over runs)
 MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "dynamic_seeds", "grouped_seeds",
-              "tuned_seeds", "dyn_tuned_seeds", "random_seeds", "all_windows_seeds", "no_bertkit"}
+              "tuned_seeds", "dyn_tuned_seeds", "random_seeds", "all_windows_seeds", "no_bertkit",
+              "threads"}
 # options added after some stages were written: their values in those stages
 MERGE_DEFAULTS = {"null_window_rate": 1.0, "model": None}
 
 
 def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
     """``results[side][seed]`` of several ``--json`` files (seeds run as separate stages); every
-    setting but the seeds and file names must agree.
+    setting but the seeds, file names and thread counts must agree (each run keeps its
+    stage's threads: a stage of stock sides alone may have run on fewer).
 
     Raises:
         SystemExit: a missing file, other settings, or a seed of a side in two files.
@@ -523,6 +534,7 @@ def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
             for seed, r in by_seed.items():
                 if int(seed) in results.get(side, {}):
                     raise SystemExit(f"error: seed {seed} of {side} is in two of the files")
+                r.setdefault("threads", run["args"].get("threads") or 1)
                 results.setdefault(side, {})[int(seed)] = r
         log(f"  {path}: seeds {run['args']['seeds']}, sides {', '.join(run['runs'])}")
     seeds = sorted({s for by_seed in results.values() for s in by_seed})
@@ -530,7 +542,7 @@ def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
 
 
 KEEP = ("test", "train_seconds", "train_questions_per_second", "train_windows",
-        "trained_windows_per_epoch",
+        "trained_windows_per_epoch", "threads",
         "predict_seconds", "predict_questions_per_second", "load_before", "load_after")
 
 
@@ -629,7 +641,7 @@ def main() -> None:
         results, seeds, first = merge(args.merge, log)
         for side, runs in results.items():
             for seed in sorted(runs):
-                log(row(side, seed, runs[seed], first.get("threads") or 1))
+                log(row(side, seed, runs[seed], runs[seed]["threads"]))
         gain, ratio = report(results, seeds, log, first.get("eval_split", "test"))
         if args.json:  # the stages' settings, with the merged seeds and files
             write_json(args.json, first | {"seeds": ",".join(map(str, seeds)),
@@ -699,7 +711,7 @@ def main() -> None:
             for side in side_order(sides, seed - 1):
                 before = load1()
                 r = run_side(side, d, args, seed, f"{tmp}/{side}-{seed}", v2)
-                r.update(load_before=before, load_after=load1())
+                r.update(load_before=before, load_after=load1(), threads=torch.get_num_threads())
                 results.setdefault(side, {})[seed] = r
                 log(row(side, seed, r, torch.get_num_threads()))
     gain, ratio = report(results, seeds, log, split)
