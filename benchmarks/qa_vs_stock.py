@@ -373,6 +373,9 @@ def row(name: str, seed: int, r: dict, threads: int) -> str:
             + shared_note(r["load_before"], r["load_after"], threads))
 
 
+FLOOR_EM = 5.0  # median exact match (points) under which both sides count as untrained
+
+
 def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[float, float]:
     """Print each side's medians (over the seeds it ran), the F1 difference and the throughput
     ratio of bertkit against the stock recipe (over the seeds both ran), and the same against
@@ -445,6 +448,11 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
     overlap = bool(both) and (min(f1s["bertkit"]) <= max(f1s["stock"])
                               and min(f1s["stock"]) <= max(f1s["bertkit"]))
     spread_note = "; the seed ranges overlap: no F1 difference shown" if overlap else ""
+    em = {x: statistics.median(results[x][s]["test"]["exact"] for s in both)
+          for x in ("stock", "bertkit")} if both else {}
+    if em and max(em.values()) < FLOOR_EM:
+        spread_note += (f"; both sides at the floor (median EM under {FLOOR_EM}): F1 shows "
+                        f"little at this budget")
     log(f"bertkit/stock, ratio of the medians: F1 {gain:+.2f} points (goal >= 0: "
         f"{verdict(gain >= 0)}{spread_note}), training throughput {ratio:.2f}x (goal >= 1.5x: "
         f"{verdict(ratio >= 1.5)})")

@@ -253,3 +253,20 @@ def test_report_says_a_subsampled_throughput_ratio_is_the_recipes(tmp_path):
     grid.write_text(json.dumps({"args": {"data": "squad"}, "lr_grid_dev": {}, "chosen_lr": 1e-4}))
     with pytest.raises(SystemExit, match="holds no seeds' runs"):
         bench.merge([grid, grid], [].append)
+
+
+def test_report_says_when_both_sides_sit_at_the_floor():
+    bench = _script()
+
+    def run(f1, em):
+        return {"test": {"f1": f1, "exact": em}, "train_questions_per_second": 1.0}
+
+    seeds = [1, 2, 3]
+    lines = []
+    bench.report({"stock": {s: run(4.0 + s, 0.0) for s in seeds},
+                  "bertkit": {s: run(7.0 + s, 1.0) for s in seeds}}, seeds, lines.append)
+    assert "both sides at the floor (median EM under 5.0)" in lines[-1]
+    lines = []
+    bench.report({"stock": {s: run(14.0 + s, 6.0) for s in seeds},
+                  "bertkit": {s: run(37.0 + s, 27.0) for s in seeds}}, seeds, lines.append)
+    assert "floor" not in lines[-1]
