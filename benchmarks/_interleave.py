@@ -95,13 +95,22 @@ def read_same_settings(paths: Sequence[Path], free: set[str],
     after it was written).
 
     Raises:
-        SystemExit: a missing file, or a file run with other settings (the first one named).
+        SystemExit: a missing or unreadable file, a file of another kind, or a file run with
+            other settings (the first one named).
     """
     missing = [str(p) for p in paths if not Path(p).is_file()]
     if missing:
         raise SystemExit(f"error: no such --merge file: {', '.join(missing)} (expected the --json "
                          f"files of earlier runs of this script)")
-    saved = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    saved = []
+    for p in paths:
+        try:
+            saved.append(json.loads(Path(p).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise SystemExit(f"error: {p}: not a --json file of this benchmark ({exc})") from None
+        if not isinstance(saved[-1], dict) or not isinstance(saved[-1].get("args"), dict):
+            raise SystemExit(f"error: {p}: not a --json file of this benchmark (no saved "
+                             f"arguments)")
     defaults = defaults or {}
     first = {k: v for k, v in {**defaults, **saved[0]["args"]}.items() if k not in free}
     for path, run in zip(paths, saved):

@@ -34,7 +34,7 @@ mega-batch: each mega-batch is walked from its longest windows to its shortest, 
 length-grouped batches are shuffled after grouping (:func:`bertkit.batching.length_grouped_batches`).
 ``--no-bertkit`` runs stock sides alone, to add one to seeds run earlier (``--merge``).
 
-Long contexts (COVID-QA: ~23 windows a question, ~1.4 of them hold the answer): bertkit's
+Long contexts (COVID-QA: ~32 windows a question, ~1.4 of them hold the answer): bertkit's
 ``--null-window-rate R`` keeps each training window of an answerable question that does not hold
 the answer with probability R per epoch (Alberti et al., 2019, BERT-joint's ``include_unknowns``;
 ``finetune qa --null-window-rate``). That is a recipe change, not speed: the side
@@ -522,6 +522,20 @@ MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "dynamic_seeds", "gro
 MERGE_DEFAULTS = {"null_window_rate": 1.0, "model": None}
 
 
+def read_stages(paths: list[Path]) -> list[dict]:
+    """The ``--json`` files of stages to merge, checked (:func:`merge`) before anything is logged.
+
+    Raises:
+        SystemExit: a missing, unreadable or foreign file, an ``--lr-grid`` file, other settings.
+    """
+    saved = read_same_settings(paths, MERGE_FREE, MERGE_DEFAULTS)
+    for path, run in zip(paths, saved):
+        if not isinstance(run.get("runs"), dict):
+            raise SystemExit(f"error: {path} holds no seeds' runs (an --lr-grid file?): expected "
+                             f"the --json file of a run with --seeds")
+    return saved
+
+
 def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
     """``results[side][seed]`` of several ``--json`` files (seeds run as separate stages); every
     setting but the seeds, file names and thread counts must agree (each run keeps its
@@ -530,11 +544,7 @@ def merge(paths: list[Path], log) -> tuple[dict, list[int], dict]:
     Raises:
         SystemExit: a missing file, other settings, or a seed of a side in two files.
     """
-    saved = read_same_settings(paths, MERGE_FREE, MERGE_DEFAULTS)
-    for path, run in zip(paths, saved):
-        if "runs" not in run:
-            raise SystemExit(f"error: {path} holds no seeds' runs (an --lr-grid file?): expected "
-                             f"the --json file of a run with --seeds")
+    saved = read_stages(paths)
     results: dict[str, dict[int, dict]] = {}
     log(f"merged {len(paths)} runs: " + ", ".join(str(p) for p in paths))
     for path, run in zip(paths, saved):
@@ -609,8 +619,9 @@ def main() -> None:
                     help="seeds on which the bertkit-all-windows side also runs (bertkit with "
                          "--null-window-rate 1: every training window, as the stock side)")
     ap.add_argument("--null-window-rate", type=float, default=1.0,
-                    help="bertkit's share of the null windows of answerable questions kept per "
-                         "epoch (finetune qa --null-window-rate; 1: all, as stock)")
+                    help="bertkit's probability of keeping each training window that lacks its "
+                         "question's answer, per epoch (finetune qa --null-window-rate; default "
+                         "1: all, as stock)")
     ap.add_argument("--model", default=None,
                     help="start both sides from this model (default: the packaged MiniLM), e.g. "
                          "an earlier QA run's model/ directory: the two-stage route")
@@ -635,10 +646,14 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
     ap.add_argument("--name", default=None,
                     help="log name (<log-dir>/<name>.log; default qa_vs_stock_<data>)")
-    ap.add_argument("--log-dir", type=Path, default=RESULTS)
+    ap.add_argument("--log-dir", type=Path, default=RESULTS,
+                    help="where <name>.log is written (rewritten on every call; default: the "
+                         "repo's benchmarks/results/)")
     args = ap.parse_args()
     if not 0.0 < args.null_window_rate <= 1.0:
         sys.exit(f"error: --null-window-rate {args.null_window_rate:g}: expected a share in (0, 1]")
+    if args.merge:  # refuse bad stage files before the log (perhaps a committed one) is rewritten
+        read_stages(args.merge)
     log = logger(args.log_dir / f"{args.name or 'qa_vs_stock_' + Path(args.data).name}.log")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.threads:

@@ -270,3 +270,26 @@ def test_report_says_when_both_sides_sit_at_the_floor():
     bench.report({"stock": {s: run(14.0 + s, 6.0) for s in seeds},
                   "bertkit": {s: run(37.0 + s, 27.0) for s in seeds}}, seeds, lines.append)
     assert "floor" not in lines[-1]
+
+
+def test_merge_refuses_foreign_files_before_its_log_is_rewritten(tmp_path):
+    """A file that is not a stage (JSON lines, a run's results.json) ends in a message, and the
+    log named by --name is not touched (it may be a committed one)."""
+    import subprocess
+    import sys
+
+    lines = tmp_path / "in.jsonl"
+    lines.write_text('{"id": 1}\n{"id": 2}\n')
+    results = tmp_path / "results.json"
+    results.write_text('{"task": "qa", "test": {"f1": 1.0}}')
+    log = tmp_path / "logs" / "kept.log"
+    log.parent.mkdir()
+    log.write_text("committed\n")
+    for bad, says in ((lines, "not a --json file of this benchmark"),
+                      (results, "no saved arguments")):
+        res = subprocess.run([sys.executable, str(SCRIPT), "--merge", str(bad), str(bad),
+                              "--log-dir", str(log.parent), "--name", "kept"],
+                             capture_output=True, text=True)
+        assert res.returncode == 1 and "Traceback" not in res.stderr
+        assert says in res.stderr and str(bad) in res.stderr
+        assert log.read_text() == "committed\n"

@@ -78,7 +78,7 @@ class QAConfig(FinetuneConfig):
         null_window_rate: share of the windows of answerable questions that do not hold the answer
             kept in training, drawn afresh each epoch (Alberti et al., 2019, BERT-joint's
             ``include_unknowns``); 1 keeps every window, as ``run_qa.py``. Windows of
-            unanswerable questions are always kept. For long contexts (COVID-QA: ~23 windows a
+            unanswerable questions are always kept. For long contexts (COVID-QA: ~32 windows a
             question, ~1.4 hold the answer) it cuts the windows trained per question.
         max_train_samples / max_eval_samples: use only the first N questions (quick runs).
     """
@@ -109,11 +109,12 @@ class QAConfig(FinetuneConfig):
     eval_batch_size: int = eval_batch_option(64, "Windows")
     length_group: int = option(50, min=1, help="Training batches sorted by length together (1: "
                                "random batches).")
-    null_window_rate: float = option(1.0, min=0.0, help="Share, in (0, 1], of the training "
-                                     "windows of answerable questions that do not hold the answer "
-                                     "kept each epoch (drawn afresh; BERT-joint's "
-                                     "include_unknowns); 1: all, as run_qa.py. Long contexts "
-                                     "train faster below 1.")
+    null_window_rate: float = option(1.0, help="Probability, in (0, 1], of keeping each "
+                                     "training window that lacks its question's answer, drawn "
+                                     "afresh each epoch (BERT-joint's include_unknowns); windows "
+                                     "with the answer and those of unanswerable questions are "
+                                     "always kept. 1: all, as run_qa.py; long contexts train "
+                                     "faster below 1.")
     max_train_samples: int | None = max_train_option("questions")
     max_eval_samples: int | None = max_eval_option("questions")
 
