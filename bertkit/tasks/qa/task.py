@@ -250,9 +250,8 @@ class QATask:
         if cfg.null_window_rate < 1.0:
             null = int(null_windows(tr).sum())
             summary += (f"\nnull windows of answerable questions: {null} of {len(tr)}, each kept "
-                        f"with probability {cfg.null_window_rate:g} per epoch (about "
-                        f"{len(tr) - null + round(null * cfg.null_window_rate)} training windows "
-                        f"an epoch)")
+                        f"with probability {cfg.null_window_rate:g} per epoch (drawn afresh; "
+                        f"epoch 1 trains {sum(len(b) for b in batches.plan(0))} windows)")
         if outside:
             summary += (f"\nnote: {outside} answerable training question(s) have no window "
                         f"holding the whole answer (labelled [CLS])")

@@ -225,4 +225,5 @@ def test_null_window_rate_trains_on_fewer_windows_and_says_so(tmp_path, tiny_enc
     assert windows["train_null_answerable"] >= 3 and windows["train"] > 4
     assert (f"null windows of answerable questions: {windows['train_null_answerable']} of "
             f"{windows['train']}") in text
+    assert f"epoch 1 trains {windows['sampled_per_epoch'][0]} windows" in text
     assert results["steps"] == 1  # the answer windows only: one batch of 4 (all: 2 or more)
