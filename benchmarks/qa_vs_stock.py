@@ -324,15 +324,18 @@ def bertkit_run(d: Path, args, seed: int, out: str, lr: float | None = None,
     return r
 
 
-# the sides that isolate one difference: (side, its --X-seeds option's dest, what it changes)
-ISOLATING = (("stock-dyn", "dynamic_seeds", "dynamic padding alone"),
-             ("stock-grouped", "grouped_seeds", "dynamic padding + length-grouped batches"),
+# the sides that isolate one difference: (side, its --X-seeds option's dest, what it changes);
+# each gets its option (main) and its line in the report, and merges freely (MERGE_FREE)
+ISOLATING = (("stock-dyn", "dynamic_seeds",
+              "dynamic padding alone: pad_to_max_length False + DataCollatorWithPadding"),
+             ("stock-grouped", "grouped_seeds",
+              "dynamic padding + length-grouped batches: stock-dyn + Trainer's group_by_length"),
              ("stock-tuned", "tuned_seeds", "stock-grouped + bertkit's lr, warm-up, weight decay"),
              ("stock-dyn-tuned", "dyn_tuned_seeds",
               "stock-dyn + bertkit's lr, warm-up, weight decay"),
              ("bertkit-random", "random_seeds", "bertkit with random batches (--length-group 1)"),
              ("bertkit-all-windows", "all_windows_seeds",
-              "bertkit with every training window (--null-window-rate 1)"))
+              "bertkit with every training window (--null-window-rate 1), as the stock side"))
 
 
 def seed_set(text: str, seeds: list[int], option: str) -> set[int]:
@@ -413,7 +416,6 @@ def report(results: dict, seeds: list[int], log, split: str = "test") -> tuple[f
                                      else results[side][s][key] for s in dyn)
 
         pq = "predict_questions_per_second"
-        tp = {side: on(side, "train_questions_per_second") for side in ref}
         f1 = {side: on(side, "f1", metric=True) for side in ref}
 
         def speed(a: str, b: str, key: str = "train_questions_per_second",
@@ -515,9 +517,8 @@ def lr_check(d: Path, args, seed: int, tmp: str, log) -> tuple[float, dict]:
 
 
 # what may differ between --json files merged into one summary (the seeds split over runs)
-MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "dynamic_seeds", "grouped_seeds",
-              "tuned_seeds", "dyn_tuned_seeds", "random_seeds", "all_windows_seeds", "no_bertkit",
-              "threads"}
+MERGE_FREE = {"seeds", "json", "name", "merge", "log_dir", "no_bertkit", "threads"} \
+    | {dest for _, dest, _ in ISOLATING}
 # options added after some stages were written: their values in those stages
 MERGE_DEFAULTS = {"null_window_rate": 1.0, "model": None}
 
@@ -599,25 +600,9 @@ def main() -> None:
     ap.add_argument("--n-best", type=int, default=20)
     ap.add_argument("--max-answer-length", type=int, default=30)
     ap.add_argument("--seeds", default="1,2,3")
-    ap.add_argument("--dynamic-seeds", default="",
-                    help="seeds on which the stock-dyn side also runs (the stock recipe with "
-                         "pad_to_max_length False + DataCollatorWithPadding; 'all' or e.g. 1)")
-    ap.add_argument("--grouped-seeds", default="",
-                    help="seeds on which the stock-grouped side also runs (stock-dyn plus "
-                         "Trainer's group_by_length sampler; 'all' or e.g. 1)")
-    ap.add_argument("--tuned-seeds", default="",
-                    help="seeds on which the stock-tuned side also runs (stock-grouped with "
-                         "bertkit's --lr, --warmup and --weight-decay: isolates the "
-                         "hyper-parameters from the implementation; 'all' or e.g. 1)")
-    ap.add_argument("--dyn-tuned-seeds", default="",
-                    help="seeds on which the stock-dyn-tuned side also runs (stock-dyn, random "
-                         "batches, with bertkit's --lr, --warmup and --weight-decay)")
-    ap.add_argument("--random-seeds", default="",
-                    help="seeds on which the bertkit-random side also runs (bertkit with "
-                         "--length-group 1: random batches, as stock-dyn-tuned)")
-    ap.add_argument("--all-windows-seeds", default="",
-                    help="seeds on which the bertkit-all-windows side also runs (bertkit with "
-                         "--null-window-rate 1: every training window, as the stock side)")
+    for side, dest, what in ISOLATING:
+        ap.add_argument("--" + dest.replace("_", "-"), default="",
+                        help=f"seeds on which the {side} side also runs ({what}); 'all' or e.g. 1")
     ap.add_argument("--null-window-rate", type=float, default=1.0,
                     help="bertkit's probability of keeping each training window that lacks its "
                          "question's answer, per epoch (finetune qa --null-window-rate; default "

@@ -248,14 +248,15 @@ class WindowBatches:
         self._plans: dict[int, list[np.ndarray]] = {}
 
     def plan(self, epoch: int) -> list[np.ndarray]:
-        """The epoch's batches of window indices (cached; a function of ``seed`` and ``epoch``)."""
+        """The epoch's batches of window indices (cached per epoch; a function of ``seed`` and
+        ``epoch`` only)."""
         if epoch not in self._plans:
             from bertkit.batching import length_grouped_batches
 
             keep = kept_windows(self.features, self.null_window_rate, self.seed, epoch)
             plan = length_grouped_batches(self.lengths[keep], self.batch_size,
                                           self.seed + epoch, self.group)
-            self._plans = {epoch: [keep[idx] for idx in plan]}
+            self._plans[epoch] = [keep[idx] for idx in plan]
         return self._plans[epoch]
 
     def num_batches(self, epoch: int) -> int:
