@@ -577,10 +577,11 @@ def write_json(path: Path, args: dict, results: dict, seeds: list[int], gain: fl
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--data", default="squad", help="name under $BERTKIT_DATA/qa/ or a directory "
                                                     "with train/dev/test.json (SQuAD JSON)")
-    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--epochs", type=int, default=1, help="training epochs, both sides")
     ap.add_argument("--lr", type=float, default=5e-5, help="bertkit's learning rate")
     ap.add_argument("--stock-lr", type=float, default=5e-5,
                     help="the stock side's learning rate (run_qa.py's default: "
@@ -593,13 +594,14 @@ def main() -> None:
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                     help="both sides (stock: Trainer's --bf16; bertkit: --precision), so that "
                          "bertkit's auto (bf16 on CUDA and AMX CPUs) never meets stock's fp32")
-    ap.add_argument("--batch-size", type=int, default=12, help="run_qa.py README: 12")
-    ap.add_argument("--eval-batch-size", type=int, default=64)
-    ap.add_argument("--max-length", type=int, default=384)
+    ap.add_argument("--batch-size", type=int, default=12, help="training windows per batch, both sides (run_qa.py README: 12)")
+    ap.add_argument("--eval-batch-size", type=int, default=64, help="windows per forward pass "
+                    "when predicting, both sides (Trainer's eval batch, raised)")
+    ap.add_argument("--max-length", type=int, default=384, help="pieces per window (run_qa.py)")
     ap.add_argument("--doc-stride", type=int, default=128, help="overlap between windows")
-    ap.add_argument("--n-best", type=int, default=20)
-    ap.add_argument("--max-answer-length", type=int, default=30)
-    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--n-best", type=int, default=20, help="start/end candidates per window")
+    ap.add_argument("--max-answer-length", type=int, default=30, help="most pieces in an answer")
+    ap.add_argument("--seeds", default="1,2,3", help="one interleaved run of the sides per seed")
     for side, dest, what in ISOLATING:
         ap.add_argument("--" + dest.replace("_", "-"), default="",
                         help=f"seeds on which the {side} side also runs ({what}); 'all' or e.g. 1")
@@ -632,8 +634,8 @@ def main() -> None:
     ap.add_argument("--name", default=None,
                     help="log name (<log-dir>/<name>.log; default qa_vs_stock_<data>)")
     ap.add_argument("--log-dir", type=Path, default=RESULTS,
-                    help="where <name>.log is written (rewritten on every call; default: the "
-                         "repo's benchmarks/results/)")
+                    help="where <name>.log is written, rewritten on every call: give another "
+                         "directory for trial runs, or the repo's logs of that name are replaced")
     args = ap.parse_args()
     if not 0.0 < args.null_window_rate <= 1.0:
         sys.exit(f"error: --null-window-rate {args.null_window_rate:g}: expected a share in (0, 1]")
