@@ -9,7 +9,7 @@ import typer
 
 from bertkit.cli import _options as opt
 from bertkit.cli._app import app, make_console, user_errors
-from bertkit.recipes import run_settings
+from bertkit.settings import build_settings
 from bertkit.tasks.registry import TASKS, load_attr
 
 AdaptTask = Literal[tuple(TASKS)]
@@ -71,5 +71,7 @@ def adapt_cli(
         finetune_recipe=finetune_recipe, seed=seed, seeds=seeds, compare=compare, device=device,
         precision=precision, cache_dir=cache_dir, output_dir=output_dir,
         overwrite=overwrite).items()}
-    cfg = run_settings(AdaptConfig, "adapt", flags, recipe)
-    adapt(cfg, make_console())
+    built = build_settings(AdaptConfig, "adapt", flags=flags, recipe=recipe)
+    console = make_console()
+    console.print(built.line(), highlight=False, markup=False)
+    adapt(built.config, console)

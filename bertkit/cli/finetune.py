@@ -13,20 +13,20 @@ from rich.console import Console
 from bertkit.cli import _options as opt
 from bertkit.cli._app import finetune_app, make_console
 from bertkit.cli._tasks import command, finetune_parameters, register_all
-from bertkit.recipes import describe_sources, settings_with_sources
+from bertkit.settings import build_settings
 
 
 def _run(config_cls, command: str, run, flags: dict, recipe):
-    """Build the config (:func:`bertkit.recipes.settings_with_sources`: dataclass < the data
+    """Build the config (:func:`bertkit.settings.build_settings`: dataclass < the data
     set's dev-chosen settings for the packaged encoder < saved run with --resume < recipe <
     flags), print where the settings came from (the first line), run the task; results None on a
     non-main process of a multi-process run (it prints nothing)."""
     from bertkit.training.devices import is_main_process
 
-    cfg, sources = settings_with_sources(config_cls, command, flags, recipe)
-    console = make_console()
+    built = build_settings(config_cls, command, flags=flags, recipe=recipe)
+    cfg, console = built.config, make_console()
     if is_main_process():
-        console.print(describe_sources(cfg, sources), highlight=False, markup=False)
+        console.print(built.line(), highlight=False, markup=False)
     results = run(cfg, console)
     done = "test" in results or "metrics" in results  # one run, or the summary of --seeds
     return cfg, console, (results if done else None)

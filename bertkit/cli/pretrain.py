@@ -9,7 +9,7 @@ import typer
 
 from bertkit.cli import _options as opt
 from bertkit.cli._app import app, make_console, user_errors
-from bertkit.recipes import run_settings
+from bertkit.settings import build_settings
 
 
 @app.command("pretrain")
@@ -54,6 +54,7 @@ def pretrain_cli(
     `bertkit finetune`).
     """
     from bertkit.tasks.pretrain import PretrainConfig, pretrain
+    from bertkit.training.devices import is_main_process
 
     flags = opt.train_options(
         train_flags, corpus=",".join(str(p) for p in corpus) if corpus else None, valid=valid, model=model,
@@ -64,8 +65,10 @@ def pretrain_cli(
         eval_batch_size=eval_batch_size, max_eval_sequences=max_eval_sequences,
         cache_dir=cache_dir, compile=compile, skip_bad_lines=skip_bad_lines, prefetch=prefetch,
         head_warmup_steps=head_warmup_steps)
-    cfg = run_settings(PretrainConfig, "pretrain", flags, recipe)
-    console = make_console()
+    built = build_settings(PretrainConfig, "pretrain", flags=flags, recipe=recipe)
+    cfg, console = built.config, make_console()
+    if is_main_process():
+        console.print(built.line(), highlight=False, markup=False)
     results = pretrain(cfg, console)
     if "train" not in results:  # a non-main process of a multi-process run
         return

@@ -20,14 +20,13 @@ as SciBERT reports the mean over seeds (Beltagy et al. 2019, §4).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from fractions import Fraction
 from pathlib import Path
 from typing import Sequence
 
-from bertkit.config import dump_yaml, field_defaults, to_dict
+from bertkit.config import config_yaml, field_defaults, replace, to_dict
 from bertkit.errors import BertkitError
 from bertkit.tasks.base import Task, TaskData
 from bertkit.tasks.common import warn_shared
@@ -215,7 +214,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
     main = is_main_process()  # rank 0 writes every output of a multi-process run
     if main:
-        write_text(run_dir / "config.yaml", dump_yaml(settings))
+        write_text(run_dir / "config.yaml", config_yaml(settings, cfg))
     if console and main:
         if data.note:  # plain text: labels and paths in it are never read as markup
             console.print(f"note: {data.note}", highlight=False, markup=False)
@@ -291,7 +290,7 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     runs, changed = [], []
     model_name = None
     for seed in seeds:
-        sub = dataclasses.replace(cfg, seed=seed, seeds=None, output_dir=str(root / f"seed-{seed}"))
+        sub = replace(cfg, seed=seed, seeds=None, output_dir=str(root / f"seed-{seed}"))
         folder = Path(sub.output_dir)
         done = cfg.resume and (folder / "results.json").is_file()
         if cfg.resume and not resumable(folder):  # the one resume rule (rundir.resumable)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from bertkit.config import sources_line
 from bertkit.errors import BertkitError
 from bertkit.io import json_plain
 from bertkit.workflows.scores import comparison_table, score_summary, task_metrics
@@ -159,55 +160,62 @@ def _given(**values) -> dict:
 
 def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int,
                     seeds: list[int] | None = None):
-    """The task's fine-tuning config: task defaults < ``finetune_recipe`` < adapt's fine-tuning
-    options < (model, output_dir, seed, ``seeds``: the driver's ``--seeds``) given here.
+    """The task's fine-tuning settings, built as ``finetune`` builds them
+    (:func:`bertkit.settings.build_settings`): task defaults < the data set's dev-chosen recipe
+    for adapt's base encoder (``--model``, the packaged one when not given: the adapted model
+    and the ``--compare`` baseline fine-tune alike) < ``finetune_recipe`` < adapt's fine-tuning
+    options and (model, seed, ``seeds``: the driver's ``--seeds``) given here. The config
+    carries the settings-source line (``config.yaml``'s header; :func:`finetune_runs` prints it).
 
     Raises:
         BertkitError: a bad recipe or option (named), or settings out of range.
     """
-    from bertkit.config import build_config
-    from bertkit.recipe_files import load_recipe
+    from bertkit.settings import build_settings
 
     cls = _entry(cfg.task)[0]
-    recipe = load_recipe(cfg.finetune_recipe, f"finetune {cfg.task}") if cfg.finetune_recipe else None
     own = _given(data=cfg.data, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size,
                  max_train_samples=cfg.max_train_samples, max_eval_samples=cfg.max_eval_samples,
                  device=cfg.device, precision=cfg.precision)
-    fixed = {"model": model, "output_dir": str(output_dir), "seed": seed, "overwrite": True,
-             "resume": False}
+    own.update(model=model, seed=seed)
+    fixed = {"output_dir": str(output_dir), "overwrite": True, "resume": False}
     if "seeds" in {f.name for f in dataclasses.fields(cls)}:  # several: the driver's --seeds
-        fixed["seeds"] = ",".join(map(str, seeds)) if seeds and len(seeds) > 1 else None
-    ft = build_config(cls, recipe, own, fixed, source=cfg.finetune_recipe or "adapt options")
+        own["seeds"] = ",".join(map(str, seeds)) if seeds and len(seeds) > 1 else None
+    ft = build_settings(cls, f"finetune {cfg.task}", flags=own, recipe=cfg.finetune_recipe,
+                        fixed=fixed, encoder=cfg.model,
+                        source=cfg.finetune_recipe or "adapt options").config
     ft.validate()
     return ft
 
 
 def pretrain_config(cfg: AdaptConfig, model: str, corpus: str, output_dir: Path,
                     steps: int | None = None):
-    """A pretraining stage's config: pretrain defaults < {max_steps: 300} < ``pretrain_recipe`` <
-    adapt's pretraining options < (model, corpus, output_dir, seed, ``steps``) given here.
+    """A pretraining stage's settings, built as ``pretrain`` builds them
+    (:func:`bertkit.settings.build_settings`): pretrain defaults < {max_steps: 300} <
+    ``pretrain_recipe`` < adapt's pretraining options < (model, corpus, seed, ``steps``) given
+    here.
 
     Raises:
         BertkitError: a bad recipe or option, or ``--head-warmup-steps`` on a bertkit without it.
     """
-    from bertkit.config import build_config, field_names
+    from bertkit.config import field_names
     from bertkit.recipe_files import load_recipe
+    from bertkit.settings import build_settings
     from bertkit.tasks.pretrain import PretrainConfig
 
     if cfg.head_warmup_steps is not None and "head_warmup_steps" not in field_names(PretrainConfig):
         raise BertkitError("--head-warmup-steps is not available in this bertkit's pretraining",
                            expected="no --head-warmup-steps")
-    recipe = load_recipe(cfg.pretrain_recipe, "pretrain") if cfg.pretrain_recipe else None
+    recipe = {"max_steps": DAPT_STEPS, **(load_recipe(cfg.pretrain_recipe, "pretrain")
+                                          if cfg.pretrain_recipe else {})}
     own = _given(masking=cfg.masking, lr=cfg.pretrain_lr, batch_size=cfg.pretrain_batch_size,
                  max_seq_length=cfg.max_seq_length, head_warmup_steps=cfg.head_warmup_steps,
-                 max_steps=cfg.pretrain_steps, valid=cfg.valid, device=cfg.device,
-                 precision=cfg.precision, cache_dir=cfg.cache_dir)
-    fixed = {"model": model, "corpus": corpus, "output_dir": str(output_dir), "seed": cfg.seed,
-             "overwrite": True, "resume": False, "config": None, "vocab": None}
-    if steps is not None:
-        fixed["max_steps"] = steps
-    pt = build_config(PretrainConfig, {"max_steps": DAPT_STEPS}, recipe, own, fixed,
-                      source=cfg.pretrain_recipe or "adapt options")
+                 max_steps=cfg.pretrain_steps if steps is None else steps, valid=cfg.valid,
+                 device=cfg.device, precision=cfg.precision, cache_dir=cfg.cache_dir)
+    own.update(model=model, corpus=corpus, seed=cfg.seed)
+    fixed = {"output_dir": str(output_dir), "overwrite": True, "resume": False, "config": None,
+             "vocab": None}
+    pt = build_settings(PretrainConfig, "pretrain", flags=own, recipe=recipe, fixed=fixed,
+                        source=cfg.pretrain_recipe or "adapt options").config
     pt.validate()
     return pt
 
@@ -245,8 +253,7 @@ def _check_root(root: Path, overwrite: bool) -> None:
                                                "run (to continue it), or --overwrite")
 
 
-RUN_KEYS = ("test", "dev", "best_epoch", "train_seconds", "model")
-"""What ``summary.json`` keeps of each fine-tuning run."""
+RUN_KEYS = ("test", "dev", "best_epoch", "train_seconds", "model")  # summary.json, per run
 
 
 def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, console=None) -> list[dict]:
@@ -271,6 +278,8 @@ def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, consol
                 for s in seeds]
         return {"runs": [{k: r.get(k) for k in RUN_KEYS} for r in read]}
 
+    if console:
+        console.print(f"{label}: {sources_line(ft)}", highlight=False, markup=False)
     run, resume = continue_run(fn, ft, console, None)
     settings = {k: v for k, v in dataclasses.asdict(ft).items() if k not in ("overwrite", "resume")}
     settings["input"] = input_fingerprint(model)
@@ -322,11 +331,14 @@ def pretrain_stage(cfg: AdaptConfig, name: str, model: str, corpus: str, folder:
     pt = pretrain_config(cfg, model, corpus, folder)
     extra = {}
     if name == "tapt":
-        pt.max_steps, extra["sequences_per_epoch"] = tapt_steps(pt, corpus, cfg.tapt_epochs)
-        extra["epochs"] = cfg.tapt_epochs
+        steps, extra["sequences_per_epoch"] = tapt_steps(pt, corpus, cfg.tapt_epochs)
+        pt, extra["epochs"] = pretrain_config(cfg, model, corpus, folder, steps), cfg.tapt_epochs
 
     from bertkit.tasks.pretrain import pretrain
 
+    if console:
+        console.print(f"{name.upper()} pretraining: {sources_line(pt)}", highlight=False,
+                      markup=False)
     run, resume = continue_run(pretrain, pt, console,
                             ("steps", "train", "valid", "valid_initial", "train_seconds",
                              "tokens_per_second", "masking"))
