@@ -133,7 +133,6 @@ class Prepared:
     results: dict[str, Any] = field(default_factory=dict)
     summary: str | None = None
     select_metric: str | None = None  # this run's selection metric when a setting chooses it
-    scores_in_points: bool = False  # dev metrics already in points (0-100, e.g. SQuAD EM/F1)
     before_test: Callable[[torch.nn.Module], None] | None = None
 
 
@@ -177,3 +176,36 @@ class Task(Protocol):
     headline: tuple  # of bertkit.modelcard.Metric, the main score first
     evaluate: Callable[..., Evaluation]
     predict: Callable[..., Any]
+
+
+NOT_SCORES = ("loss", "seconds", "per_second", "perplexity", "count", "tokens", "examples")
+"""Parts of a metric's name that mark it as no score (shown as it is, its interval not clipped);
+so do the endings of :data:`NOT_SCORE_ENDINGS`."""
+NOT_SCORE_ENDINGS = ("total", "missing", "f1_thresh", "exact_thresh", "threshold")
+"""Ends of the names of counts and decision thresholds (SQuAD's ``HasAns_total``,
+``best_f1_thresh``; ``f1_at_dev_thresh`` is a score)."""
+
+
+def score_scale(task: Any, key: str) -> float | None:
+    """A metric's factor to points, decided once from the task's declaration, never from values.
+
+    A task's scores share one scale, that of its headline metrics
+    (:attr:`bertkit.modelcard.Metric.scale`: 100 for a fraction, 1 for a score already in
+    points, as the official SQuAD scorer's); a headline metric has its own. A metric named as a
+    loss, time, rate, count or threshold (:data:`NOT_SCORES`, :data:`NOT_SCORE_ENDINGS`) is no
+    score: None.
+
+    Args:
+        task: the :class:`Task` (its ``headline``), or None: a task whose scores are fractions.
+        key: the metric's key in ``results.json``'s ``dev``/``test``.
+
+    >>> score_scale(None, "f1"), score_scale(None, "train_seconds"), score_scale(None, "total")
+    (100.0, None, None)
+    """
+    headline = tuple(getattr(task, "headline", None) or ())
+    for metric in headline:
+        if metric.key == key:
+            return metric.scale
+    if any(part in key for part in NOT_SCORES) or key.endswith(NOT_SCORE_ENDINGS):
+        return None
+    return headline[0].scale if headline else 100.0

@@ -296,7 +296,7 @@ class QATask:
                 "data": cfg.data})
 
         return Prepared(model, batches, evaluate_dev, test, save, summary=summary,
-                        scores_in_points=True, before_test=choose_threshold, results={
+                        before_test=choose_threshold, results={
             "unanswerable": v2, "doc_stride_is": "overlap (Hugging Face run_qa.py)",
             "windows": {"train": len(tr), "dev": len(feats["dev"]),
                         "train_null_answerable": int(null_windows(tr).sum()),
