@@ -8,7 +8,8 @@ order, so that bad settings or data stop the run before anything is written:
    ``--max-length`` beyond the encoder's positions (:mod:`bertkit.lengths`);
 2. read the data, applying ``--split-from-dev`` (:func:`split_from_dev`) and ``--max-*-samples``;
 3. seed, let the task build its model and batches, create the run directory, write ``config.yaml``;
-4. train with best-on-dev selection (:func:`bertkit.training.train`), score test, save ``model/``,
+4. train with best-on-dev selection (:func:`bertkit.training.train`), take the decisions made on
+   dev with the final model (:meth:`~bertkit.tasks.base.TaskRun.choose`), score test, save ``model/``,
    write ``results.json``, then the test predictions and plots (rank 0 only under ``torchrun``),
    so that a drawing problem never costs the model or the results.
 
@@ -227,8 +228,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
                    score_scale=score_scale(task, prepared.select_metric or task.select_metric))
     if not main:
         return {"task": task.name, "rank": rank(), "steps": result.steps}
-    if prepared.before_test is not None:  # not prediction: left out of predict_seconds
-        prepared.before_test(prepared.model)
+    chosen = prepared.choose(prepared.model)  # decisions on dev: not in predict_seconds
     start = time.perf_counter()  # forward passes and decoding (as Trainer.predict)
     scored = prepared.test(prepared.model, console)
     predict_seconds = time.perf_counter() - start
@@ -243,7 +243,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
         / max(result.train_seconds, 1e-9),
         "predict_seconds": predict_seconds, "steps": result.steps,
         "select_metric": prepared.select_metric or task.select_metric,
-        **data.info, **prepared.results,
+        **data.info, **prepared.results, **({"chosen_on_dev": chosen} if chosen else {}),
     }
     write_json(run_dir / "results.json", results)
     write_model_card(run_dir / "model", results, task.card, cfg)  # model/README.md

@@ -23,7 +23,7 @@ from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
 from bertkit.metrics.cls import best_thresholds, label_scores, multilabel_scores, warn_collapse
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
-from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
                                     delimited_labels, label_set, labels_missing_from,
@@ -197,7 +197,7 @@ class CLSTask:
         return [t for ex in train for t in (ex.text, ex.text_pair) if t]
 
     def prepare(self, cfg: CLSConfig, model_name: str, data: TaskData, runtime: Runtime,
-                console: Console | None = None) -> Prepared:
+                console: Console | None = None) -> TaskRun:
         """Labels from the whole training data (``data.full_train``: before
         ``--max-train-samples``, so a sample limit never changes the label set), the classifier,
         encoded inputs and the dev/test/save steps.
@@ -259,11 +259,19 @@ class CLSTask:
             warn_collapse(metrics, console, "dev")
             return metrics
 
+        def choose_thresholds(m) -> dict | None:
+            """Multi-label: one decision threshold per label, the best F1 on dev for the final
+            model (step 2 of :class:`TaskRun`, before the timed test)."""
+            if not cfg.multi_label:
+                return None
+            logits = logits_of(m, "dev", dev_x)
+            state["thresholds"] = best_thresholds(_sigmoid(logits),
+                                                  _indicators(dev_x, label2id)).tolist()
+            return {"thresholds": state["thresholds"]}
+
         def thresholds_of(m) -> list[float] | None:
-            if cfg.multi_label and state["thresholds"] is None:
-                logits = logits_of(m, "dev", dev_x)
-                state["thresholds"] = best_thresholds(_sigmoid(logits),
-                                                      _indicators(dev_x, label2id)).tolist()
+            if cfg.multi_label and state["thresholds"] is None:  # called outside the driver
+                choose_thresholds(m)
             return state["thresholds"]
 
         def test(m, console: Console | None = None) -> ScoredSplit:
@@ -290,7 +298,8 @@ class CLSTask:
                 "label_column": cfg.label_column, "label_sep": cfg.label_sep,
                 "quoting": cfg.quoting, "base_model": model_name, "data": cfg.data})
 
-        return Prepared(model, batches, evaluate_dev, test, save, summary=summary, results={
+        return TaskRun(model, batches, evaluate_dev, test, save, summary=summary,
+                       choose_on_dev=choose_thresholds, results={
             "labels": labels, "multi_label": cfg.multi_label, "long_text": cfg.long_text,
             "class_weights": cfg.class_weights, "shortened_texts": shortened,
             "scoring": SCORING})
