@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from bertkit.config import sources_line
 from bertkit.errors import BertkitError
 from bertkit.io import json_plain
+from bertkit.workflows.adapt_config import DAPT_STEPS, AdaptConfig
 from bertkit.workflows.scores import comparison_table, score_summary, task_metrics
 from bertkit.workflows.stages import (continue_run, input_fingerprint, run_stage,
                                       text_fingerprint)
@@ -39,112 +39,6 @@ from bertkit.workflows.task_text import task_text_lines
 
 # The task's settings class, fine-tuning function, headline metrics (task_metrics) and TAPT text
 # all come from the task registry (bertkit.tasks.registry): adapt has no task table.
-DAPT_STEPS = 300  # adapt's default DAPT steps (of 32 x 128 tokens), as recipes/pretrain/dapt-cpu.yaml
-
-
-@dataclass
-class AdaptConfig:
-    """``bertkit adapt`` settings. None means "not given": the stage recipe's value, else the
-    stage command's default.
-
-    Attributes:
-        task: a registered task (``ner``, ``re``, ``dep``, ``cls``, ``qa``); data: its data set
-            (None: the task's default).
-        model: the encoder to adapt (None: the packaged MiniLM).
-        extend_vocab: add up to this many words to the vocabulary first (0: no extension);
-            extend_vocab_from: the vocabulary they come from.
-        corpus: DAPT text (files/directories, comma-separated); valid: held-out text for the
-            pretraining stages' validation MLM loss.
-        task_text: TAPT text: ``TASK:DATA`` (``ner:bc5cdr``, ``cls:scicite``), ``task`` (the
-            fine-tuning data), or a file (:data:`bertkit.workflows.task_text.FORMATS`).
-        pretrain_steps: DAPT optimiser steps (None: the recipe's, else 300).
-        tapt_epochs: TAPT passes over the task text's packed sequences.
-        masking, pretrain_lr, pretrain_batch_size, max_seq_length, head_warmup_steps: passed to
-            both pretraining stages; pretrain_recipe: a ``pretrain`` recipe under them.
-        epochs, lr, batch_size, max_train_samples, max_eval_samples: passed to fine-tuning
-            (``max_train_samples`` also limits TAPT on the task's own data, ``task_text`` of
-            ``task`` or the fine-tuning ``TASK:DATA``, to those examples);
-            finetune_recipe: a ``finetune TASK`` recipe under them.
-        seed: pretraining seed and the fine-tuning seed without ``seeds``; seeds: fine-tuning
-            seeds, comma-separated (``1,2,3``): one fine-tuning run each, mean and spread.
-        compare: also fine-tune the unadapted model (same settings and seeds) into ``baseline/``.
-        device, precision, cache_dir: passed to every stage.
-        output_dir: the run directory (None: ``runs/adapt-<task>-<time>``).
-        overwrite: run every stage again, replacing earlier outputs.
-    """
-
-    task: str = "ner"
-    data: str | None = None
-    model: str | None = None
-    extend_vocab: int = 0
-    extend_vocab_from: str = "scivocab-uncased"
-    corpus: str | None = None
-    valid: str | None = None
-    task_text: str | None = None
-    pretrain_steps: int | None = None
-    tapt_epochs: int = 10
-    masking: str | None = None
-    pretrain_lr: float | None = None
-    pretrain_batch_size: int | None = None
-    max_seq_length: int | None = None
-    head_warmup_steps: int | None = None
-    pretrain_recipe: str | None = None
-    epochs: int | None = None
-    lr: float | None = None
-    batch_size: int | None = None
-    max_train_samples: int | None = None
-    max_eval_samples: int | None = None
-    finetune_recipe: str | None = None
-    seed: int = 42
-    seeds: str | None = None
-    compare: bool = False
-    device: str | None = None
-    precision: str | None = None
-    cache_dir: str | None = None
-    output_dir: str | None = None
-    overwrite: bool = False
-
-    def seed_list(self) -> list[int]:
-        """The fine-tuning seeds: ``seeds`` parsed, else ``[seed]``.
-
-        Raises:
-            BertkitError: ``seeds`` is not a comma-separated list of distinct integers.
-        """
-        from bertkit.tasks.driver import parse_seeds
-
-        return parse_seeds(self.seeds) or [self.seed]
-
-    def check_ranges(self) -> None:
-        """Check the settings that need no file.
-
-        Raises:
-            BertkitError: naming the first option at fault and what it must be.
-        """
-        from bertkit.tasks.registry import task_names
-
-        tasks = task_names()
-        checks = (
-            ("task", self.task in tasks, ", ".join(tasks[:-1]) + " or " + tasks[-1]),
-            ("extend_vocab", self.extend_vocab >= 0, "an integer >= 0 (0: no extension)"),
-            ("pretrain_steps", (self.pretrain_steps or 1) >= 1, "an integer >= 1"),
-            ("tapt_epochs", self.tapt_epochs >= 1, "an integer >= 1"),
-            ("head_warmup_steps", (self.head_warmup_steps or 0) >= 0, "an integer >= 0"))
-        for name, ok, expected in checks:
-            if not ok:
-                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
-                                   expected=expected)
-        self.seed_list()
-
-    def validate(self) -> None:
-        """:meth:`check_ranges`, plus: something to adapt.
-
-        Raises:
-            BertkitError: a setting out of range, or none of --corpus, --task-text, --extend-vocab.
-        """
-        self.check_ranges()
-        if not (self.corpus or self.task_text or self.extend_vocab):
-            raise BertkitError("nothing to adapt", expected="--corpus (DAPT), --task-text (TAPT) "
-                                                            "and/or --extend-vocab N")
 
 
 def _entry(task: str):
