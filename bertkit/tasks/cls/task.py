@@ -19,19 +19,20 @@ from rich.console import Console
 from bertkit.batching import GroupedBatches
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
-from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
-from bertkit.metrics.cls import best_thresholds, label_scores, multilabel_scores, warn_collapse
+from bertkit.metrics.cls import best_thresholds, warn_collapse
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
                                     delimited_labels, label_set, labels_missing_from,
                                     load_cls_data, read_examples, training_labels_source)
-from bertkit.tasks.cls.encoding import Encoded, collate, encode, pool_logits
+from bertkit.tasks.cls.encoding import collate, encode
 from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_classifier,
                                      save_classifier)
-from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
+from bertkit.tasks.cls.scoring import (_sigmoid, _spread, classify, decide,  # noqa: F401
+                                       prediction_lines, score)
+from bertkit.tasks.common import (class_weights, parse_split, warn_bad_lines,
                                   warn_notes, write_test_outputs)
 from bertkit.tasks.driver import finetune
 from bertkit.training.devices import Runtime, make_runtime
@@ -39,89 +40,6 @@ from bertkit.training.devices import Runtime, make_runtime
 SCORING = ("scikit-learn: macro_f1 = unweighted mean F1 over labels present in gold or "
            "predictions (SciBERT's metric); micro_f1 pooled over all labels (= accuracy for "
            "single-label data); multi-label: accuracy = exact label set")
-
-
-def classify(model, items: Sequence[Encoded], n_examples: int, runtime: Runtime, pad_id: int,
-             batch_size: int = 64, token_types: bool = True) -> np.ndarray:
-    """Logits ``[n_examples, C]`` float32 per example (windows of one example averaged).
-
-    Inputs are sorted by length so each batch is padded only to its own longest; on a
-    multi-core CPU two batches run at once (:func:`bertkit.inference.run_batches`).
-    """
-    inner = model.model if isinstance(model, ClassifierLoss) else model
-    n_labels = inner.config.num_labels
-    logits = np.zeros((len(items), n_labels), dtype=np.float32)
-    if not items:
-        return np.zeros((n_examples, n_labels), dtype=np.float32)
-    inner.eval()
-    inner.to(runtime.device)
-
-    def predict(idx: np.ndarray) -> None:
-        batch = collate([items[i] for i in idx], pad_id, token_types)
-        batch.pop("labels")
-        batch = runtime.to_device(batch)
-        with runtime.autocast():
-            out = inner(**batch).logits
-        logits[idx] = out.float().cpu().numpy()
-
-    lengths = np.asarray([len(x.input_ids) for x in items])
-    run_batches(predict, sorted_batches(lengths, batch_size), runtime.device)
-    example = np.asarray([x.example for x in items])
-    if len(items) == n_examples and (example == np.arange(n_examples)).all():
-        return logits
-    return pool_logits(logits, example, n_examples)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def decide(logits: np.ndarray, labels: list[str], thresholds: np.ndarray | None = None):
-    """Predicted labels from logits ``[N, C]``: argmax (single-label) or, with ``thresholds``
-    ``[C]``, every label whose sigmoid probability reaches its threshold (multi-label).
-
-    Returns:
-        (predictions: one label or one label list per example, probabilities ``[N, C]``).
-    """
-    if thresholds is None:
-        probs = _softmax(logits)
-        return [labels[k] for k in probs.argmax(axis=1)], probs
-    probs = _sigmoid(logits)
-    keep = probs >= thresholds[None, :]
-    return [[labels[c] for c in np.flatnonzero(row)] for row in keep], probs
-
-
-def score(gold: list, pred: list, labels: list[str], multi_label: bool) -> dict:
-    """:func:`~bertkit.metrics.cls.label_scores` or :func:`~bertkit.metrics.cls.multilabel_scores`
-    (both with the majority-class baseline)."""
-    if multi_label:
-        return multilabel_scores([g or [] for g in gold], pred, labels)
-    return label_scores(gold, pred, labels)
-
-
-def prediction_lines(examples: Sequence[TextExample], labels: list[str], pred: list,
-                     probs: np.ndarray, multi_label: bool) -> str:
-    """JSON lines: each input object with ``line``, ``predicted`` and ``probability`` (the
-    predicted label's softmax probability) or, multi-label, ``probabilities`` per label; an
-    example flagged ``empty`` (its ``pred`` None) gets ``"predicted": null, "empty": true``."""
-    return "".join(prediction_line(ex.raw, ex.line, None, {"empty": True}) if ex.empty else
-                   prediction_line(
-        ex.raw, ex.line, p,
-        {"probabilities": {lab: round(float(v), 6) for lab, v in zip(labels, pr)}}
-        if multi_label else {"probability": round(float(pr.max()), 6)})
-        for ex, p, pr in zip(examples, pred, probs))
-
-
-def _spread(examples: Sequence[TextExample], values, fill) -> list:
-    """``values`` (one per example not flagged ``empty``, in order) laid out over ``examples``,
-    ``fill`` at the empty ones."""
-    it = iter(values)
-    return [fill if ex.empty else next(it) for ex in examples]
 
 
 def _columns(cfg: CLSConfig) -> Columns:
