@@ -112,6 +112,9 @@ PREDICT_OUTPUT = Option("Write here (atomically) instead of standard output.", (
                         name="output", type=Path)
 SKIP_BAD_LINES = Option("Skip and count unreadable lines.", ("--skip-bad-lines",),
                         name="skip_bad_lines", type=bool, default=False)
+MAX_EVAL_SAMPLES = Option("Score only the first N examples of the split (as finetune's "
+                          "--max-eval-samples).", ("--max-eval-samples",), name="max_eval_samples",
+                          type=int, min=1)
 DEVICE = Option("auto, cpu, cuda, cuda:N or mps.", ("--device",), name="device", type=str,
                 default="auto")
 PRECISION = Option("", ("--precision",), name="precision", type=str, default="auto")

@@ -296,7 +296,8 @@ def _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size):
 def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
                  text_column: str | None = None, label_column: str | None = None,
-                 quoting: str | None = None, console: Console | None = None) -> Evaluation:
+                 quoting: str | None = None, max_eval_samples: int | None = None,
+                 console: Console | None = None) -> Evaluation:
     """Score a saved classifier on one split of ``data``.
 
     Args:
@@ -319,7 +320,7 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
     out, _, bad = load_cls_data(data, (split,), cols, skip_bad_lines, notes)
     warn_bad_lines(bad[split], console)
     warn_notes(notes, console)
-    xs = out[split]
+    xs = out[split][:max_eval_samples]
     check_known_labels(xs, labels, split, f"the model's labels ({model_dir})")
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
     metrics = score([x.label for x in xs], pred, labels, cols.multi_label)

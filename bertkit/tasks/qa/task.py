@@ -387,7 +387,8 @@ def _threshold(meta: dict, null_threshold: float | None) -> float:
 
 def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "auto",
                 precision: str = "auto", batch_size: int = 64,
-                null_threshold: float | None = None, console: Console | None = None) -> Evaluation:
+                null_threshold: float | None = None, max_eval_samples: int | None = None,
+                console: Console | None = None) -> Evaluation:
     """Score a saved QA model on one split of ``data`` with the official scorer.
 
     Args:
@@ -404,7 +405,7 @@ def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "a
     model, tokenizer, meta = load_qa_model(model_dir)
     runtime = make_runtime(device, precision, console)
     out, _ = load_qa_data(data, (split,))
-    xs = out[split]
+    xs = out[split][:max_eval_samples]
     v2 = bool(meta.get("unanswerable")) or count_unanswerable(xs) > 0
     if v2 and not meta.get("unanswerable") and console:
         console.print(f"[yellow]warning:[/] {split} has unanswerable questions but the model was "

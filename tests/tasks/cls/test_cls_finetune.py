@@ -131,3 +131,28 @@ def test_multi_label_thresholds_are_chosen_on_dev_before_the_timed_test(tmp_path
     chosen = results["chosen_on_dev"]["thresholds"]
     assert results["test"]["thresholds"] == chosen
     assert json.loads((run / "model" / "bertkit.json").read_text())["thresholds"] == chosen
+
+
+def test_evaluate_max_eval_samples_scores_the_first_n(tmp_path, tiny_encoder):
+    # issue 46: evaluate takes --max-eval-samples like finetune (every task: see the surface test)
+    d = write_cls_dir(tmp_path / "d")
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
+                              "-o", str(run), "--max-length", "16", *FAST])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "m.json"
+    res = runner.invoke(app, ["evaluate", "cls", "-m", str(run), "--data", str(d),
+                              "--max-eval-samples", "4", "--device", "cpu", "--output", str(out)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text())["support"] == 4  # of the 6 test texts
+
+
+def test_every_evaluate_command_takes_max_eval_samples():
+    import typer
+
+    from bertkit.tasks.registry import task_names
+
+    group = typer.main.get_command(app).commands["evaluate"]
+    for name in task_names():
+        params = {p.name: p for p in group.commands[name].params}
+        assert "--max-eval-samples" in params["max_eval_samples"].opts, name
