@@ -80,7 +80,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("pretrain", _paths(cfg.corpus)[0])
     cfg.output_dir = str(run_dir)
     settings = {**to_dict(cfg), "sbo": cfg.use_sbo}
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg))
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg),
+                  command="pretrain")
     runtime = make_runtime(cfg.device, cfg.precision, console)
     tokenizer = _tokenizer(cfg)
     with main_process_first(runtime.device):  # one process tokenises, the others read its cache
