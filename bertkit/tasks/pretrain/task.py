@@ -46,7 +46,9 @@ CARD = CardSpec(
 
 
 def _paths(spec: str) -> list[str]:
-    return [p for p in (s.strip() for s in spec.split(",")) if p]
+    from bertkit.data.sets import split_paths
+
+    return split_paths(spec)  # a path that exists is one path, commas and all
 
 
 def _tokenizer(cfg: PretrainConfig):
