@@ -86,6 +86,10 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
                   command="pretrain")
     runtime = make_runtime(cfg.device, cfg.precision, console)
     tokenizer = _tokenizer(cfg)
+    if not cfg.config:  # continued pretraining: the model folder's tokenizer must be its own
+        from bertkit.vocab.match import check_tokenizer_matches
+
+        check_tokenizer_matches(cfg.model, tokenizer)
     with main_process_first(runtime.device):  # one process tokenises, the others read its cache
         stream = tokenize_corpus(_paths(cfg.corpus), tokenizer, cfg.cache_dir,
                                  console if is_main_process() else None, cfg.skip_bad_lines)
