@@ -300,6 +300,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/training/logging.py": TRAINING,
     "bertkit/training/loop.py": TRAINING,
     "bertkit/training/rundir.py": TRAINING,
+    "bertkit/training/run_origin.py": TRAINING,  # --resume of another task or version
     "bertkit/vocab/build.py": ("vocab build",),
     "bertkit/vocab/build.py::check_output_dir": ("vocab build", "vocab extend"),
     # the build report: `run` shows it too, for a recipe's vocab stage (a `vocab build` flag)

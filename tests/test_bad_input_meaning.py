@@ -363,3 +363,37 @@ def test_plain_text_for_dep_keeps_one_sentence_per_line(tmp_path):
                                                   (3, ["last", "line"])]
     out = format_conllu(sents)
     assert "# text = IL-2 binds STAT5 .\n" in out and "\r" not in out and "\u2028" not in out
+
+
+def test_multi_label_splits_labels_that_share_one_delimiter_and_says_so(tmp_path, tiny_encoder):
+    """Issue 45, kind 13: --multi-label without --label-sep on 'background;dated' labels trains
+    the labels, not every combination as a class of its own."""
+    from bertkit.tasks.cls.delimiters import shared_delimiter
+
+    texts = _texts("multi")
+    rows = [{"text": t, "label": ["background", "background;dated", "method;dated"][i % 3]}
+            for i, t in enumerate(texts)]
+    for split in ("train", "dev", "test"):
+        write_jsonl(tmp_path / "d" / f"{split}.jsonl", rows)
+    run = tmp_path / "run"
+    res, text = run_cli("finetune", "cls", "--data", tmp_path / "d", "-m", tiny_encoder, "-o", run,
+                        "--multi-label", *FAST)
+    assert res.exit_code == 0, res.output
+    assert "2 label(s) are ';'-delimited lists" in text and "split on ';'" in text
+    assert json.loads((run / "results.json").read_text())["labels"] == [
+        "background", "dated", "method"]
+    meta = json.loads((run / "model" / "bertkit.json").read_text())
+    assert meta["label_sep"] == ";"  # evaluate and predict read the labels the same way
+    res, text = run_cli("evaluate", "cls", "-m", run, "--data", tmp_path / "d")
+    assert res.exit_code == 0, res.output
+    # two separators: ambiguous, left to the warning asking for --label-sep
+    mixed = [_example(t, lab) for t, lab in (("a", "x;y"), ("b", "x|z"), ("c", "x"))]
+    assert shared_delimiter(mixed, Columns(multi_label=True)) is None
+    assert shared_delimiter(mixed[:1], Columns(multi_label=True)) == (";", ["x;y"])
+    assert shared_delimiter(mixed[:1], Columns()) is None  # only when multi-label was asked for
+
+
+def _example(text, label):
+    from bertkit.tasks.cls.data import TextExample
+
+    return TextExample(text, label=label)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from bertkit.data.tagging import Tag, detect_scheme, parse_tag, to_iob2
+from bertkit.data.tagging import Tag, detect_scheme, entity_openings, parse_tag, to_iob2
 from bertkit.errors import BertkitError
 
 
@@ -36,11 +36,22 @@ class Sentence:
 
 @dataclass
 class ConllFile:
-    """The sentences of one file, with the tagging scheme detected in it."""
+    """The sentences of one file, with the tagging scheme detected in it; ``stray``: the lines of
+    an IOB2 file where an ``I-`` tag opens an entity (read as ``B-``, as conlleval reads it)."""
 
     path: Path
     sentences: list[Sentence]
     scheme: str
+    stray: list[int] = field(default_factory=list)
+
+    def stray_note(self, shown: int = 5) -> str | None:
+        """A warning naming the stray ``I-`` lines (the first ``shown``, then a count)."""
+        if not self.stray:
+            return None
+        more = f" and {len(self.stray) - shown} more" if len(self.stray) > shown else ""
+        return (f"{self.path}: IOB2 tags with {len(self.stray)} stray I- tag(s) that open an "
+                f"entity (IOB2 opens with B-), read as B- (conlleval's reading): line(s) "
+                f"{', '.join(map(str, self.stray[:shown]))}{more}")
 
 
 def read_lines(path: str | Path, *, old_mac: bool = True) -> Iterator[tuple[int, str]]:
@@ -104,7 +115,9 @@ def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
 
     Returns:
         the sentences with IOB2 tags, and the scheme detected in the file (IOB1, IOB2 or IOBES;
-        ``"none"`` for a one-column file read with ``labelled=False``).
+        ``"none"`` for a one-column file read with ``labelled=False``). A file whose entities
+        open with ``B-`` more often than with ``I-`` is IOB2, its stray ``I-`` openings
+        listed in ``stray`` (read as conlleval does, each opening an entity).
 
     Raises:
         BertkitError: missing file, bad encoding, a line with one column where tags are expected
@@ -165,10 +178,14 @@ def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
                            expected="lines TOKEN<TAB>TAG with a blank line between sentences")
     if first is not None and first[0] == 1:  # tokens only (labelled=False)
         return ConllFile(path, sentences, "none")
-    scheme = detect_scheme(raw_tags)
+    scheme, stray = detect_scheme(raw_tags), []
+    if scheme == "IOB1":  # mostly B- openings: IOB2 with a few stray I- tags (spaCy#2661)
+        b_opens, i_opens = entity_openings(raw_tags)
+        if b_opens > len(i_opens):
+            scheme, stray = "IOB2", [sentences[s].line_of(w) for s, w in i_opens]
     for sentence, seq in zip(sentences, raw_tags):
         sentence.tags = to_iob2(seq, scheme)
-    return ConllFile(path, sentences, scheme)
+    return ConllFile(path, sentences, scheme, stray)
 
 
 def read_text(path: str | Path, pre_tokenize, empty: list[int] | None = None) -> list[Sentence]:

@@ -198,17 +198,38 @@ CORPORA = {
 CORPUS_SPLITS = {"train": "train.txt", "valid": "valid.txt"}
 
 
+def split_paths(spec: str) -> list[str]:
+    """The paths of a comma-separated ``spec``, where a path may itself hold commas: the longest
+    run of comma-joined parts that names an existing file or directory is one path (``Smith,
+    J. notes.txt``), otherwise each part is one (surrounding spaces removed).
+
+    >>> split_paths("a.txt, b.txt,")
+    ['a.txt', 'b.txt']
+    """
+    parts = spec.split(",")
+    out, i = [], 0
+    while i < len(parts):
+        j = next((j for j in range(len(parts), i + 1, -1)
+                  if Path(",".join(parts[i:j]).strip()).expanduser().exists()), i + 1)
+        path = ",".join(parts[i:j]).strip()
+        if path:
+            out.append(path)
+        i = j
+    return out
+
+
 def resolve_corpus(spec: str, split: str = "train") -> str:
     """Each registered corpus name in a comma-separated ``spec`` replaced by its ``split`` file
     under ``$BERTKIT_DATA`` (:data:`CORPORA`); paths are left as they are: with
     ``BERTKIT_DATA=/data``, ``scientific,extra.txt`` and ``valid`` give
-    ``/data/corpus/valid.txt,extra.txt``.
+    ``/data/corpus/valid.txt,extra.txt``. A path holding commas stays one path
+    (:func:`split_paths`).
 
     Raises:
         BertkitError: a registered name with ``$BERTKIT_DATA`` unset or without that file.
     """
     out = []
-    for part in (p.strip() for p in spec.split(",") if p.strip()):
+    for part in split_paths(spec):
         if part in CORPORA and not Path(part).exists():
             root = data_root()
             path = (root / CORPORA[part][0] / CORPUS_SPLITS[split]) if root else None

@@ -69,6 +69,29 @@ def detect_scheme(sentences: Sequence[Sequence[Tag]]) -> str:
     return "IOB1" if iob1 else "IOB2"
 
 
+def entity_openings(sentences: Sequence[Sequence[Tag]]) -> tuple[int, list[tuple[int, int]]]:
+    """How entities open in IOB1/IOB2 tag sequences: the number opened by ``B-X`` after ``O``,
+    another type or the sentence start (IOB2's rule, which IOB1 never writes), and the
+    ``(sentence, word)`` places where ``I-X`` opens one (IOB1's rule, which IOB2 forbids).
+
+    A file with more ``B-`` openings is IOB2 with stray ``I-`` tags (spaCy#2661), not IOB1.
+
+    >>> entity_openings([[Tag("B", "C"), Tag("O", ""), Tag("I", "C")], [Tag("B", "D")]])
+    (2, [(0, 2)])
+    """
+    b_opens, i_opens = 0, []
+    for s, tags in enumerate(sentences):
+        prev = Tag("O", "")
+        for w, tag in enumerate(tags):
+            opens = prev.prefix == "O" or prev.type != tag.type
+            if tag.prefix == "B" and opens:
+                b_opens += 1
+            elif tag.prefix == "I" and opens:
+                i_opens.append((s, w))
+            prev = tag
+    return b_opens, i_opens
+
+
 def to_iob2(tags: Sequence[Tag], scheme: str) -> list[str]:
     """Convert one sentence's tags from ``scheme`` to IOB2 strings.
 

@@ -259,7 +259,8 @@ def write_saved_model(model: torch.nn.Module, tokenizer, directory: str | Path, 
                       meta: dict, weights: dict[str, torch.nn.Module] | None = None) -> None:
     """The one saved-model format of every task: a Hugging Face model (``save_pretrained``: a
     plain Auto-class model, or the encoder of a task with its own head), its tokenizer, bertkit's
-    meta file ``{"task": task, **meta}`` and, for a task's own head (the CRF, the biaffine parser),
+    meta file ``{"task": task, **meta, "vocab_sha256": ...}`` (the vocabulary's checksum,
+    :func:`bertkit.vocab.match.vocab_checksum`) and, for a task's own head (the CRF, the biaffine parser),
     each of ``weights`` as ``{file name: module}`` in safetensors."""
     from safetensors.torch import save_file
 
@@ -270,8 +271,10 @@ def write_saved_model(model: torch.nn.Module, tokenizer, directory: str | Path, 
     for name, module in (weights or {}).items():
         save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()},
                   str(directory / name))
-    (directory / META_FILE).write_text(json.dumps({"task": task, **meta}, indent=2) + "\n",
-                                       encoding="utf-8")
+    from bertkit.vocab.match import vocab_checksum
+
+    meta = {"task": task, **meta, "vocab_sha256": vocab_checksum(tokenizer)}
+    (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
 def find_saved_model(directory: str | Path, task: str, what: str,

@@ -206,8 +206,12 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir(task.name, cfg.data)
     cfg.output_dir = str(run_dir)
     settings = {**to_dict(cfg), "model": model_name}
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg))
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg),
+                  command=f"finetune {task.name}")
     check_length(cfg.max_length, model_position_limit(model_name))
+    from bertkit.vocab.match import check_tokenizer_matches
+
+    check_tokenizer_matches(model_name)  # a swapped-in vocabulary reads other words' rows
     runtime = make_runtime(cfg.device, cfg.precision, console)
     data = load_splits(task, cfg, console)
     seed_everything(cfg.seed)

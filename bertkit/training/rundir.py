@@ -254,6 +254,13 @@ def check_resume_settings(path: Path, settings: dict, defaults: dict | None = No
     saved_file = Path(path).expanduser() / "config.yaml"
     diffs = settings_differences(path, settings, defaults)
     if diffs:
+        import yaml
+
+        from bertkit.config import dump_yaml
+        from bertkit.training.run_origin import refuse_other_version
+
+        refuse_other_version(path, _read_saved(saved_file) or {},
+                             yaml.safe_load(dump_yaml(settings)), defaults)
         raise BertkitError("--resume with settings that differ from the saved run: "
                            + "; ".join(diffs), file=saved_file,
                            expected="the saved run's settings (a resumed run continues exactly "
@@ -303,15 +310,18 @@ def saved_settings(output_dir: str | Path | None, fields) -> dict | None:
 
 
 def check_run_dir(path: Path, resume: bool, overwrite: bool,
-                  settings: dict | None = None, defaults: dict | None = None) -> None:
+                  settings: dict | None = None, defaults: dict | None = None,
+                  command: str | None = None) -> None:
     """The checks of :func:`prepare_run_dir` that need no writing, to run before any loading.
 
     ``settings``: with ``resume``, the new run's config, checked by :func:`check_resume_settings`
-    (``defaults``: the config's field defaults, see there).
+    (``defaults``: the config's field defaults, see there). ``command`` (``"finetune ner"``):
+    with ``resume``, a run written by another command (:func:`saved_command`) is refused first.
 
     Raises:
-        BertkitError: as :func:`prepare_run_dir`, except for write failures; settings that differ
-            from the saved run's on ``resume``.
+        BertkitError: as :func:`prepare_run_dir`, except for write failures; on ``resume``, a
+            run of another command, or settings that differ from the saved run's (naming both
+            bertkit versions when another version wrote it).
         RunComplete: ``resume`` of a run whose ``results.json`` exists (exit status 0).
     """
     path = Path(path).expanduser()
@@ -333,6 +343,15 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool,
         raise BertkitError("output directory already holds a run", file=path,
                            expected="--resume to continue it, --overwrite to replace it, "
                                     "or another --output-dir")
+    if resume and command and holds_run:
+        from bertkit.training.run_origin import saved_command
+
+        was = saved_command(path)
+        if was and was != command:
+            raise BertkitError(
+                f"--resume: this folder holds a `{was}` run, not a `{command}` run", file=path,
+                expected=f"`bertkit {was} --resume --output-dir {path}` to continue it, or "
+                         f"another --output-dir for a new `{command}` run")
     if resume and settings is not None:
         check_resume_settings(path, settings, defaults)
     if resume and (path / "results.json").is_file():

@@ -323,7 +323,9 @@ def _stages(cfg: AdaptConfig, root: Path, base: str, text_file: Path | None, sum
     returns the adapted encoder's directory."""
     model = base
     if cfg.extend_vocab:
-        ranking = [p for p in (cfg.corpus or "").split(",") if p] + ([str(text_file)] if text_file else [])
+        from bertkit.data.sets import split_paths
+
+        ranking = split_paths(cfg.corpus or "") + ([str(text_file)] if text_file else [])
         model, summary["stages"]["vocab"] = extend_stage(cfg, base, ranking, root / "vocab", console)
         save()
     for name, corpus in (("dapt", cfg.corpus), ("tapt", str(text_file) if text_file else None)):

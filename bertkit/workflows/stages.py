@@ -32,7 +32,9 @@ def text_fingerprint(paths: list[str] | str) -> str:
     import hashlib
 
     digest = hashlib.sha1()
-    names = [p for p in (paths.split(",") if isinstance(paths, str) else paths) if p]
+    from bertkit.data.sets import split_paths
+
+    names = [p for p in (split_paths(paths) if isinstance(paths, str) else paths) if p]
     for name in names:
         path = Path(name).expanduser()
         files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]

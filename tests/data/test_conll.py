@@ -111,3 +111,29 @@ def test_io_tags_read_as_iob1_runs_and_round_trip(tmp_path):
     assert f.scheme == "IOB1" and len(f.sentences) == 1
     assert f.sentences[0].tags == ["B-INT", "I-INT", "O", "B-PAR", "I-PAR", "O", "B-OUT"]
     assert f.sentences[0].line == 3
+
+
+def test_iob2_file_with_stray_i_tags_stays_iob2_and_names_the_lines(tmp_path):
+    """spaCy#2661: an IOB2 file with a few stray I- tags is not IOB1 (issue 45, kind 12)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from bertkit.tasks.ner.config import NERConfig
+    from bertkit.tasks.ner.task import NERTask
+
+    body = ("Aspirin\tB-Chem\nworks\tO\n\nCisplatin\tB-Chem\ncauses\tO\nrenal\tB-Dis\n"
+            "failure\tI-Dis\n\nsome\tO\nheadache\tI-Dis\n\nX\tI-Chem\nY\tB-Dis\n")
+    p = write(tmp_path, body, name="train.tsv")
+    f = read_conll(p)
+    assert f.scheme == "IOB2" and f.stray == [10, 12]
+    assert f.sentences[2].tags == ["O", "B-Dis"] and f.sentences[3].tags == ["B-Chem", "B-Dis"]
+    note = f.stray_note()
+    assert "2 stray I- tag(s)" in note and "line(s) 10, 12" in note and "train.tsv" in note
+    for split in ("dev", "test"):
+        write(tmp_path, "a\tB-Chem\n", name=f"{split}.tsv")
+    out = StringIO()
+    data = NERTask().load(NERConfig(data=str(tmp_path)), ("train", "dev", "test"),
+                          Console(file=out, width=300))
+    assert data.info["schemes"]["train"] == "IOB2"
+    assert "warning:" in out.getvalue() and "line(s) 10, 12" in out.getvalue()

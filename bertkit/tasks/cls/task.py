@@ -27,6 +27,7 @@ from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
                                     delimited_labels, label_set, labels_missing_from,
                                     load_cls_data, read_examples, training_labels_source)
+from bertkit.tasks.cls.delimiters import shared_delimiter
 from bertkit.tasks.cls.encoding import collate, encode
 from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_classifier,
                                      save_classifier)
@@ -45,6 +46,14 @@ SCORING = ("scikit-learn: macro_f1 = unweighted mean F1 over labels present in g
 def _columns(cfg: CLSConfig) -> Columns:
     return Columns(cfg.text_column, cfg.text_pair_column, cfg.label_column, cfg.multi_label,
                    cfg.label_sep, cfg.quoting)
+
+
+def _split_note(sep: str, joined: list[str], examples: Sequence[TextExample]) -> str:
+    """What ``--multi-label`` without ``--label-sep`` did with labels joined by ``sep``."""
+    shown = ", ".join(repr(j) for j in joined[:3]) + (", ..." if len(joined) > 3 else "")
+    return (f"--multi-label: {len(joined)} label(s) are {sep!r}-delimited lists ({shown}), so "
+            f"every label is read split on {sep!r} (as --label-sep '{sep}'): "
+            f"{len(label_set(list(examples)))} labels, not one class per combination")
 
 
 def _card_usage(results: dict) -> str:
@@ -102,6 +111,12 @@ class CLSTask:
         notes: list[str] = []
         cols = _columns(cfg)
         out, sources, bad = load_cls_data(cfg.data, splits, cols, cfg.skip_bad_lines, notes)
+        shared = shared_delimiter([x for v in out.values() for x in v], cols)
+        if shared:  # --multi-label asked for, labels joined by one separator: split on it
+            cfg.label_sep, notes = shared[0], []
+            cols = _columns(cfg)
+            out, sources, bad = load_cls_data(cfg.data, splits, cols, cfg.skip_bad_lines, notes)
+            notes.append(_split_note(*shared, [x for v in out.values() for x in v]))
         warn_bad_lines([b for v in bad.values() for b in v], console)
         delimited = delimited_labels([x for v in out.values() for x in v], cols)
         warn_notes(notes + ([delimited] if delimited else []), console)

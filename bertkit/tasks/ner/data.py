@@ -15,11 +15,13 @@ LAYOUT = "ner/<name>/{train,dev,test}.tsv"
 
 @dataclass
 class NERData:
-    """Sentences per split (IOB2 tags), where they came from and the scheme found in each file."""
+    """Sentences per split (IOB2 tags), where they came from and the scheme found in each file;
+    ``notes``: warnings about the files (stray ``I-`` tags in an IOB2 file, lines named)."""
 
     splits: dict[str, list[Sentence]]
     sources: dict[str, str]
     schemes: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def load_ner_data(data: str, splits: tuple[str, ...] = ("train", "dev", "test")) -> NERData:
@@ -31,11 +33,12 @@ def load_ner_data(data: str, splits: tuple[str, ...] = ("train", "dev", "test"))
     """
     files = resolve_local(data, "ner", EXTENSIONS, splits)
     if files is not None:
-        out, sources, schemes = {}, {}, {}
+        out, sources, schemes, notes = {}, {}, {}, []
         for split, path in files.items():
             conll = read_conll(path)
             out[split], sources[split], schemes[split] = conll.sentences, str(path), conll.scheme
-        return NERData(out, sources, schemes)
+            notes += [conll.stray_note()] if conll.stray else []
+        return NERData(out, sources, schemes, notes)
     reg = entry("ner", data)
     loaded = load_hub_ner(reg.hub_id, splits) if reg else None
     if loaded is None:

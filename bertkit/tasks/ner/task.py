@@ -24,7 +24,7 @@ from bertkit.packing import Packer
 from bertkit.tasks.ner.config import METRICS, NERConfig
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
-from bertkit.tasks.common import parse_split, warn_unseen
+from bertkit.tasks.common import parse_split, warn_notes, warn_unseen
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
 from bertkit.tasks.ner.encoding import WindowBatches, collate, encode
@@ -128,6 +128,7 @@ class NERTask:
              ) -> TaskData:
         """Read ``splits`` of ``cfg.data`` (directory, registered name, or hub)."""
         data = load_ner_data(cfg.data, splits)
+        warn_notes(data.notes, console)
         return TaskData(data.splits, data.sources, info={"schemes": data.schemes})
 
     def text_lines(self, data: str, max_examples: int | None = None) -> list[str]:
@@ -248,7 +249,9 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
     tagger, meta = load_tagger(model_dir)
     tokenizer = load_tokenizer(meta["path"])
     runtime = make_runtime(device, precision, console)
-    sents = load_ner_data(data, (split,)).splits[split][:max_eval_samples]
+    loaded = load_ner_data(data, (split,))
+    warn_notes(loaded.notes, console)
+    sents = loaded.splits[split][:max_eval_samples]
     known = {lab[2:] for lab in tagger.labels if lab != "O"}
     warn_unseen(unseen_labels(known, sents), split, "entity type", console, against="model")
     max_length = fit_length(meta.get("max_length", 512), position_limit(tagger.encoder.config),

@@ -138,8 +138,11 @@ class PretrainModel(nn.Module):
         if self.sbo is not None:
             save_file({k: v.detach().cpu().contiguous() for k, v in self.sbo.state_dict().items()},
                       str(directory / SBO_FILE))
+        from bertkit.vocab.match import vocab_checksum
+
         meta = {**meta, "task": "pretrain", "sbo": self.sbo is not None, "nsp": self.nsp,
-                "sbo_file": SBO_FILE if self.sbo is not None else None}
+                "sbo_file": SBO_FILE if self.sbo is not None else None,
+                "vocab_sha256": vocab_checksum(tokenizer)}
         (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 

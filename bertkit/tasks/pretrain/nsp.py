@@ -157,3 +157,35 @@ def stream_documents(stream: "TokenStream", pseudo_document_sentences: int = 64
     documents = [sentences[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
     return documents, pseudo
 
+
+
+def split_long_sentences(documents: Sequence[Sequence[np.ndarray]], max_pieces: int,
+                         end_ids: Sequence[int]) -> tuple[list[list[np.ndarray]], int]:
+    """Each "sentence" (corpus line) longer than ``max_pieces`` cut after every sentence-final
+    piece (``end_ids``: the ids of ``.``, ``!``, ``?``), so that a paragraph-a-line corpus (the
+    registered ``general``, ~110 pieces a line) gives NSP sentences, as BERT's
+    ``create_pretraining_data.py`` expects (one sentence a line); else whole lines fill a pair and
+    its truncation drops the rest (transformers#12188, bert#13). The parts are views (no copy).
+
+    Returns:
+        (documents, number of lines cut).
+
+    >>> docs = [[np.array([5, 1, 6, 7, 1]), np.array([8, 9])]]
+    >>> out, n = split_long_sentences(docs, 3, [1])
+    >>> [p.tolist() for p in out[0]], n
+    ([[5, 1], [6, 7, 1], [8, 9]], 1)
+    """
+    ends = np.asarray(list(end_ids), dtype=np.int64)
+    out, cut = [], 0
+    for document in documents:
+        sentences: list[np.ndarray] = []
+        for s in document:
+            if len(s) <= max_pieces or not len(ends):
+                sentences.append(s)
+                continue
+            bounds = np.flatnonzero(np.isin(s[:-1], ends)) + 1  # [k] cut after each end piece
+            parts = [p for p in np.split(s, bounds) if len(p)]
+            cut += len(parts) > 1
+            sentences.extend(parts)
+        out.append(sentences)
+    return out, cut

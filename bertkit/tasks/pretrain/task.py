@@ -23,7 +23,7 @@ from bertkit.tasks.pretrain.batches import PretrainBatches, evaluate_mlm, valida
 from bertkit.tasks.pretrain.config import PretrainConfig
 from bertkit.tasks.pretrain.data import PackedSequences, tokenize_corpus
 from bertkit.tasks.pretrain.model import build_pretrain_model
-from bertkit.tasks.pretrain.nsp import stream_documents
+from bertkit.tasks.pretrain.nsp import split_long_sentences, stream_documents
 from bertkit.tasks.pretrain.nsp_batches import NSPBatches
 from bertkit.training import train
 from bertkit.training.devices import make_runtime, seed_everything
@@ -46,7 +46,9 @@ CARD = CardSpec(
 
 
 def _paths(spec: str) -> list[str]:
-    return [p for p in (s.strip() for s in spec.split(",")) if p]
+    from bertkit.data.sets import split_paths
+
+    return split_paths(spec)  # a path that exists is one path, commas and all
 
 
 def _tokenizer(cfg: PretrainConfig):
@@ -80,9 +82,14 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     run_dir = Path(cfg.output_dir) if cfg.output_dir else default_run_dir("pretrain", _paths(cfg.corpus)[0])
     cfg.output_dir = str(run_dir)
     settings = {**to_dict(cfg), "sbo": cfg.use_sbo}
-    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg))
+    check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg),
+                  command="pretrain")
     runtime = make_runtime(cfg.device, cfg.precision, console)
     tokenizer = _tokenizer(cfg)
+    if not cfg.config:  # continued pretraining: the model folder's tokenizer must be its own
+        from bertkit.vocab.match import check_tokenizer_matches
+
+        check_tokenizer_matches(cfg.model, tokenizer)
     with main_process_first(runtime.device):  # one process tokenises, the others read its cache
         stream = tokenize_corpus(_paths(cfg.corpus), tokenizer, cfg.cache_dir,
                                  console if is_main_process() else None, cfg.skip_bad_lines)
@@ -95,12 +102,21 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     vocab = VocabInfo.from_tokenizer(tokenizer, stream.unigram)
     masker = build_masker(cfg.masking, vocab, cfg.mask_prob, cfg.mask_replace_prob,
                           cfg.random_replace_prob, cfg.span_p, cfg.max_span_length)
-    pairs, n_pairs, n_documents, pseudo = None, 0, stream.documents, False
+    pairs, n_pairs, n_documents, pseudo, lines_cut = None, 0, stream.documents, False, 0
     if cfg.nsp:
         if tokenizer.pad_token_id is None:
             raise BertkitError("--nsp pads sentence pairs but the tokenizer has no [PAD] token",
                                expected="a BERT-style vocabulary with [PAD]")
         documents, pseudo = stream_documents(stream, PSEUDO_DOCUMENT_SENTENCES)
+        half = (cfg.max_seq_length - 3) // 2  # a line longer than half a pair: a paragraph?
+        ends = [i for i in tokenizer.convert_tokens_to_ids([".", "!", "?"])
+                if i is not None and i != tokenizer.unk_token_id]
+        documents, lines_cut = split_long_sentences(documents, half, ends)
+        if lines_cut and console is not None:
+            console.print(f"note: NSP pairs sentences: {lines_cut:,} corpus line(s) longer than "
+                          f"{half} pieces (half a pair: a paragraph a line?) cut into sentences "
+                          f"after '.', '!' and '?', so that pairs do not cut them off",
+                          highlight=False)
         if pseudo and console is not None:
             console.print(f"[yellow]warning:[/] the corpus has {stream.documents} document(s) (no "
                           f"blank line between documents); NSP's random next segments need other "
@@ -193,7 +209,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         "skipped_lines": {"corpus": stream.skipped_lines,
                           "valid": vstream.skipped_lines if cfg.valid else 0},
         "sequences": n_pairs if pairs else len(sequences), "documents": n_documents,
-        "pseudo_documents": pseudo,
+        "pseudo_documents": pseudo, "nsp_lines_cut": lines_cut,
         "new_mlm_head": info["new_mlm_head"], "parameters": info["parameters"],
         "train_seconds": result.train_seconds,
         "data_wait_share": (batches.total_wait / max(batches.total_step, 1e-12)

@@ -128,6 +128,12 @@ class QAConfig(FinetuneConfig):
                 ("length_group", self.length_group >= 1, "an integer >= 1 (1: random batches)"),
                 ("null_window_rate", 0.0 < self.null_window_rate <= 1.0,
                  "a share in (0, 1] (1: every window)"),
+                ("max_length", budget >= 1,  # else the tokenizer fails on a long question
+                 f"a window with room for context: --max-length {self.max_length} minus "
+                 f"--max-question-length {self.max_question_length} (the question's pieces) "
+                 f"minus 3 special pieces leaves {budget} for context; --max-length at least "
+                 f"{self.max_question_length + 4 + self.doc_stride} (with --doc-stride "
+                 f"{self.doc_stride}), or a smaller --max-question-length"),
                 ("doc_stride", 0 <= self.doc_stride < max(budget, 1),
                  f"an overlap below the context budget of a window, --max-length minus "
                  f"--max-question-length minus 3 = {budget}"))

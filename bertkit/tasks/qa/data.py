@@ -10,7 +10,12 @@ question id: an empty context or question, a question id given twice in a file, 
 or ends with whitespace (655 in COVID-QA) is trimmed and its offset shifted by the characters
 trimmed, so its span starts and ends on text (the labels of :mod:`bertkit.tasks.qa.encoding`).
 
-A question with no answers (or ``is_impossible: true``) is unanswerable (SQuAD 2.0).
+A question with no answers is unanswerable (SQuAD 2.0). ``is_impossible: true`` beside a
+non-empty ``answers`` list (a converter that merged plausible answers) keeps the answers, as the
+official v2.0 scorer does (``bool(answers)``), with a :class:`QAInputWarning` naming each such
+question. A file that declares ``"version": "1.1"`` is recorded (:attr:`QAExample.declared`) so
+that unanswerable questions in it are refused unless SQuAD 2.0 mode is asked for
+(:func:`bertkit.tasks.qa.task.decide_v2`). A split may also be one JSON array of records.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ class QAExample:
         title: the article title (``article N`` when the file gives none).
         file: where the question was read; line: 1-based line (JSON lines) or None (SQuAD JSON).
         labelled: whether the input gave answers at all (prediction input may not).
+        declared: the ``version`` a SQuAD JSON file declares (``""``: none).
+        impossible: the record said ``is_impossible: true``.
     """
 
     qid: str
@@ -53,6 +60,8 @@ class QAExample:
     file: str = ""
     line: int | None = None
     labelled: bool = True
+    declared: str = ""
+    impossible: bool = False
 
     @property
     def answerable(self) -> bool:
@@ -144,8 +153,9 @@ def make_example(q: dict, context: Any, title: str, path: Path, line: int | None
             notes.append(f"{err}; gold answers of this question ignored")
         return QAExample(qid, question, context, [], [], title, str(path), line, False)
     has = "answers" in q and q.get("answers") is not None
+    impossible = q.get("is_impossible") is True
     return QAExample(qid, question, context, answers, offsets, title, str(path), line,
-                     labelled and (has or q.get("is_impossible") is True))
+                     labelled and (has or impossible), impossible=impossible)
 
 
 def _gold(q: dict, context: str, path: Path, title: str, qid: str, line: int | None
@@ -161,8 +171,6 @@ def _gold(q: dict, context: str, path: Path, title: str, qid: str, line: int | N
         raise _error(f"answers are {q.get('answers')!r}", path, title, qid, line,
                      "a list of {text, answer_start} or {text: [...], answer_start: [...]}")
     texts, starts = parsed
-    if q.get("is_impossible") is True:
-        texts, starts = [], []
     answers, offsets = [], []
     for text, start in zip(texts, starts):
         if not isinstance(text, str) or not text.strip() or not isinstance(start, int) \
@@ -198,8 +206,10 @@ def _squad_json(path: Path, doc: Any, labelled: bool, notes: list[str]) -> Itera
             for q in qas:
                 if not isinstance(q, dict):
                     raise _error(f"question is {q!r}", path, title, None, expected="an object")
-                yield make_example(q, p.get("context"), title, path, None, labelled, notes,
-                                   fields=list(p))
+                ex = make_example(q, p.get("context"), title, path, None, labelled, notes,
+                                  fields=list(p))
+                ex.declared = str(doc.get("version") or "")
+                yield ex
 
 
 def _json_lines(path: Path, text: str, labelled: bool, notes: list[str]) -> Iterator[QAExample]:
@@ -220,9 +230,23 @@ def _json_lines(path: Path, text: str, labelled: bool, notes: list[str]) -> Iter
                            fields=list(rec))
 
 
+def _json_array(path: Path, doc: list, labelled: bool, notes: list[str]
+                ) -> Iterator[QAExample]:
+    """A split written as one JSON array of ``datasets`` records (``datasets``' ``to_json(...,
+    lines=False)``); a record is named by its title or its number (``record N``, 1-based)."""
+    for n, rec in enumerate(doc, 1):
+        if not isinstance(rec, dict):
+            raise BertkitError(f"record {n} of the JSON array is {type(rec).__name__}",
+                               file=path, expected="{id, question, context, answers} objects")
+        title = str(rec.get("title") or f"record {n}")
+        yield make_example(rec, rec.get("context"), title, path, None, labelled, notes,
+                           fields=list(rec))
+
+
 def read_qa_file(path: str | Path, labelled: bool = True, console=None) -> list[QAExample]:
-    """Read a SQuAD JSON file or JSON lines (decided by content: a whole-file JSON object with
-    ``data`` is SQuAD JSON, else one record a line).
+    """Read a SQuAD JSON file, JSON lines or one JSON array of records (decided by content: a
+    whole-file JSON object with ``data`` is SQuAD JSON, a whole-file array holds records, else
+    one record a line).
 
     Args:
         labelled: the file should give answers (training/evaluation); prediction input may not,
@@ -240,7 +264,7 @@ def read_qa_file(path: str | Path, labelled: bool = True, console=None) -> list[
         raise BertkitError(f"cannot read the file: {getattr(exc, 'strerror', None) or exc}",
                            file=path) from None
     doc = None
-    if text.lstrip().startswith("{"):
+    if text.lstrip().startswith(("{", "[")):
         try:
             doc = json.loads(text)
         except json.JSONDecodeError:
@@ -248,6 +272,7 @@ def read_qa_file(path: str | Path, labelled: bool = True, console=None) -> list[
     notes: list[str] = []
     examples = list(_squad_json(path, doc, labelled, notes)
                     if isinstance(doc, dict) and "data" in doc
+                    else _json_array(path, doc, labelled, notes) if isinstance(doc, list)
                     else _json_lines(path, text, labelled, notes))
     if not examples:
         raise BertkitError("no questions found", file=path,
@@ -263,6 +288,18 @@ def read_qa_file(path: str | Path, labelled: bool = True, console=None) -> list[
         seen[ex.qid] = ex
     if notes:
         warn_input(notes, console)
+    both = [ex for ex in examples if ex.impossible and ex.answers]
+    if both:
+        message = (f"{path}: {len(both)} question(s) say is_impossible: true beside a non-empty "
+                   f"answers list; scored as answerable with those answers, as the official v2.0 "
+                   f"scorer does (empty their answers to make them unanswerable): "
+                   f"{name_questions(both)}")
+        if console is not None:
+            from bertkit.tasks.common import warn_notes
+
+            warn_notes([message], console)
+        else:
+            warnings.warn(message, QAInputWarning, stacklevel=2)
     return examples
 
 
@@ -278,6 +315,14 @@ def warn_input(notes: list[str], console=None, shown: int = 5) -> None:
         warn_notes(notes[:shown] + more, console)
         return
     warnings.warn("; ".join(notes[:shown] + more), QAInputWarning, stacklevel=3)
+
+
+def name_questions(examples: list[QAExample], shown: int = 5) -> str:
+    """The place of the first ``shown`` questions (article or line, id), then how many more."""
+    named = [_where(x.title, x.qid, x.line) + (f" (line {x.line})" if x.line else "")
+             for x in examples[:shown]]
+    return "; ".join(named) + (f"; and {len(examples) - shown} more"
+                               if len(examples) > shown else "")
 
 
 def load_qa_data(data: str, splits: tuple[str, ...]) -> tuple[dict, dict]:

@@ -30,9 +30,10 @@ from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.driver import finetune
+from bertkit.tasks.qa.checks import gold_reach, reach_lines
 from bertkit.tasks.qa.config import QAConfig
 from bertkit.tasks.qa.data import (EXTENSIONS, QAExample, count_unanswerable, load_qa_data,
-                                   read_qa_file)
+                                   name_questions, read_qa_file)
 from bertkit.tasks.qa.decode import NEG, Answers, decode
 from bertkit.tasks.qa.encoding import Features, WindowBatches, collate, encode, null_windows
 from bertkit.tasks.qa.model import SpanLoss, build_qa_model, load_qa_model, save_qa_model
@@ -137,7 +138,8 @@ def decide_v2(cfg: QAConfig, data: TaskData) -> tuple[bool, str | None]:
 
     Raises:
         BertkitError: ``--unanswerable off`` with unanswerable questions in the data (file,
-            article and question id of the first named).
+            article and question id of the first named); ``auto`` with questions without
+            answers in a file that declares ``"version": "1.1"`` (the first few named).
     """
     counts = {s: count_unanswerable(xs) for s, xs in
               (("train", data.label_examples), ("dev", data.splits["dev"]),
@@ -158,6 +160,16 @@ def decide_v2(cfg: QAConfig, data: TaskData) -> tuple[bool, str | None]:
                         line=first.line, expected="--unanswerable on (or auto) for SQuAD 2.0 "
                                                   "data, or data whose questions all have answers")
         return False, None
+    declared = [x for x in (*data.label_examples, *data.splits["dev"], *data.splits["test"])
+                if x.labelled and not x.answers and x.declared == "1.1"]
+    if declared:  # a SQuAD 1.1 file holds no unanswerable question: an export's skipped one?
+        first = declared[0]
+        raise BertkitError(
+            f"{len(declared)} question(s) without answers in file(s) that declare \"version\": "
+            f"\"1.1\" (SQuAD 1.1 has no unanswerable questions; an annotation tool's skipped "
+            f"question?): {name_questions(declared)}", file=first.file,
+            expected="answers for these questions (or remove them), or --unanswerable on to "
+                     "train and score as SQuAD 2.0")
     if found:
         return True, (f"SQuAD 2.0 mode on: the data has unanswerable questions (train "
                       f"{counts['train']}, dev {counts['dev']}, test {counts['test']}); an answer "
@@ -255,6 +267,9 @@ class QATask:
         if outside:
             summary += (f"\nnote: {outside} answerable training question(s) have no window "
                         f"holding the whole answer (labelled [CLS])")
+        reach = {s: gold_reach(xs, tokenizer, cfg.max_answer_length)
+                 for s, xs in (("train", train_x), ("dev", dev_x), ("test", test_x))}
+        summary += "".join(f"\nwarning: {line}" for line in reach_lines(reach))
         state: dict = {}
 
         def run(m, split: str, xs) -> Answers:
@@ -306,7 +321,7 @@ class QATask:
                                               for e in range(plan_steps(batches, cfg)[0])]},
             "questions_cut": {"train": tr.questions_cut,
                               "dev": feats["dev"].questions_cut},
-            "scoring": SCORING})
+            "gold_out_of_reach": reach, "scoring": SCORING})
 
     def report(self, results: dict, title: str):
         """EM and F1 (all, HasAns, NoAns; v2 also the best thresholds) as a rich table."""
@@ -412,9 +427,17 @@ def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "a
                       f"trained without them (SQuAD 1.1 mode): scoring as SQuAD 2.0",
                       highlight=False)
     t = _threshold(meta, null_threshold)
-    answers, _ = answer_questions(model, tokenizer, xs, _saved_settings(model, meta), runtime,
-                                  batch_size)
-    return Evaluation(score(xs, answers, v2, t),
+    settings = _saved_settings(model, meta)
+    reach = gold_reach(xs, tokenizer, settings["max_answer_length"])
+    if console:
+        from bertkit.tasks.common import warn_notes
+
+        warn_notes(reach_lines({split: reach}), console)
+    answers, _ = answer_questions(model, tokenizer, xs, settings, runtime, batch_size)
+    metrics = {**score(xs, answers, v2, t), "too_long_answers": reach["too_long"],
+               "mid_piece_answers": reach["mid_piece"],
+               "max_answer_length": settings["max_answer_length"]}
+    return Evaluation(metrics,
                       lambda: prediction_lines(xs, answers, v2, t, gold=True), xs, answers)
 
 

@@ -169,3 +169,30 @@ def test_nsp_resume_gives_the_same_losses(corpus, tiny_encoder, tmp_path, monkey
     assert [r["step"] for r in b] == list(range(1, 6))
     for key in ("loss", "mlm_loss", "nsp_loss"):
         assert [r[key] for r in a] == [r[key] for r in b]
+
+
+def test_nsp_cuts_a_paragraph_a_line_corpus_into_sentences(tmp_path, tiny_encoder, tokenizer):
+    """Issue 45, kind 8 (transformers#12188): lines of several sentences, longer than half a
+    pair, are cut into sentences, so pairs do not truncate them away."""
+    from bertkit.tasks.pretrain.data import tokenize_corpus
+    from bertkit.tasks.pretrain.nsp import epoch_pairs, stream_documents
+
+    rng = __import__("random").Random(0)
+    words = "the protein kinase inhibitor reduced phosphorylation in rats treated".split()
+    sentence = lambda: " ".join(rng.choice(words) for _ in range(rng.randint(6, 10))) + " ."
+    docs = ["\n".join(" ".join(sentence() for _ in range(6)) for _ in range(4))
+            for _ in range(12)]
+    corpus = tmp_path / "paragraphs.txt"
+    corpus.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    cfg = _cfg(corpus, tiny_encoder, tmp_path / "run", max_seq_length=64)
+    from io import StringIO
+
+    from rich.console import Console
+
+    out = StringIO()
+    results = pretrain(cfg, Console(file=out, width=300))
+    assert results["nsp_lines_cut"] == 48  # every line: 6 sentences of ~10 pieces > 30
+    assert "48 corpus line(s) longer than 30 pieces" in out.getvalue()
+    stream = tokenize_corpus([str(corpus)], tokenizer, tmp_path / "cache")
+    whole_lines = len(epoch_pairs(stream_documents(stream)[0], 64, 101, 102, 42, 0))
+    assert results["sequences"] > 1.5 * whole_lines  # lines cut off pairs before

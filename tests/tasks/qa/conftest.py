@@ -27,7 +27,7 @@ def squad_doc(unanswerable: bool = False) -> dict:
     if unanswerable:
         qas.append({"id": "q5", "question": "Who funded the trial?", "answers": [],
                     "is_impossible": True})
-    return {"version": "1.1", "data": [{"title": "Drugs", "paragraphs": [
+    return {"version": "v2.0" if unanswerable else "1.1", "data": [{"title": "Drugs", "paragraphs": [
         {"context": CONTEXT, "qas": qas}]}]}
 
 

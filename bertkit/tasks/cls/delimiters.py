@@ -1,0 +1,40 @@
+"""The separator of multi-label data written as one delimited string a label (``"a;b"``), for
+``--multi-label`` without ``--label-sep`` (issue 45, kind 13).
+
+A warning alone still trains every combination as a class of its own; when the user asked for
+multi-label and the labels share one delimiter, the data is read split on it (and said so).
+"""
+
+from __future__ import annotations
+
+from bertkit.tasks.cls.data import SEPARATORS, Columns, TextExample, label_set
+
+
+def joined_labels(examples: list[TextExample], sep: str) -> list[str]:
+    """The labels of ``examples`` that look like lists joined by ``sep``: non-empty parts, and
+    for ``,`` (common inside a label) at least one part that is a label on its own elsewhere
+    (the rule of :func:`bertkit.tasks.cls.data.delimited_labels`).
+
+    >>> xs = [TextExample("t", label="a;b"), TextExample("u", label="c")]
+    >>> joined_labels(xs, ";"), joined_labels(xs, ",")
+    (['a;b'], [])
+    """
+    found = label_set(examples)
+    alone = set(found)
+    return [lab for lab in found if sep in lab
+            and all(part.strip() for part in lab.split(sep))
+            and (sep != "," or any(part.strip() in alone for part in lab.split(sep)))]
+
+
+def shared_delimiter(examples: list[TextExample], cols: Columns) -> tuple[str, list[str]] | None:
+    """With ``--multi-label`` and no ``--label-sep``: the one separator (``;``, ``|`` or ``,``)
+    that the delimited-looking labels share, and those labels; None when there are none, when
+    they use more than one separator (ambiguous: the warning of ``delimited_labels`` asks for
+    ``--label-sep``), or when labels already came as lists."""
+    if not cols.multi_label or cols.label_sep:
+        return None
+    found = {sep: joined for sep in SEPARATORS if (joined := joined_labels(examples, sep))}
+    if len(found) != 1:
+        return None
+    sep, joined = found.popitem()
+    return sep, joined
