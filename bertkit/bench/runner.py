@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -178,12 +179,14 @@ class Runner:
             BertkitError: a finished stage stored with other settings or another encoder.
         """
         result, run_dir, recipe = stage.where(self.out)
-        recipe.parent.mkdir(parents=True, exist_ok=True)
         text = recipe_text(stage.task.task, stage_recipe(self.suite, stage, self.budget))
-        if not recipe.is_file() or recipe.read_text(encoding="utf-8") != text:
-            write_text(recipe, text)
-        settings, sources = finetune_settings(stage.task.task, recipe, run_dir)
+        with tempfile.TemporaryDirectory() as tmp:  # nothing written before the checks pass
+            (Path(tmp) / recipe.name).write_text(text, encoding="utf-8")
+            settings, sources = finetune_settings(stage.task.task, Path(tmp) / recipe.name,
+                                                  run_dir)
         if not result.is_file():
+            if not recipe.is_file() or recipe.read_text(encoding="utf-8") != text:
+                write_text(recipe, text)
             return False, settings, sources
         done = json.loads(result.read_text(encoding="utf-8"))
         diffs = _differences(done.get("settings", {}), settings)
@@ -259,15 +262,17 @@ class Runner:
                 if proc.poll() is None:
                     proc.send_signal(signal.SIGINT)
 
-    def run_batch(self, stages: list[Stage], progress) -> list[str]:
-        """Run the unfinished ``stages`` ``self.jobs`` at a time; returns the failures."""
+    def check(self, stages: list[Stage]) -> list[tuple[Stage, dict, dict]]:
+        """Every stage checked (:meth:`prepared`) before any runs; the unfinished ones."""
         todo = []
         for stage in stages:
             finished, settings, sources = self.prepared(stage)
-            if finished:
-                progress.kept()
-            else:
+            if not finished:
                 todo.append((stage, settings, sources))
+        return todo
+
+    def run_batch(self, todo: list[tuple[Stage, dict, dict]], progress) -> list[str]:
+        """Run the checked, unfinished stages ``self.jobs`` at a time; returns the failures."""
         failures = []
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             pending = {pool.submit(self.run_one, *t): t[0] for t in todo}
@@ -299,18 +304,26 @@ class Runner:
         """
         from bertkit.bench.progress import Progress
 
-        self.out.mkdir(parents=True, exist_ok=True)
         new = manifest(self.suite, self.encoders, self.budget, self.protocol)
         check_manifest(self.out, new)
-        write_json(self.out / "bench.json", new)
         grid = self.grid_stages()
-        total = len(grid) + len(self.encoders) * len(self.suite.tasks) * len(self.seeds)
-        with Progress(self.suite.name, total, self.console) as progress:
+        todo = self.check(grid if grid else self.seed_stages())
+        old = self.out / "bench.json"
+        if old.is_file():  # encoders of earlier runs into this folder stay listed
+            before = json.loads(old.read_text(encoding="utf-8")).get("encoders", {})
+            new["encoders"] = {**before, **new["encoders"]}
+        write_json(old, new)
+        n_seed = len(self.encoders) * len(self.suite.tasks) * len(self.seeds)
+        with Progress(self.suite.name, len(grid) + n_seed, self.console) as progress:
+            progress.n_kept = (len(grid) if grid else n_seed) - len(todo)
             try:
-                failures = self.run_batch(grid, progress)
-                if failures:
-                    raise BertkitError("dev-grid stages failed: " + "; ".join(failures))
-                failures = self.run_batch(self.seed_stages(), progress)
+                failures = self.run_batch(todo, progress)
+                if grid:
+                    if failures:
+                        raise BertkitError("dev-grid stages failed: " + "; ".join(failures))
+                    seeds = self.check(self.seed_stages())
+                    progress.n_kept += n_seed - len(seeds)
+                    failures = self.run_batch(seeds, progress)
             except KeyboardInterrupt:
                 raise BertkitError(
                     f"stopped; finished stages are kept in {self.out}: run the same command "
