@@ -64,9 +64,10 @@ def suite_score(task_scores: dict[str, float], families: dict[str, str]) -> floa
     return statistics.fmean(means.values()) if means else float("nan")
 
 
-def aso(a: Sequence[float], b: Sequence[float], seed: int = 1234) -> float:
+def aso(a: Sequence[float], b: Sequence[float], seed: int = 1234,
+        iterations: int = 1000) -> float:
     """eps_min of "A is almost stochastically larger than B" over seed scores (deepsig's
-    ``aso``, 1,000 bootstrap iterations, confidence 0.95).
+    ``aso``, ``iterations`` bootstrap iterations, confidence 0.95).
 
     Returns:
         eps_min in [0, 1]: 0 means A dominates B everywhere; 1, B dominates A.
@@ -83,7 +84,8 @@ def aso(a: Sequence[float], b: Sequence[float], seed: int = 1234) -> float:
     with warnings.catch_warnings():  # "division by zero in violation ratio": eps_min is then 0/1
         warnings.simplefilter("ignore")
         return float(deepsig_aso(list(map(float, a)), list(map(float, b)), seed=seed,
-                                 show_progress=False, num_jobs=1))
+                                 show_progress=False, num_jobs=1,
+                                 num_bootstrap_iterations=iterations))
 
 
 def paired_bootstrap(stats_a: Sequence[np.ndarray], stats_b: Sequence[np.ndarray],

@@ -180,6 +180,8 @@ def parse_suite(path: str | Path) -> Suite:
         BertkitError: with the file and line of an unknown key, metric, family or protocol, a
             missing required key, a duplicate task name or a reference naming no suite task.
     """
+    from bertkit.tasks.registry import task_names
+
     path = Path(path)
     m = _read(path)
     _keys(m, {"name": False, "description": False, "protocol": False, "seeds": False,
@@ -207,7 +209,8 @@ def parse_suite(path: str | Path) -> Suite:
                   "recipe": False, "lite": False}, path, "a task")
         metric = _choice(t["metric"], METRICS, path, t.lines["metric"], "metric")
         spec = METRICS[metric]
-        if spec.tasks is not None and t["task"] not in spec.tasks:
+        if spec.tasks is not None and t["task"] not in spec.tasks \
+                and t["task"] in task_names():  # an unknown kind: check_suite names it
             raise BertkitError(f"metric {metric} does not apply to task {t['task']!r}",
                                file=path, line=t.lines["metric"],
                                expected=f"a {' or '.join(spec.tasks)} task")
