@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 
@@ -17,8 +17,8 @@ def run_cli(
     encoder: Annotated[list[str], typer.Option("--encoder", "-e", help="NAME=MODEL: an encoder to judge (a model directory, a cached hub id, or 'minilm' for the packaged MiniLM-L6-H384). Repeatable; names must differ.")],
     output_dir: Annotated[Path, typer.Option("--output-dir", "-o", help="Results folder. Rerun into it: finished stages are kept (refused if their settings or encoder differ).")],
     seeds: Annotated[Optional[int], typer.Option("--seeds", min=1, help="Run seeds 1..N per task. \\[default: the suite's seeds]")] = None,
-    budget: Annotated[str, typer.Option("--budget", help="full: the suite's recipes as the papers run them; lite: each task capped as the suite says (training examples, epochs), not comparable with the published numbers.")] = "full",
-    protocol: Annotated[Optional[str], typer.Option("--protocol", help="fixed: one recipe per task for every encoder; dev-grid: each encoder's learning rate chosen on dev from the suite's grid, then its seeds. \\[default: the suite's]")] = None,
+    budget: Annotated[Literal["full", "lite"], typer.Option("--budget", help="full: the suite's recipes as the papers run them; lite: each task capped as the suite says (training examples, epochs), not comparable with the published numbers.")] = "full",
+    protocol: Annotated[Optional[Literal["fixed", "dev-grid"]], typer.Option("--protocol", help="fixed: one recipe per task for every encoder; dev-grid: each encoder's learning rate chosen on dev from the suite's grid, then its seeds. \\[default: the suite's]")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Fine-tunes run side by side, each with cores/N threads (0: one per core, one thread each).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue stages that were stopped from their last checkpoint (without it they start again).")] = False,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write the report when every stage has finished.")] = True,

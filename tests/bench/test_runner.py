@@ -161,3 +161,25 @@ def test_the_report_of_a_run(tmp_path, tiny_encoder, still_encoder, fake):
     assert "| Ref (paper) | base (110 M) | 90.00 | 90.00 (published, all its tasks) |" in text
     with pytest.raises(BertkitError, match="no encoder 'c'"):
         build(out, baseline="c")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_children_and_leaves_no_half_written_result(tmp_path, tiny_encoder,
+                                                                      fake, monkeypatch):
+    import os
+    import signal
+    import threading
+
+    out = tmp_path / "out"
+    monkeypatch.setenv("FAKE_FINETUNE_SLEEP", "30")
+    timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(BertkitError, match="stopped; .*--resume to continue") as err:
+            Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out, jobs=2).run()
+    finally:
+        timer.cancel()
+    assert err.value.exit_code == 130
+    assert not list((out / "stages").rglob("*.json"))
+    assert (out / "runs/a/ner-a/seed-1/config.yaml").is_file()  # started, then stopped
+    assert not (out / "runs/a/ner-a/seed-1/results.json").exists()
