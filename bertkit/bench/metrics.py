@@ -164,6 +164,19 @@ def _ratio(s: np.ndarray) -> np.ndarray:
     return np.divide(s[..., 0], s[..., 1], out=np.zeros(s.shape[:-1]), where=s[..., 1] > 0)
 
 
+def _hoc_stats(run_dir: Path, results: dict) -> np.ndarray:
+    """``[N, 3]``: per abstract, TP, FP, FN of its hallmark indicators (gold ``label`` and
+    ``predicted`` label lists; ``null``: none predicted). Pooled, F1 = 2TP / (2TP + FP + FN) is
+    BLURB's HoC score on one row per document (the cls task's ``hoc_f1``, issue 42)."""
+    lines = (run_dir / "test_predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = []
+    for line in filter(str.strip, lines):
+        r = json.loads(line)
+        gold, pred = set(r.get("label") or []), set(r.get("predicted") or [])
+        rows.append((len(gold & pred), len(pred - gold), len(gold - pred)))
+    return np.asarray(rows, dtype=float).reshape(-1, 3)
+
+
 def _pearson_stats(run_dir: Path, results: dict) -> np.ndarray:
     """``[N, 6]``: x, y, xy, x², y², 1 of each pair (gold ``score``/``label``, ``predicted``)."""
     lines = (run_dir / "test_predictions.jsonl").read_text(encoding="utf-8").splitlines()
@@ -196,9 +209,8 @@ METRICS: dict[str, MetricSpec] = {m.name: m for m in (
                _accuracy_stats, _ratio),
     MetricSpec("pearson", "pearson", None, "Pearson correlation of predicted and gold scores "
                "(BLURB's similarity metric)", _pearson_stats, _pearson),
-    # BLURB's HoC metric (issue 42 implements it in the cls task; no per-item statistics here)
-    MetricSpec("hoc_f1", "hoc_f1", ("cls",), "BLURB's HoC score: F1 over the ten hallmarks at "
-               "document level, as the BLURB code computes it"),
+    MetricSpec("hoc_f1", "hoc_f1", ("cls",), "BLURB's HoC score: micro-F1 over the document x "
+               "hallmark indicators, as BLURB's code computes it", _hoc_stats, _micro_score),
     MetricSpec("las", "las", ("dep",), "labelled attachment score, punctuation excluded"),
     MetricSpec("uas", "uas", ("dep",), "unlabelled attachment score, punctuation excluded"),
     MetricSpec("squad_f1", "f1", ("qa",), "SQuAD token F1 (official scorer, points)"),

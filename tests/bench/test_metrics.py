@@ -97,3 +97,13 @@ def test_pearson_from_summed_moments(tmp_path):
     stats = METRICS["pearson"].stats(tmp_path, {})
     assert float(METRICS["pearson"].score(stats.sum(axis=0))) == \
         pytest.approx(np.corrcoef(x, y)[0, 1])
+
+
+def test_hoc_from_per_abstract_indicator_counts(tmp_path):
+    rows = [(["a", "b"], ["a"]), ([], ["c"]), (["c"], None), (["a"], ["a", "b"])]
+    (tmp_path / "test_predictions.jsonl").write_text(
+        "\n".join(json.dumps({"label": g, "predicted": p}) for g, p in rows), encoding="utf-8")
+    stats = METRICS["hoc_f1"].stats(tmp_path, {})
+    assert stats.tolist() == [[1, 0, 1], [0, 1, 0], [0, 0, 1], [1, 1, 0]]
+    # TP 2, predicted 4, gold 4: P = R = 0.5, F1 = 2PR / (P + R) = 0.5
+    assert float(METRICS["hoc_f1"].score(stats.sum(axis=0))) == pytest.approx(0.5)
