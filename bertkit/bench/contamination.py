@@ -39,7 +39,7 @@ def corpus_lines(path: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def test_sentences(path: Path) -> set[str]:
+def split_sentences(path: Path) -> set[str]:
     """The distinct normalised sentences of a test file: CoNLL-style columns (first or, for
     CoNLL-U, second column; blank lines between sentences) or JSON lines (``text``,
     ``text_pair``). Other formats give an empty set."""
@@ -71,7 +71,7 @@ def test_sentences(path: Path) -> set[str]:
 
 def count(test_file: Path, corpora: tuple[str, ...]) -> dict:
     """``{"found", "of", "corpora"}``: test sentences found in any of ``corpora`` (files)."""
-    sentences = test_sentences(test_file)
+    sentences = split_sentences(test_file)
     seen = set()
     for corpus in corpora:
         if Path(corpus).is_file():
