@@ -64,21 +64,27 @@ def fingerprint(path: Path) -> str:
 
 
 def _corpora(path: Path, depth: int = 0) -> tuple[str, ...]:
-    """The pretraining corpora of a bertkit-pretrained encoder, from its run's ``results.json``
-    (``RUN/model`` is the encoder, ``RUN/results.json`` names ``corpus``), following
+    """The pretraining corpora of a bertkit-pretrained encoder, from its ``bertkit.json``
+    (``corpus``) or its run's ``results.json`` (``RUN/model`` is the encoder), following
     ``base_model`` (``bertkit.json``) through continued pretraining (DAPT saw its parent's
     corpora too). Registered names (``scientific``) become files under ``$BERTKIT_DATA``."""
     from bertkit.data.sets import resolve_corpus
 
     found: list[str] = []
     try:
-        results = json.loads((path.parent / "results.json").read_text(encoding="utf-8"))
         meta = json.loads((path / "bertkit.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return ()
-    if results.get("task") != "pretrain":
+    if meta.get("task") != "pretrain":
         return ()
-    for part in str(results.get("corpus") or "").split(","):
+    corpus = meta.get("corpus")  # recorded in bertkit.json since issue 42
+    if not corpus:
+        try:
+            corpus = json.loads((path.parent / "results.json").read_text(
+                encoding="utf-8")).get("corpus")
+        except (OSError, ValueError):
+            corpus = None
+    for part in str(corpus or "").split(","):
         if part.strip():
             try:
                 found.append(resolve_corpus(part.strip()))

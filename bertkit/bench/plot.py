@@ -30,6 +30,7 @@ def plot_seeds(report: dict, path: Path) -> Path:
             ax.scatter([x] * len(cell["scores"]), cell["scores"], s=14, alpha=0.7)
             ax.hlines(cell["mean"], x - 0.3, x + 0.3, colors="black", linewidth=1.5)
         ax.set_title(task, fontsize=9)
+        ax.set_ylabel("test score (points)", fontsize=7)
         ax.set_xticks(range(len(encoders)), encoders, fontsize=7, rotation=30)
         ax.tick_params(axis="y", labelsize=7)
     for ax in list(axes.flat)[len(tasks):]:
