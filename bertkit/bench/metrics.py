@@ -178,7 +178,9 @@ def _hoc_stats(run_dir: Path, results: dict) -> np.ndarray:
 
 
 def _pearson_stats(run_dir: Path, results: dict) -> np.ndarray:
-    """``[N, 6]``: x, y, xy, x², y², 1 of each pair (gold ``score``/``label``, ``predicted``)."""
+    """``[N, 6]``: x, y, xy, x², y², 1 of each pair (gold ``score``/``label``, ``predicted``).
+    The predictions file holds scores to 6 decimals: where the predictions barely vary (an
+    untrained model) r from it can differ from the task's own; on trained models it agrees."""
     lines = (run_dir / "test_predictions.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(x) for x in lines if x.strip()]
     x = np.asarray([float(r.get("score", r.get("label"))) for r in rows])

@@ -127,6 +127,18 @@ def check_manifest(out: Path, new: dict) -> None:
                            expected="the same settings, or another -o folder")
 
 
+def _sigterm_as_interrupt():
+    """Make SIGTERM (a scheduler's stop) act as Ctrl-C in the main thread; returns the previous
+    handler (None off the main thread, where signals cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
+
+
 class Runner:
     """Runs a suite's stages (see the module docstring). ``console``: a rich Console or None."""
 
@@ -230,7 +242,11 @@ class Runner:
         if code != 0:
             raise BertkitError(f"stage {stage.label()} {'stopped' if code in (130, 143) else 'failed'}"
                                f" (exit {code})", file=log, expected="see the log")
-        results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+        try:
+            results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BertkitError(f"stage {stage.label()}: no readable results.json ({exc})",
+                               file=log, expected="see the log") from None
         spec = METRICS[stage.task.metric]
         scale = task_scale(stage.task.task, spec.key)
         test, dev = results.get("test") or {}, results.get("dev") or {}
@@ -302,8 +318,6 @@ class Runner:
             BertkitError: another bench run's folder, changed settings, failed stages (exit 1),
                 or a stop (exit 130: rerun with ``--resume`` to continue).
         """
-        from bertkit.bench.progress import Progress
-
         new = manifest(self.suite, self.encoders, self.budget, self.protocol)
         check_manifest(self.out, new)
         grid = self.grid_stages()
@@ -314,6 +328,16 @@ class Runner:
             new["encoders"] = {**before, **new["encoders"]}
         write_json(old, new)
         n_seed = len(self.encoders) * len(self.suite.tasks) * len(self.seeds)
+        previous = _sigterm_as_interrupt()
+        try:
+            return self._run_stages(grid, todo, n_seed)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _run_stages(self, grid: list[Stage], todo: list, n_seed: int) -> dict:
+        from bertkit.bench.progress import Progress
+
         with Progress(self.suite.name, len(grid) + n_seed, self.console) as progress:
             progress.n_kept = (len(grid) if grid else n_seed) - len(todo)
             try:
