@@ -109,6 +109,9 @@ def build(out: Path, baseline: str | None = None) -> dict:
                                   "scores": [r["score"] for r in records],
                                   "seeds": [r["seed"] for r in records],
                                   "overrides": records[0]["overrides"],
+                                  "dataset_defaults": sorted(
+                                      k for k, v in records[0].get("sources", {}).items()
+                                      if v == "data-set default"),
                                   "predictions": [r["run"] for r in records]}
         means = {t: v["mean"] for t, v in per_task.items()}
         fam = stats.family_means(means, families)
@@ -189,6 +192,14 @@ def markdown(r: dict) -> str:
                      f"higher side over the other, < {stats.ASO_THRESHOLD} supports it; bootstrap: "
                      f"{stats.BOOTSTRAP_SAMPLES} paired resamples of test items (seed means); "
                      "'none': the difference is inside the seed spread or not supported.")
+    own = [(enc, t, c["dataset_defaults"]) for enc, e in r["encoders"].items()
+             for t, c in e["tasks"].items() if c.get("dataset_defaults")]
+    if own:
+        lines += ["", "## Settings not from the suite", "",
+                  "The packaged encoder trains with its data set's dev-chosen recipe where the "
+                  "suite's recipe names no value (as `bertkit finetune` does), so under `fixed` "
+                  "these runs differ from the other encoders' in: " + "; ".join(
+                      f"{enc} on {t}: {', '.join(keys)}" for enc, t, keys in own)]
     if r["contamination"]:
         lines += ["", "## Contamination: test sentences found verbatim in the encoder's "
                   "pretraining corpora", "", "| encoder | task | found | of | flag |",

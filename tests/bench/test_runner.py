@@ -183,3 +183,15 @@ def test_ctrl_c_stops_the_children_and_leaves_no_half_written_result(tmp_path, t
     assert not list((out / "stages").rglob("*.json"))
     assert (out / "runs/a/ner-a/seed-1/config.yaml").is_file()  # started, then stopped
     assert not (out / "runs/a/ner-a/seed-1/results.json").exists()
+
+
+def test_the_report_names_settings_that_did_not_come_from_the_suite(tmp_path, tiny_encoder,
+                                                                    fake):
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out).run()
+    assert "Settings not from the suite" not in markdown(build(out))
+    stage = out / "stages/a/ner-a/seed-1.json"
+    record = json.loads(stage.read_text())
+    record["sources"].update(crf="data-set default", warmup="data-set default")
+    stage.write_text(json.dumps(record))
+    assert "a on ner-a: crf, warmup" in markdown(build(out))
