@@ -272,6 +272,8 @@ FINETUNE = tuple(f"finetune {name}" for name in task_names())
 TRAINING = FINETUNE + ("pretrain",)
 INFERENCE = tuple(f"{verb} {name}" for verb in ("evaluate", "predict") for name in task_names())
 MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
+    "bertkit/bench/encoders.py": ("bench run",),
+    "bertkit/bench/runner.py": ("bench run",),
     "bertkit/cli/finetune.py::_finish": FINETUNE,
     "bertkit/cli/run.py::_show_recipe": ("run",),
     "bertkit/data/conllu.py": ("finetune dep", "evaluate dep"),  # the hint only for gold input

@@ -184,3 +184,15 @@ def test_relative_imports_resolve(tmp_path, monkeypatch, text, module, expected)
     path.write_text(text)
     monkeypatch.setitem(MODULES, module, path)
     assert expected in _imports(module)
+
+
+def test_bench_sits_on_top_and_reaches_tasks_through_the_registry_only():
+    """Only the command line imports bertkit.bench; bench imports tasks only by the registry
+    (it fine-tunes through ``python -m bertkit finetune``) and never the command line."""
+    users = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
+                   if t.startswith("bertkit.bench") and not m.startswith(("bertkit.bench",
+                                                                          "bertkit.cli")))
+    assert users == []
+    assert [e for e in _edges("bertkit.bench", "bertkit.tasks")
+            if not e.endswith("-> bertkit.tasks.registry")] == []
+    assert _edges("bertkit.bench", "bertkit.cli") == []

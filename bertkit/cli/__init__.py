@@ -7,6 +7,7 @@ import os
 from bertkit.cli._app import app
 from bertkit.cli import finetune, evaluate, predict, vocab, run, pretrain  # noqa: F401,E402  (register commands)
 from bertkit.cli import adapt  # noqa: F401,E402  (register `bertkit adapt`)
+from bertkit.cli import bench  # noqa: F401,E402  (register `bertkit bench`)
 
 
 def main() -> None:

@@ -151,10 +151,13 @@ app = typer.Typer(
 finetune_app = typer.Typer(help="Fine-tune an encoder on a labelled task.", no_args_is_help=True)
 evaluate_app = typer.Typer(help="Score a saved model on a labelled split.", no_args_is_help=True)
 predict_app = typer.Typer(help="Run a saved model on new text.", no_args_is_help=True)
+bench_app = typer.Typer(help="Judge encoders on a benchmark suite (seeds, significance, "
+                        "leaderboard).", no_args_is_help=True)
 
 app.add_typer(finetune_app, name="finetune")
 app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(predict_app, name="predict")
+app.add_typer(bench_app, name="bench")
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,92 @@
+"""Test-set contamination: how many of a task's test sentences occur verbatim in the corpora an
+encoder was pretrained on.
+
+The count follows the data README's rule: a sentence is lower-cased and whitespace-tokenised,
+only sentences of 5 tokens or more count, each distinct sentence once (pair sets count each text
+of a pair); relation markers (``<< >> [[ ]]``) are dropped. A test sentence is contaminated when
+it is a whole line of a corpus file so normalised.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+MIN_TOKENS = 5
+MARKERS = {"<<", ">>", "[[", "]]"}
+
+
+def normalise(text: str) -> str | None:
+    """The comparable form of a sentence, or None when it is shorter than :data:`MIN_TOKENS`.
+
+    >>> normalise("The << BRCA1 >> gene  is   mutated here")
+    'the brca1 gene is mutated here'
+    """
+    tokens = [t for t in text.lower().split() if t not in MARKERS]
+    return " ".join(tokens) if len(tokens) >= MIN_TOKENS else None
+
+
+@lru_cache(maxsize=4)
+def corpus_lines(path: str) -> frozenset[str]:
+    """The normalised lines of a corpus file (cached: a suite asks once per task)."""
+    out = set()
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            n = normalise(line)
+            if n:
+                out.add(n)
+    return frozenset(out)
+
+
+def split_sentences(path: Path) -> set[str]:
+    """The distinct normalised sentences of a test file: CoNLL-style columns (first or, for
+    CoNLL-U, second column; blank lines between sentences) or JSON lines (``text``,
+    ``text_pair``). Other formats give an empty set."""
+    out: set[str] = set()
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    if path.suffix == ".jsonl":
+        for line in lines:
+            if line.strip():
+                row = json.loads(line)
+                for key in ("text", "text_pair"):
+                    if isinstance(row.get(key), str) and (n := normalise(row[key])):
+                        out.add(n)
+        return out
+    if path.suffix not in (".tsv", ".conll", ".txt", ".conllu", ".iob2", ".bio"):
+        return out
+    column = 1 if path.suffix == ".conllu" else 0
+    words: list[str] = []
+    for line in lines + [""]:
+        if not line.strip() or line.startswith("-DOCSTART-"):
+            if words and (n := normalise(" ".join(words))):
+                out.add(n)
+            words = []
+        elif not line.startswith("#"):
+            cols = line.split("\t") if "\t" in line else line.split()
+            if len(cols) > column and (column == 0 or cols[0].isdigit()):
+                words.append(cols[column])
+    return out
+
+
+def count(test_file: Path, corpora: tuple[str, ...]) -> dict:
+    """``{"found", "of", "corpora"}``: test sentences found in any of ``corpora`` (files)."""
+    sentences = split_sentences(test_file)
+    seen = set()
+    for corpus in corpora:
+        if Path(corpus).is_file():
+            seen |= sentences & corpus_lines(str(corpus))
+    return {"found": len(seen), "of": len(sentences), "corpora": list(corpora)}
+
+
+def task_test_file(task: str, data: str) -> Path | None:
+    """The test file of a registered set under ``$BERTKIT_DATA`` (None if not found)."""
+    from bertkit.data.sets import resolve_local
+    from bertkit.errors import BertkitError
+    from bertkit.tasks.registry import get_task
+
+    try:
+        files = resolve_local(data, task, tuple(get_task(task).extensions), ("test",))
+    except (BertkitError, AttributeError):
+        return None
+    return files["test"] if files else None

@@ -1,0 +1,222 @@
+"""``bertkit bench report DIR``: a fold over the stage result files (as MTEB's leaderboard is a
+fold over its results files) into tables, tests against a baseline, contamination counts, a plot.
+
+Writes ``report.md``, ``report.json`` (everything in the tables, each stage's settings and the
+paths of its test predictions, which the bootstrap reads) and ``report.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from bertkit.bench import stats
+from bertkit.bench.metrics import METRICS, task_scale
+from bertkit.bench.runner import LITE_NOTE
+from bertkit.bench.suite import FAMILIES
+from bertkit.errors import BertkitError
+from bertkit.io import write_json, write_text
+
+
+def collect(out: Path) -> tuple[dict, dict[str, dict[str, list[dict]]]]:
+    """``(bench.json, {encoder: {task: [seed stage records, by seed]}})``.
+
+    Raises:
+        BertkitError: ``out`` holds no bench run, or a result file cannot be read.
+    """
+    manifest_file = Path(out) / "bench.json"
+    if not manifest_file.is_file():
+        raise BertkitError("no bench run here (no bench.json)", file=out,
+                           expected="the -o folder of a bertkit bench run")
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    found: dict[str, dict[str, list[dict]]] = {e: {} for e in manifest["encoders"]}
+    for path in sorted((Path(out) / "stages").glob("*/*/seed-*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            raise BertkitError("unreadable stage result", file=path,
+                               expected="a JSON file written by bertkit bench run") from None
+        found.setdefault(record["encoder"], {}).setdefault(record["task"], []).append(record)
+    for tasks in found.values():
+        for records in tasks.values():
+            records.sort(key=lambda r: r["seed"])
+    return manifest, found
+
+
+def _item_stats(record: dict):
+    spec = METRICS[record["metric"]]
+    if spec.stats is None:
+        return None
+    run = Path(record["run"])
+    try:
+        results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+        return spec.stats(run, results)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def compare(a: list[dict], b: list[dict]) -> dict:
+    """An encoder's seed records against the baseline's on one task: the difference of means,
+    almost stochastic order, the paired bootstrap over test items, the verdict."""
+    sa, sb = stats.summary([r["score"] for r in a]), stats.summary([r["score"] for r in b])
+    out = {"delta": sa["mean"] - sb["mean"], "eps_min": None, "bootstrap": None}
+    if len(a) >= 2 and len(b) >= 2:
+        hi, lo = (a, b) if sa["mean"] >= sb["mean"] else (b, a)
+        out["eps_min"] = stats.aso([r["score"] for r in hi], [r["score"] for r in lo])
+    spec = METRICS[a[0]["metric"]]
+    ia, ib = [_item_stats(r) for r in a], [_item_stats(r) for r in b]
+    if spec.score is not None and all(x is not None for x in ia + ib):
+        try:
+            boot = stats.paired_bootstrap(ia, ib, spec.score)
+            scale = task_scale(a[0]["task_kind"], spec.key)  # in points, as the rest
+            out["bootstrap"] = {k: (v * scale if k != "p" else v) for k, v in boot.items()}
+        except ValueError as exc:
+            out["bootstrap_note"] = str(exc)
+    p = out["bootstrap"]["p"] if out["bootstrap"] else None
+    out["verdict"] = stats.verdict(sa, sb, out["eps_min"], p)
+    return out
+
+
+def build(out: Path, baseline: str | None = None) -> dict:
+    """The report as data (what ``report.json`` holds).
+
+    Raises:
+        BertkitError: no bench run in ``out``, or ``baseline`` is not one of its encoders.
+    """
+    from bertkit.bench import contamination
+
+    manifest, found = collect(out)
+    suite = manifest["suite"]
+    tasks = {t["name"]: t for t in suite["tasks"]}
+    families = {name: t["family"] for name, t in tasks.items()}
+    encoders = list(manifest["encoders"])
+    if baseline is not None and baseline not in encoders:
+        raise BertkitError(f"no encoder {baseline!r} in this bench run",
+                           expected="one of " + ", ".join(encoders))
+    baseline = baseline or encoders[0]
+    report = {"suite": suite["name"], "budget": manifest["budget"],
+              "protocol": manifest["protocol"], "note": manifest.get("note", ""),
+              "baseline": baseline, "encoders": {}, "missing": suite.get("missing", []),
+              "references": suite.get("references", []), "comparisons": {},
+              "contamination": {}}
+    for enc in encoders:
+        per_task = {}
+        for name in tasks:
+            records = found.get(enc, {}).get(name, [])
+            if records:
+                per_task[name] = {**stats.summary([r["score"] for r in records]),
+                                  "scores": [r["score"] for r in records],
+                                  "seeds": [r["seed"] for r in records],
+                                  "overrides": records[0]["overrides"],
+                                  "dataset_defaults": sorted(
+                                      k for k, v in records[0].get("sources", {}).items()
+                                      if v == "data-set default"),
+                                  "predictions": [r["run"] for r in records]}
+        means = {t: v["mean"] for t, v in per_task.items()}
+        fam = stats.family_means(means, families)
+        wanted = {t["family"] for t in suite["tasks"]} | {m["family"] for m in suite.get("missing", [])}
+        report["encoders"][enc] = {
+            "model": manifest["encoders"][enc]["model"], "tasks": per_task, "families": fam,
+            "suite_score": stats.suite_score(means, families) if means else None,
+            "families_missing": sorted(wanted - set(fam))}
+        corpora = tuple(manifest["encoders"][enc].get("corpora") or ())
+        if corpora:
+            report["contamination"][enc] = {
+                name: contamination.count(f, corpora) for name, t in tasks.items()
+                if (f := contamination.task_test_file(t["task"], t["data"])) is not None}
+    for enc in encoders:
+        if enc == baseline:
+            continue
+        report["comparisons"][enc] = {
+            name: compare(found[enc][name], found[baseline][name]) for name in tasks
+            if found.get(enc, {}).get(name) and found.get(baseline, {}).get(name)}
+    return report
+
+
+def _pm(v: dict | None) -> str:
+    return "-" if not v else f"{v['mean']:.2f} ± {v['sd']:.2f} (n={v['n']})"
+
+
+def _num(x) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
+
+
+def markdown(r: dict) -> str:
+    """``report.md``: the tables of :func:`build`'s report."""
+    names = sorted({t for e in r["encoders"].values() for t in e["tasks"]} |
+                   {t for ref in r["references"] for t in ref["scores"]})
+    lite = f"\n**{r['note']}**\n" if r["note"] else ""
+    lines = [f"# bench {r['suite']}", "", f"budget {r['budget']}, protocol {r['protocol']} "
+             "(fixed: one recipe per task for every encoder; dev-grid: each encoder's own dev "
+             "choice from the grid), baseline " + r["baseline"], lite,
+             "## Per task: test score in points, mean ± sd over seeds (n)", lite,
+             "| encoder | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for enc, e in r["encoders"].items():
+        lines.append(f"| {enc} | " + " | ".join(_pm(e["tasks"].get(t)) for t in names) + " |")
+    fams = sorted({f for e in r["encoders"].values() for f in e["families"]})
+    lines += ["", "## Families and suite score (BLURB: the mean of the family means)", lite,
+              "| encoder | " + " | ".join(fams) + " | suite score | families missing |",
+              "|---" * (len(fams) + 3) + "|"]
+    for enc, e in r["encoders"].items():
+        lines.append(f"| {enc} | " + " | ".join(_num(e["families"].get(f)) for f in fams) +
+                     f" | {_num(e['suite_score'])} | {', '.join(e['families_missing']) or '-'} |")
+    if r["missing"]:
+        lines += ["", "Not available here (the suite score averages the families without "
+                  "them): " + "; ".join(f"{m['name']} ({FAMILIES[m['family']]}"
+                                       f"{': ' + m['reason'] if m.get('reason') else ''})"
+                                       for m in r["missing"])]
+    lines += ["", "## Leaderboard (reference rows: published, labelled by model size)", lite,
+              "| model | size | " + " | ".join(names) + " | suite score |",
+              "|---" * (len(names) + 3) + "|"]
+    rows = [(e["suite_score"] or -1, f"| {enc} | this run | " + " | ".join(
+        _num(e["tasks"].get(t, {}).get("mean")) for t in names) + f" | {_num(e['suite_score'])} |")
+        for enc, e in r["encoders"].items()]
+    for ref in r["references"]:
+        score = ref.get("suite_score")
+        rows.append((score or -1, f"| {ref['model']} ({ref['source']}) | {ref['size']} | " +
+                     " | ".join(_num(ref["scores"].get(t)) for t in names) +
+                     f" | {_num(score)}{' (published, all its tasks)' if score else ''} |"))
+    lines += [row for _, row in sorted(rows, key=lambda x: -x[0])]
+    for enc, tasks in r["comparisons"].items():
+        lines += ["", f"## {enc} against {r['baseline']}", lite,
+                  "| task | difference | ASO eps_min | bootstrap 95% interval | p | verdict |",
+                  "|---|---|---|---|---|---|"]
+        for t, c in tasks.items():
+            b = c["bootstrap"]
+            lines.append(f"| {t} | {c['delta']:+.2f} | {_num(c['eps_min'])} | " +
+                         (f"{b['low']:+.2f} .. {b['high']:+.2f} | {b['p']:.3f}" if b
+                          else "- | -") + f" | {c['verdict']} |")
+        lines.append("")
+        lines.append(f"ASO: almost stochastic order (Dror et al. 2019, deepsig), eps_min of the "
+                     f"higher side over the other, < {stats.ASO_THRESHOLD} supports it; bootstrap: "
+                     f"{stats.BOOTSTRAP_SAMPLES} paired resamples of test items (seed means); "
+                     "'none': the difference is inside the seed spread or not supported.")
+    own = [(enc, t, c["dataset_defaults"]) for enc, e in r["encoders"].items()
+             for t, c in e["tasks"].items() if c.get("dataset_defaults")]
+    if own:
+        lines += ["", "## Settings not from the suite", "",
+                  "The packaged encoder trains with its data set's dev-chosen recipe where the "
+                  "suite's recipe names no value (as `bertkit finetune` does), so under `fixed` "
+                  "these runs differ from the other encoders' in: " + "; ".join(
+                      f"{enc} on {t}: {', '.join(keys)}" for enc, t, keys in own)]
+    if r["contamination"]:
+        lines += ["", "## Contamination: test sentences found verbatim in the encoder's "
+                  "pretraining corpora", "", "| encoder | task | found | of | flag |",
+                  "|---|---|---|---|---|"]
+        for enc, tasks in r["contamination"].items():
+            for t, c in tasks.items():
+                flag = "**contaminated**" if c["found"] and c["found"] >= 0.01 * c["of"] else ""
+                lines.append(f"| {enc} | {t} | {c['found']} | {c['of']} | {flag} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(out: Path, baseline: str | None = None) -> dict:
+    """Build the report and write ``report.md``, ``report.json`` and ``report.png`` in ``out``."""
+    from bertkit.bench.plot import plot_seeds
+
+    r = build(out, baseline)
+    write_json(Path(out) / "report.json", r)
+    write_text(Path(out) / "report.md", markdown(r))
+    plot_seeds(r, Path(out) / "report.png")
+    return r

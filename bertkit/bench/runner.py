@@ -1,0 +1,358 @@
+"""``bertkit bench run``: every (encoder, task, seed) a stage with its own result file.
+
+Layout of a results folder ``OUT``::
+
+    bench.json                          the suite, budget, protocol, encoders (fingerprints)
+    stages/ENC/TASK/seed-N.json         a finished stage: settings, sources, scores, timing
+    stages/ENC/TASK/grid-lrX.json       a dev-grid point (protocol dev-grid)
+    runs/ENC/TASK/seed-N/               the fine-tuning run (results.json, test predictions,
+                                        config.yaml; model/ and checkpoints/ removed once done)
+    runs/ENC/TASK/seed-N.yaml, .log     the stage's recipe and its command's output
+
+A stage runs ``python -m bertkit finetune TASK --recipe seed-N.yaml -o seed-N`` (a subprocess:
+``--jobs`` runs several side by side with ``OMP_NUM_THREADS`` each, and Ctrl-C reaches each
+child, which checkpoints and stops). Its result file is written atomically only when the run has
+finished, so a stopped suite leaves nothing half-written. A rerun keeps finished stages whose
+stored settings and encoder match (else it refuses, naming the difference); a started, unfinished
+stage starts again, or continues from its checkpoint with ``--resume``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bertkit.bench.encoders import Encoder
+from bertkit.bench.metrics import METRICS, task_scale
+from bertkit.bench.settings import finetune_settings, recipe_text
+from bertkit.bench.suite import Suite, SuiteTask, as_dict, task_settings
+from bertkit.errors import BertkitError
+from bertkit.io import write_json, write_text
+
+LITE_NOTE = "lite: not comparable with the published numbers"
+
+
+@dataclass
+class Stage:
+    """One fine-tuning run of the suite: ``kind`` "seed" (a reported run) or "grid" (a dev-grid
+    point, seed = the suite's first seed, ``overrides`` the grid value)."""
+
+    encoder: Encoder
+    task: SuiteTask
+    seed: int
+    kind: str = "seed"
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stem(self) -> str:
+        if self.kind == "grid":
+            return "grid-" + "-".join(f"{k}{v:g}" if isinstance(v, float) else f"{k}{v}"
+                                      for k, v in self.overrides.items())
+        return f"seed-{self.seed}"
+
+    def where(self, out: Path) -> tuple[Path, Path, Path]:
+        """(result file, run directory, recipe file)."""
+        rel = Path(self.encoder.name) / self.task.name
+        return (out / "stages" / rel / f"{self.stem}.json", out / "runs" / rel / self.stem,
+                out / "runs" / rel / f"{self.stem}.yaml")
+
+    def label(self) -> str:
+        return f"{self.encoder.name}/{self.task.name}/{self.stem}"
+
+
+def stage_recipe(suite: Suite, stage: Stage, budget: str) -> dict[str, Any]:
+    """The stage's settings layer: the suite's (defaults, task recipe, lite caps), the grid
+    value, the data set, the encoder and the seed."""
+    return {**task_settings(suite, stage.task, budget), **stage.overrides,
+            "data": stage.task.data, "model": stage.encoder.path, "seed": stage.seed}
+
+
+def manifest(suite: Suite, encoders: list[Encoder], budget: str, protocol: str) -> dict:
+    """``bench.json``: what a rerun into the same folder must match."""
+    from bertkit import __version__
+
+    return {"suite": as_dict(suite), "budget": budget, "protocol": protocol,
+            "encoders": {e.name: asdict(e) for e in encoders}, "bertkit": __version__,
+            "note": LITE_NOTE if budget == "lite" else ""}
+
+
+def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """``key: old -> new`` for each setting that differs (nested dicts flattened)."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} -> {b!r}")
+    return out
+
+
+def check_manifest(out: Path, new: dict) -> None:
+    """Refuse a results folder that holds another bench run's budget, protocol, suite tasks or
+    an encoder name with other weights (new encoders, seeds and tasks may be added).
+
+    Raises:
+        BertkitError: naming each difference.
+    """
+    path = out / "bench.json"
+    if not path.is_file():
+        if out.is_dir() and any(out.iterdir()):
+            raise BertkitError("the results folder is not empty and holds no bench run",
+                               file=out, expected="a new or empty folder, or a bench run's")
+        return
+    old = json.loads(path.read_text(encoding="utf-8"))
+    diffs = [d for d in _differences({k: old.get(k) for k in ("budget", "protocol")},
+                                     {k: new[k] for k in ("budget", "protocol")})]
+    for name, enc in new["encoders"].items():
+        was = old.get("encoders", {}).get(name)
+        if was and was["fingerprint"] != enc["fingerprint"]:
+            diffs.append(f"encoder {name}: {was['model']} ({was['fingerprint'][:12]}) -> "
+                         f"{enc['model']} ({enc['fingerprint'][:12]}): other weights")
+    if diffs:
+        raise BertkitError("this results folder holds a bench run with other settings: " +
+                           "; ".join(diffs), file=path,
+                           expected="the same settings, or another -o folder")
+
+
+def _sigterm_as_interrupt():
+    """Make SIGTERM (a scheduler's stop) act as Ctrl-C in the main thread; returns the previous
+    handler (None off the main thread, where signals cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
+
+
+class Runner:
+    """Runs a suite's stages (see the module docstring). ``console``: a rich Console or None."""
+
+    def __init__(self, suite: Suite, encoders: list[Encoder], out: Path, budget: str = "full",
+                 protocol: str | None = None, seeds: list[int] | None = None, jobs: int = 0,
+                 resume: bool = False, console=None):
+        self.suite, self.encoders, self.out = suite, encoders, Path(out)
+        self.budget, self.protocol = budget, protocol or suite.protocol
+        self.seeds = seeds or suite.seeds
+        cores = os.cpu_count() or 1
+        self.jobs = jobs or cores
+        self.threads = max(1, cores // self.jobs)  # per job: one thread each at --jobs = cores
+        self.resume, self.console = resume, console
+        self.running: dict[str, subprocess.Popen] = {}
+        self.lock = threading.Lock()
+        self.stopping = False
+        if self.protocol == "dev-grid" and not suite.grid:
+            raise BertkitError(f"suite {suite.name} has no grid for protocol dev-grid",
+                               file=suite.path, expected="a 'grid' key, e.g. {lr: [1e-4, 3e-4]}")
+
+    # -- planning ---------------------------------------------------------------------------
+    def grid_stages(self) -> list[Stage]:
+        """The dev-grid points (protocol dev-grid), each on the first seed."""
+        if self.protocol != "dev-grid":
+            return []
+        key, values = next(iter(self.suite.grid.items()))
+        return [Stage(e, t, self.seeds[0], "grid", {key: v}) for e in self.encoders
+                for t in self.suite.tasks for v in values]
+
+    def chosen(self, encoder: Encoder, task: SuiteTask) -> dict[str, Any]:
+        """The grid value the encoder's dev score picked for the task ({} under fixed)."""
+        if self.protocol != "dev-grid":
+            return {}
+        best, best_score = {}, -math.inf
+        for stage in self.grid_stages():
+            if stage.encoder.name == encoder.name and stage.task.name == task.name:
+                done = json.loads(stage.where(self.out)[0].read_text(encoding="utf-8"))
+                if done["dev_score"] > best_score:
+                    best, best_score = stage.overrides, done["dev_score"]
+        return dict(best)
+
+    def seed_stages(self) -> list[Stage]:
+        return [Stage(e, t, s, "seed", self.chosen(e, t)) for e in self.encoders
+                for t in self.suite.tasks for s in self.seeds]
+
+    def prepared(self, stage: Stage) -> tuple[bool, dict, dict]:
+        """Write the stage's recipe, build its settings; (finished already, settings, sources).
+
+        Raises:
+            BertkitError: a finished stage stored with other settings or another encoder.
+        """
+        result, run_dir, recipe = stage.where(self.out)
+        text = recipe_text(stage.task.task, stage_recipe(self.suite, stage, self.budget))
+        with tempfile.TemporaryDirectory() as tmp:  # nothing written before the checks pass
+            (Path(tmp) / recipe.name).write_text(text, encoding="utf-8")
+            settings, sources = finetune_settings(stage.task.task, Path(tmp) / recipe.name,
+                                                  run_dir)
+        if not result.is_file():
+            if not recipe.is_file() or recipe.read_text(encoding="utf-8") != text:
+                write_text(recipe, text)
+            return False, settings, sources
+        done = json.loads(result.read_text(encoding="utf-8"))
+        diffs = _differences(done.get("settings", {}), settings)
+        if done.get("fingerprint") != stage.encoder.fingerprint:
+            diffs.insert(0, f"encoder {stage.encoder.name}: other weights")
+        if diffs:
+            raise BertkitError(f"stage {stage.label()} finished with other settings: " +
+                               "; ".join(diffs), file=result,
+                               expected="the same suite, budget and encoder, or another -o "
+                                        "folder")
+        return True, settings, sources
+
+    # -- running ----------------------------------------------------------------------------
+    def command(self, stage: Stage) -> list[str]:
+        _, run_dir, recipe = stage.where(self.out)
+        started = (run_dir / "config.yaml").is_file()
+        how = ["--resume"] if self.resume and started and (run_dir / "checkpoints").is_dir() \
+            else ["--overwrite"]
+        return [sys.executable, "-m", "bertkit", "finetune", stage.task.task, "--recipe",
+                str(recipe), "-o", str(run_dir), *how]
+
+    def run_one(self, stage: Stage, settings: dict, sources: dict) -> dict:
+        """Run the stage's fine-tuning and write its result file; returns it.
+
+        Raises:
+            BertkitError: the command failed (its log named) or was stopped.
+        """
+        result, run_dir, recipe = stage.where(self.out)
+        log = recipe.with_suffix(".log")
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads),
+               "MKL_NUM_THREADS": str(self.threads), "TOKENIZERS_PARALLELISM": "false"}
+        start, cmd = time.time(), self.command(stage)
+        with open(log, "w", encoding="utf-8") as fh:
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
+                                    env=env)
+            with self.lock:
+                self.running[stage.label()] = proc
+            code = proc.wait()
+            with self.lock:
+                self.running.pop(stage.label(), None)
+        if code != 0:
+            raise BertkitError(f"stage {stage.label()} {'stopped' if code in (130, 143) else 'failed'}"
+                               f" (exit {code})", file=log, expected="see the log")
+        try:
+            results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BertkitError(f"stage {stage.label()}: no readable results.json ({exc})",
+                               file=log, expected="see the log") from None
+        spec = METRICS[stage.task.metric]
+        scale = task_scale(stage.task.task, spec.key)
+        test, dev = results.get("test") or {}, results.get("dev") or {}
+        if spec.key not in test:
+            raise BertkitError(f"stage {stage.label()}: results.json has no test {spec.key!r}",
+                               file=run_dir / "results.json",
+                               expected=f"the task's score for metric {stage.task.metric}")
+        select = spec.key if spec.key in dev else results.get("select_metric")
+        record = {"stage": stage.label(), "kind": stage.kind, "encoder": stage.encoder.name,
+                  "model": stage.encoder.model, "fingerprint": stage.encoder.fingerprint,
+                  "task": stage.task.name, "task_kind": stage.task.task,
+                  "data": stage.task.data, "metric": stage.task.metric, "seed": stage.seed,
+                  "overrides": stage.overrides, "score": float(test[spec.key]) * scale,
+                  "dev_score": float(dev.get(select, float("nan"))) * scale,
+                  "test": {k: v for k, v in test.items() if isinstance(v, (int, float))},
+                  "settings": settings, "sources": sources, "run": str(run_dir),
+                  "command": "python " + " ".join(cmd[1:]),
+                  "seconds": round(time.time() - start, 1), "budget": self.budget}
+        for heavy in ("model", "checkpoints"):  # the scores and predictions stay
+            shutil.rmtree(run_dir / heavy, ignore_errors=True)
+        write_json(result, record)
+        return record
+
+    def stop_children(self) -> None:
+        """Pass a Ctrl-C on to every running fine-tune (each checkpoints and stops)."""
+        self.stopping = True
+        with self.lock:
+            for proc in self.running.values():
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
+
+    def check(self, stages: list[Stage]) -> list[tuple[Stage, dict, dict]]:
+        """Every stage checked (:meth:`prepared`) before any runs; the unfinished ones."""
+        todo = []
+        for stage in stages:
+            finished, settings, sources = self.prepared(stage)
+            if not finished:
+                todo.append((stage, settings, sources))
+        return todo
+
+    def run_batch(self, todo: list[tuple[Stage, dict, dict]], progress) -> list[str]:
+        """Run the checked, unfinished stages ``self.jobs`` at a time; returns the failures."""
+        failures = []
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            pending = {pool.submit(self.run_one, *t): t[0] for t in todo}
+            try:
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED, timeout=1.0)
+                    for fut in done:
+                        stage = pending.pop(fut)
+                        try:
+                            fut.result()
+                            progress.finished()
+                        except BertkitError as exc:
+                            failures.append(str(exc))
+                            progress.failed(str(exc))
+            except KeyboardInterrupt:
+                self.stop_children()
+                for fut in pending:
+                    fut.cancel()
+                wait(pending)
+                raise
+        return failures
+
+    def run(self) -> dict:
+        """Run the suite; returns ``{"finished", "kept", "failed"}`` counts.
+
+        Raises:
+            BertkitError: another bench run's folder, changed settings, failed stages (exit 1),
+                or a stop (exit 130: rerun with ``--resume`` to continue).
+        """
+        new = manifest(self.suite, self.encoders, self.budget, self.protocol)
+        check_manifest(self.out, new)
+        grid = self.grid_stages()
+        todo = self.check(grid if grid else self.seed_stages())
+        old = self.out / "bench.json"
+        if old.is_file():  # encoders of earlier runs into this folder stay listed
+            before = json.loads(old.read_text(encoding="utf-8")).get("encoders", {})
+            new["encoders"] = {**before, **new["encoders"]}
+        write_json(old, new)
+        n_seed = len(self.encoders) * len(self.suite.tasks) * len(self.seeds)
+        previous = _sigterm_as_interrupt()
+        try:
+            return self._run_stages(grid, todo, n_seed)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _run_stages(self, grid: list[Stage], todo: list, n_seed: int) -> dict:
+        from bertkit.bench.progress import Progress
+
+        with Progress(self.suite.name, len(grid) + n_seed, self.console) as progress:
+            progress.n_kept = (len(grid) if grid else n_seed) - len(todo)
+            try:
+                failures = self.run_batch(todo, progress)
+                if grid:
+                    if failures:
+                        raise BertkitError("dev-grid stages failed: " + "; ".join(failures))
+                    seeds = self.check(self.seed_stages())
+                    progress.n_kept += n_seed - len(seeds)
+                    failures = self.run_batch(seeds, progress)
+            except KeyboardInterrupt:
+                raise BertkitError(
+                    f"stopped; finished stages are kept in {self.out}: run the same command "
+                    "with --resume to continue", exit_code=130) from None
+        if failures:
+            raise BertkitError(f"{len(failures)} stage(s) failed: " + "; ".join(failures),
+                               expected="fix the cause and rerun: finished stages are kept")
+        return progress.counts()

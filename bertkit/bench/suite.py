@@ -1,0 +1,321 @@
+"""Suite files: the schema, the loader, the shipped suites.
+
+A suite is a YAML file (lm-evaluation-harness keeps tasks the same way: a file a user reads,
+diffs and shares)::
+
+    name: mini
+    description: the miniature reproduction's tasks
+    protocol: fixed                  # or dev-grid (grid: {lr: [...]})
+    seeds: [1, 2, 3]
+    defaults: {max_length: 128}      # finetune settings every task gets
+    tasks:
+      - {name: bc5cdr, task: ner, data: bc5cdr, metric: entity_f1, family: ner,
+         recipe: {lr: 1.0e-3}, lite: {max_train_samples: 2000, epochs: 2}}
+    missing:                         # the benchmark's sets not available here
+      - {name: GAD, family: re, reason: not redistributable}
+    references:                      # published rows
+      - {model: PubMedBERT, size: base (110 M), source: Gu et al. 2021 Table 6,
+         scores: {bc5cdr: 93.33}, suite_score: 81.16}
+
+``recipe`` and ``lite`` use ``finetune`` option names (snake_case); ``lite`` caps a task under
+``--budget lite``. A file naming an unknown key, metric, family or protocol is refused by
+:func:`parse_suite`; one naming an unregistered task or data set by :func:`check_suite`; both with
+the file and line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bertkit.bench.metrics import METRICS
+from bertkit.errors import BertkitError
+
+SUITE_DIR = Path(__file__).resolve().parent / "suites"
+
+FAMILIES = {
+    "ner": "named-entity recognition (BLURB)",
+    "pico": "PICO evidence extraction (BLURB)",
+    "re": "relation extraction (BLURB)",
+    "similarity": "sentence similarity (BLURB)",
+    "doc-cls": "document classification (BLURB)",
+    "qa": "question answering (BLURB)",
+    "dep": "dependency parsing (SciBERT)",
+    "cls": "text classification (SciBERT)",
+}
+"""BLURB's six families (Gu et al. 2021, Table 2) and SciBERT's DEP and CLS (Beltagy et al. 2019)."""
+
+PROTOCOLS = ("fixed", "dev-grid")
+
+
+@dataclass
+class SuiteTask:
+    """One task of a suite; ``line`` is where it starts in the file."""
+
+    name: str
+    task: str
+    data: str
+    metric: str
+    family: str
+    recipe: dict[str, Any] = field(default_factory=dict)
+    lite: dict[str, Any] = field(default_factory=dict)
+    line: int = 0
+
+
+@dataclass
+class Reference:
+    """A published row: per-task scores in points, the suite score the paper gives (if any)."""
+
+    model: str
+    size: str
+    source: str
+    scores: dict[str, float]
+    suite_score: float | None = None
+    line: int = 0
+
+
+@dataclass
+class Suite:
+    """A parsed suite (see the module docstring)."""
+
+    name: str
+    path: Path
+    description: str
+    tasks: list[SuiteTask]
+    protocol: str = "fixed"
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
+    grid: dict[str, list] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    missing: list[dict[str, str]] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+
+    def task(self, name: str) -> SuiteTask:
+        """The task called ``name``."""
+        return next(t for t in self.tasks if t.name == name)
+
+
+class _Lines(dict):
+    """A mapping that remembers the line of each key (``lines``) and its own (``line``)."""
+
+    line = 0
+    lines: dict
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _mapping(loader: _Loader, node: yaml.MappingNode) -> _Lines:
+    loader.flatten_mapping(node)
+    out = _Lines()
+    out.line, out.lines = node.start_mark.line + 1, {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in out:
+            raise BertkitError(f"'{key}' appears twice", file=loader.name,
+                               line=key_node.start_mark.line + 1, expected="each key once")
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def _read(path: Path) -> _Lines:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BertkitError(f"cannot read the suite: {exc.strerror}", file=path) from None
+    loader = _Loader(text)
+    loader.name = str(path)
+    try:
+        data = loader.get_single_data()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise BertkitError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=path,
+                           line=mark.line + 1 if mark else None) from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise BertkitError("a suite must be a mapping (name, tasks, ...)", file=path, line=1)
+    return data
+
+
+def _keys(m: _Lines, allowed: dict[str, bool], path: Path, what: str) -> None:
+    """Refuse unknown keys and missing required ones (``allowed``: key -> required)."""
+    for key in m:
+        if key not in allowed:
+            raise BertkitError(f"unknown key '{key}' in {what}", file=path, line=m.lines[key],
+                               expected="one of " + ", ".join(allowed))
+    for key, required in allowed.items():
+        if required and key not in m:
+            raise BertkitError(f"{what} has no '{key}'", file=path, line=m.line,
+                               expected=f"a '{key}' key")
+
+
+def _choice(value: Any, choices, path: Path, line: int, what: str) -> str:
+    if value not in choices:
+        raise BertkitError(f"unknown {what} {value!r}", file=path, line=line,
+                           expected="one of " + ", ".join(choices))
+    return value
+
+
+def _settings(m: Any, path: Path, line: int, what: str) -> dict[str, Any]:
+    if m is None:
+        return {}
+    if not isinstance(m, dict):
+        raise BertkitError(f"'{what}' must be a mapping of finetune settings", file=path, line=line)
+    return {str(k).replace("-", "_"): v for k, v in m.items()}
+
+
+def parse_suite(path: str | Path) -> Suite:
+    """Read and check a suite file's structure (keys, metrics, families, protocol, seeds).
+
+    Raises:
+        BertkitError: with the file and line of an unknown key, metric, family or protocol, a
+            missing required key, a duplicate task name or a reference naming no suite task.
+    """
+    from bertkit.tasks.registry import task_names
+
+    path = Path(path)
+    m = _read(path)
+    _keys(m, {"name": False, "description": False, "protocol": False, "seeds": False,
+              "grid": False, "defaults": False, "tasks": True, "missing": False,
+              "references": False}, path, "the suite")
+    protocol = _choice(m.get("protocol", "fixed"), PROTOCOLS, path, m.lines.get("protocol", 1),
+                       "protocol")
+    seeds = m.get("seeds", [1, 2, 3])
+    if isinstance(seeds, int) and seeds >= 1:
+        seeds = list(range(1, seeds + 1))
+    if not (isinstance(seeds, list) and seeds and all(isinstance(s, int) for s in seeds)):
+        raise BertkitError("'seeds' must be a list of integers or a count", file=path,
+                           line=m.lines.get("seeds"), expected="e.g. [1, 2, 3] or 5")
+    grid = _settings(m.get("grid"), path, m.lines.get("grid", 1), "grid")
+    if protocol == "dev-grid" and not grid:
+        raise BertkitError("protocol dev-grid needs a 'grid' (e.g. {lr: [1e-4, 3e-4, 1e-3]})",
+                           file=path, line=m.lines["protocol"])
+    if not isinstance(m["tasks"], list) or not m["tasks"]:
+        raise BertkitError("'tasks' must be a non-empty list", file=path, line=m.lines["tasks"])
+    tasks: list[SuiteTask] = []
+    for t in m["tasks"]:
+        if not isinstance(t, dict):
+            raise BertkitError("each task must be a mapping", file=path, line=m.lines["tasks"])
+        _keys(t, {"name": False, "task": True, "data": True, "metric": True, "family": True,
+                  "recipe": False, "lite": False}, path, "a task")
+        metric = _choice(t["metric"], METRICS, path, t.lines["metric"], "metric")
+        spec = METRICS[metric]
+        if spec.tasks is not None and t["task"] not in spec.tasks \
+                and t["task"] in task_names():  # an unknown kind: check_suite names it
+            raise BertkitError(f"metric {metric} does not apply to task {t['task']!r}",
+                               file=path, line=t.lines["metric"],
+                               expected=f"a {' or '.join(spec.tasks)} task")
+        name = str(t.get("name", t["data"]))
+        if any(x.name == name for x in tasks):
+            raise BertkitError(f"two tasks named {name!r}", file=path, line=t.line,
+                               expected="a distinct 'name' for each task")
+        tasks.append(SuiteTask(
+            name, str(t["task"]), str(t["data"]), metric,
+            _choice(t["family"], FAMILIES, path, t.lines["family"], "family"),
+            _settings(t.get("recipe"), path, t.lines.get("recipe", t.line), "recipe"),
+            _settings(t.get("lite"), path, t.lines.get("lite", t.line), "lite"), t.line))
+    missing = []
+    for x in m.get("missing") or []:
+        if not isinstance(x, dict):
+            raise BertkitError("each missing entry must be a mapping", file=path,
+                               line=m.lines["missing"])
+        _keys(x, {"name": True, "family": True, "reason": False}, path, "a missing entry")
+        _choice(x["family"], FAMILIES, path, x.lines["family"], "family")
+        missing.append({k: str(v) for k, v in x.items()})
+    references = []
+    for r in m.get("references") or []:
+        if not isinstance(r, dict):
+            raise BertkitError("each reference must be a mapping", file=path,
+                               line=m.lines["references"])
+        _keys(r, {"model": True, "size": True, "source": True, "scores": True,
+                  "suite_score": False}, path, "a reference")
+        for key in r["scores"]:
+            if key not in {t.name for t in tasks}:
+                raise BertkitError(f"reference {r['model']} scores an unknown task {key!r}",
+                                   file=path, line=r["scores"].lines[key],
+                                   expected="one of " + ", ".join(t.name for t in tasks))
+        references.append(Reference(str(r["model"]), str(r["size"]), str(r["source"]),
+                                    {k: float(v) for k, v in r["scores"].items()},
+                                    r.get("suite_score"), r.line))
+    return Suite(str(m.get("name", path.stem)), path, str(m.get("description", "")), tasks,
+                 protocol, seeds, grid, _settings(m.get("defaults"), path,
+                                                  m.lines.get("defaults", 1), "defaults"),
+                 missing, references)
+
+
+def check_suite(suite: Suite) -> list[BertkitError]:
+    """The suite's tasks whose task kind or data set is not registered (one error each, with
+    the file and line); empty when every task can run."""
+    from bertkit.data.sets import registered
+    from bertkit.tasks.registry import task_names
+
+    problems = []
+    for t in suite.tasks:
+        if t.task not in task_names():
+            problems.append(BertkitError(f"task {t.name}: unknown task kind {t.task!r}",
+                                         file=suite.path, line=t.line,
+                                         expected="one of " + ", ".join(task_names())))
+        elif t.data not in registered(t.task):
+            problems.append(BertkitError(
+                f"task {t.name}: {t.data!r} is not a registered {t.task} data set",
+                file=suite.path, line=t.line,
+                expected="one of " + ", ".join(registered(t.task))))
+    return problems
+
+
+def suite_files() -> dict[str, Path]:
+    """The shipped suites by name (``bertkit/bench/suites/*.yaml``)."""
+    return {p.stem: p for p in sorted(SUITE_DIR.glob("*.yaml"))}
+
+
+def find_suite(spec: str | Path) -> Path:
+    """A suite file: a path, or a shipped suite's name.
+
+    Raises:
+        BertkitError: neither an existing file nor a shipped name.
+    """
+    path = Path(spec).expanduser()
+    if path.is_file():
+        return path
+    shipped = suite_files()
+    if str(spec) in shipped:
+        return shipped[str(spec)]
+    raise BertkitError(f"unknown suite {str(spec)!r}",
+                       expected="a suite file or one of: " + ", ".join(shipped))
+
+
+def load_suite(spec: str | Path) -> Suite:
+    """:func:`parse_suite` then :func:`check_suite`: a suite every task of which can run.
+
+    Raises:
+        BertkitError: the first problem found (file and line).
+    """
+    suite = parse_suite(find_suite(spec))
+    problems = check_suite(suite)
+    if problems:
+        raise problems[0]
+    return suite
+
+
+def task_settings(suite: Suite, task: SuiteTask, budget: str) -> dict[str, Any]:
+    """A task's settings from the suite: its defaults < the task's recipe < (``lite``) its caps."""
+    out = {**suite.defaults, **task.recipe}
+    if budget == "lite":
+        out.update(task.lite)
+    return out
+
+
+def as_dict(suite: Suite) -> dict:
+    """The suite as plain data (for ``bench.json`` and ``report.json``)."""
+    d = dataclasses.asdict(suite)
+    d["path"] = str(suite.path)
+    return d

@@ -1,0 +1,40 @@
+"""A stand-in for ``python -m bertkit finetune TASK --recipe R -o D [--overwrite|--resume]`` in
+the runner's tests: writes what a finished NER run writes (results.json, config.yaml and
+test_predictions.conll), a score that depends on the seed and the learning rate. With
+``FAKE_FINETUNE_FAIL=<seed>`` that seed's run fails (exit 1); with ``FAKE_FINETUNE_SLEEP`` it
+sleeps first (a run to interrupt); every call appends its arguments to ``FAKE_FINETUNE_LOG``."""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+args = sys.argv[1:]
+recipe = yaml.safe_load(Path(args[args.index("--recipe") + 1]).read_text())["settings"]
+out = Path(args[args.index("-o") + 1])
+if os.environ.get("FAKE_FINETUNE_LOG"):
+    with open(os.environ["FAKE_FINETUNE_LOG"], "a") as fh:
+        fh.write(json.dumps(args) + "\n")
+out.mkdir(parents=True, exist_ok=True)
+(out / "config.yaml").write_text(yaml.safe_dump(recipe))
+if os.environ.get("FAKE_FINETUNE_SLEEP"):
+    time.sleep(float(os.environ["FAKE_FINETUNE_SLEEP"]))
+if str(recipe["seed"]) == os.environ.get("FAKE_FINETUNE_FAIL"):
+    print("error: made to fail", file=sys.stderr)
+    sys.exit(1)
+seed, lr = recipe["seed"], float(recipe.get("lr", 5e-5))
+right = 6 + seed % 3 + (2 if lr == 1e-3 else 0)  # sentences of 10 tagged right
+lines = []
+for i in range(10):
+    gold = ["B-A", "I-A", "O"]
+    pred = gold if i < right else ["O", "O", "O"]
+    lines += [f"w\t{g}\t{p}" for g, p in zip(gold, pred)] + [""]
+(out / "test_predictions.conll").write_text("\n".join(lines))
+f1 = 2 * right / (2 * right + (10 - right))
+(out / "results.json").write_text(json.dumps({
+    "test": {"f1": f1}, "dev": {"f1": f1 - 0.01}, "select_metric": "f1"}))
+(out / "model").mkdir(exist_ok=True)
+(out / "model" / "weights").write_text("x")

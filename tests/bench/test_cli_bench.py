@@ -1,0 +1,75 @@
+"""``bertkit bench`` through CliRunner: list, and bad input as a message with exit 1."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from bertkit.cli import app
+
+runner = CliRunner()
+
+SUITE = """\
+name: t
+seeds: [1]
+tasks:
+  - {name: ner-a, task: ner, data: bc5cdr, metric: entity_f1, family: ner}
+"""
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def _flat(res) -> str:
+    return " ".join(res.output.split())
+
+
+def test_list_shows_the_shipped_suites_and_one_suites_tasks():
+    res = invoke("bench", "list")
+    assert res.exit_code == 0
+    assert all(name in res.output for name in ("scibert", "blurb-lite", "mini"))
+    res = invoke("bench", "list", "scibert")
+    assert res.exit_code == 0 and "chemprot" in res.output and "token_macro_f1" in res.output
+    assert "reference: SciBERT (SciVocab), base (110 M)" in _flat(res)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["no-such-suite", "-e", "a=minilm"], "unknown suite 'no-such-suite'"),
+    (["{suite}", "-e", "a=/no/such/dir"], "encoder a: /no/such/dir does not exist"),
+    (["{suite}", "-e", "a={tmp}"], "is not an encoder (no readable config.json)"),
+    (["{suite}", "-e", "a=minilm", "-e", "a=minilm"], "two encoders named a"),
+    (["{suite}", "-e", "minilm"], "--encoder 'minilm' is not NAME=MODEL"),
+])
+def test_bad_input_is_a_message_and_exit_1(tmp_path, args, message):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE, encoding="utf-8")
+    args = [a.format(suite=suite, tmp=tmp_path) for a in args]
+    res = invoke("bench", "run", *args, "-o", tmp_path / "out")
+    assert res.exit_code == 1, res.output
+    assert message in _flat(res) and "Traceback" not in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_data_set_in_a_suite_names_the_line(tmp_path):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.replace("data: bc5cdr", "data: bc9"), encoding="utf-8")
+    res = invoke("bench", "run", suite, "-e", "a=minilm", "-o", tmp_path / "out")
+    assert res.exit_code == 1
+    assert f"{suite}:4: task ner-a: 'bc9' is not a registered ner data set" in _flat(res)
+
+
+def test_report_of_a_folder_without_a_run(tmp_path):
+    res = invoke("bench", "report", tmp_path)
+    assert res.exit_code == 1 and "no bench run here (no bench.json)" in _flat(res)
+
+
+def test_a_non_empty_folder_that_is_no_bench_run_is_refused(tmp_path):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE, encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    res = invoke("bench", "run", suite, "-e", "a=minilm", "-o", out)
+    assert res.exit_code == 1 and "not empty and holds no bench run" in _flat(res)
+    assert (out / "mine.txt").read_text() == "keep me" and len(list(out.iterdir())) == 1

@@ -1,0 +1,51 @@
+"""Contamination: an encoder's pretraining corpora from its provenance, and the test sentences
+found verbatim in them."""
+
+from __future__ import annotations
+
+import json
+
+from bertkit.bench.contamination import count, normalise, split_sentences
+from bertkit.bench.encoders import resolve
+
+
+def test_counts_distinct_test_sentences_of_five_tokens_or_more(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The BRCA1 gene is mutated here .\nshort line\nAnother unrelated line "
+                      "of text here\n", encoding="utf-8")
+    test = tmp_path / "test.tsv"
+    rows = ["The\tO", "BRCA1\tB-GENE", "gene\tO", "is\tO", "mutated\tO", "here\tO", ".\tO", "",
+            "short\tO", "line\tO", "", "A\tO", "new\tO", "sentence\tO", "not\tO", "there\tO", "",
+            "the\tO", "brca1\tB-GENE", "gene\tO", "is\tO", "mutated\tO", "here\tO", ".\tO", ""]
+    test.write_text("\n".join(rows), encoding="utf-8")
+    # "short line" is under 5 tokens; the repeated sentence counts once
+    assert split_sentences(test) == {"the brca1 gene is mutated here .",
+                                    "a new sentence not there"}
+    assert count(test, (str(corpus),)) == {"found": 1, "of": 2, "corpora": [str(corpus)]}
+
+
+def test_pair_sets_count_both_texts_and_drop_relation_markers(tmp_path):
+    test = tmp_path / "test.jsonl"
+    test.write_text(json.dumps({"text": "<< Aspirin >> inhibits [[ COX-1 ]] in cells",
+                                "text_pair": "a b c d e f"}) + "\n", encoding="utf-8")
+    assert split_sentences(test) == {"aspirin inhibits cox-1 in cells", "a b c d e f"}
+    assert normalise("a b c d") is None
+
+
+def test_a_bertkit_pretrained_encoder_names_its_corpora_through_its_parent(tmp_path,
+                                                                            tiny_encoder):
+    import shutil
+
+    def pretrained(name, corpus, base=None):
+        run = tmp_path / name
+        shutil.copytree(tiny_encoder, run / "model")
+        (run / "results.json").write_text(json.dumps({"task": "pretrain", "corpus": corpus}))
+        (run / "model" / "bertkit.json").write_text(json.dumps(
+            {"task": "pretrain", "base_model": str(base) if base else None}))
+        return run / "model"
+
+    general = pretrained("G", str(tmp_path / "general.txt"))
+    dapt = pretrained("GD", str(tmp_path / "science.txt"), base=general)
+    enc = resolve("G+D", str(dapt))
+    assert enc.corpora == (str(tmp_path / "science.txt"), str(tmp_path / "general.txt"))
+    assert resolve("plain", tiny_encoder).corpora == ()

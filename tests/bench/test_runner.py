@@ -1,0 +1,197 @@
+"""The stage runner over a stand-in fine-tuning command (tests/bench/fake_finetune.py): result
+files, kept stages, refusal with the difference, resume, failures, dev-grid, the report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from bertkit.bench.encoders import resolve_all
+from bertkit.bench.report import build, markdown
+from bertkit.bench.runner import Runner
+from bertkit.bench.suite import load_suite
+from bertkit.errors import BertkitError
+
+FAKE = str(Path(__file__).with_name("fake_finetune.py"))
+SUITE = """\
+name: t
+seeds: [1, 2]
+grid: {lr: [1.0e-4, 1.0e-3]}
+defaults: {epochs: 1, lr: 1.0e-4}
+tasks:
+  - {name: ner-a, task: ner, data: bc5cdr, metric: entity_f1, family: ner,
+     lite: {max_train_samples: 8}}
+references:
+  - {model: Ref, size: base (110 M), source: paper, scores: {ner-a: 90.0}, suite_score: 90.0}
+"""
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    """Runner.command runs the stand-in; returns the file its calls are logged to."""
+    original = Runner.command
+    monkeypatch.setattr(Runner, "command",
+                        lambda self, stage: [sys.executable, FAKE, *original(self, stage)[4:]])
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_FINETUNE_LOG", str(log))
+    return log
+
+
+def _suite(tmp_path, text=SUITE):
+    path = tmp_path / "suite.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_suite(path)
+
+
+def _calls(log: Path) -> list[list[str]]:
+    return [json.loads(x) for x in log.read_text().splitlines()] if log.is_file() else []
+
+
+def test_every_stage_writes_its_result_and_a_rerun_keeps_them(tmp_path, tiny_encoder, fake):
+    suite, out = _suite(tmp_path), tmp_path / "out"
+    encoders = resolve_all([f"a={tiny_encoder}", f"b={tiny_encoder}"])
+    assert Runner(suite, encoders, out, jobs=2).run() == {"finished": 4, "kept": 0, "failed": 0}
+    record = json.loads((out / "stages/a/ner-a/seed-2.json").read_text())
+    assert record["score"] == pytest.approx(100 * 2 * 8 / (2 * 8 + 2))  # seed 2: 8 of 10 right
+    assert record["settings"]["lr"] == 1e-4 and record["settings"]["seed"] == 2
+    assert record["settings"]["model"] == encoders[0].path
+    assert record["sources"]["lr"] == "recipe"
+    assert not (out / "runs/a/ner-a/seed-2/model").exists()  # weights removed, scores kept
+    assert (out / "runs/a/ner-a/seed-2/test_predictions.conll").is_file()
+    assert len(_calls(fake)) == 4
+    before = {p: p.read_bytes() for p in (out / "stages").rglob("*.json")}
+    assert Runner(suite, encoders, out, jobs=1).run() == {"finished": 0, "kept": 4, "failed": 0}
+    assert len(_calls(fake)) == 4  # nothing ran again
+    assert {p: p.read_bytes() for p in (out / "stages").rglob("*.json")} == before
+
+
+def test_a_rerun_with_other_settings_is_refused_and_nothing_is_lost(tmp_path, tiny_encoder,
+                                                                    fake):
+    out = tmp_path / "out"
+    encoders = resolve_all([f"a={tiny_encoder}"])
+    Runner(_suite(tmp_path), encoders, out).run()
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    changed = _suite(tmp_path, SUITE.replace("lr: 1.0e-4}", "lr: 3.0e-4}"))
+    with pytest.raises(BertkitError, match=r"finished with other settings: lr: 0.0001 -> 0.0003"):
+        Runner(changed, encoders, out).run()
+    with pytest.raises(BertkitError, match="budget: 'full' -> 'lite'"):
+        Runner(_suite(tmp_path), encoders, out, budget="lite").run()
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert len(_calls(fake)) == 2
+
+
+def test_another_encoder_under_a_known_name_is_refused(tmp_path, tiny_encoder, still_encoder,
+                                                       fake):
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out).run()
+    with pytest.raises(BertkitError, match="encoder a: .* other weights"):
+        Runner(_suite(tmp_path), resolve_all([f"a={still_encoder}"]), out).run()
+
+
+def test_a_failed_stage_is_named_and_run_again_next_time(tmp_path, tiny_encoder, fake,
+                                                         monkeypatch):
+    out = tmp_path / "out"
+    encoders = resolve_all([f"a={tiny_encoder}"])
+    monkeypatch.setenv("FAKE_FINETUNE_FAIL", "2")
+    with pytest.raises(BertkitError, match=r"1 stage\(s\) failed: .*seed-2.log: stage "
+                                           r"a/ner-a/seed-2 failed \(exit 1\)"):
+        Runner(_suite(tmp_path), encoders, out).run()
+    assert (out / "stages/a/ner-a/seed-1.json").is_file()
+    assert not (out / "stages/a/ner-a/seed-2.json").exists()
+    assert "made to fail" in (out / "runs/a/ner-a/seed-2.log").read_text()
+    monkeypatch.delenv("FAKE_FINETUNE_FAIL")
+    assert Runner(_suite(tmp_path), encoders, out).run() == {"finished": 1, "kept": 1,
+                                                             "failed": 0}
+
+
+def test_resume_continues_a_stopped_stage_from_its_checkpoint(tmp_path, tiny_encoder, fake,
+                                                               monkeypatch):
+    out = tmp_path / "out"
+    encoders = resolve_all([f"a={tiny_encoder}"])
+    monkeypatch.setenv("FAKE_FINETUNE_FAIL", "1")  # seed 1 stops after writing config.yaml
+    with pytest.raises(BertkitError):
+        Runner(_suite(tmp_path), encoders, out).run()
+    (out / "runs/a/ner-a/seed-1/checkpoints").mkdir()  # as a stopped fine-tune leaves it
+    monkeypatch.delenv("FAKE_FINETUNE_FAIL")
+    Runner(_suite(tmp_path), encoders, out, resume=True).run()
+    calls = _calls(fake)
+    assert [c[-1] for c in calls] == ["--overwrite", "--overwrite", "--resume"]
+    assert (out / "stages/a/ner-a/seed-1.json").is_file()
+
+
+def test_without_resume_a_stopped_stage_starts_again(tmp_path, tiny_encoder, fake, monkeypatch):
+    out = tmp_path / "out"
+    encoders = resolve_all([f"a={tiny_encoder}"])
+    monkeypatch.setenv("FAKE_FINETUNE_FAIL", "1")
+    with pytest.raises(BertkitError):
+        Runner(_suite(tmp_path), encoders, out).run()
+    (out / "runs/a/ner-a/seed-1/checkpoints").mkdir()
+    monkeypatch.delenv("FAKE_FINETUNE_FAIL")
+    Runner(_suite(tmp_path), encoders, out).run()
+    assert [c[-1] for c in _calls(fake)] == ["--overwrite"] * 3
+
+
+def test_dev_grid_chooses_each_encoders_rate_on_dev(tmp_path, tiny_encoder, fake):
+    out = tmp_path / "out"
+    runner = Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out,
+                    protocol="dev-grid")
+    assert runner.run() == {"finished": 4, "kept": 0, "failed": 0}  # 2 grid points, 2 seeds
+    assert sorted(p.name for p in (out / "stages/a/ner-a").iterdir()) == [
+        "grid-lr0.0001.json", "grid-lr0.001.json", "seed-1.json", "seed-2.json"]
+    seed = json.loads((out / "stages/a/ner-a/seed-1.json").read_text())
+    assert seed["settings"]["lr"] == 1e-3 and seed["overrides"] == {"lr": 1e-3}
+
+
+def test_the_report_of_a_run(tmp_path, tiny_encoder, still_encoder, fake):
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}", f"b={still_encoder}"]), out,
+           budget="lite").run()
+    r = build(out, baseline="a")
+    cell = r["encoders"]["b"]["tasks"]["ner-a"]
+    assert cell["n"] == 2 and cell["seeds"] == [1, 2]
+    assert r["encoders"]["a"]["suite_score"] == pytest.approx(cell["mean"])  # one family
+    c = r["comparisons"]["b"]["ner-a"]
+    assert c["delta"] == 0.0 and c["verdict"] == "none"
+    assert c["bootstrap"]["low"] == c["bootstrap"]["high"] == 0.0
+    text = markdown(r)
+    assert "lite: not comparable with the published numbers" in text
+    assert "| Ref (paper) | base (110 M) | 90.00 | 90.00 (published, all its tasks) |" in text
+    with pytest.raises(BertkitError, match="no encoder 'c'"):
+        build(out, baseline="c")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_children_and_leaves_no_half_written_result(tmp_path, tiny_encoder,
+                                                                      fake, monkeypatch):
+    import os
+    import signal
+    import threading
+
+    out = tmp_path / "out"
+    monkeypatch.setenv("FAKE_FINETUNE_SLEEP", "30")
+    timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(BertkitError, match="stopped; .*--resume to continue") as err:
+            Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out, jobs=2).run()
+    finally:
+        timer.cancel()
+    assert err.value.exit_code == 130
+    assert not list((out / "stages").rglob("*.json"))
+    assert (out / "runs/a/ner-a/seed-1/config.yaml").is_file()  # started, then stopped
+    assert not (out / "runs/a/ner-a/seed-1/results.json").exists()
+
+
+def test_the_report_names_settings_that_did_not_come_from_the_suite(tmp_path, tiny_encoder,
+                                                                    fake):
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out).run()
+    assert "Settings not from the suite" not in markdown(build(out))
+    stage = out / "stages/a/ner-a/seed-1.json"
+    record = json.loads(stage.read_text())
+    record["sources"].update(crf="data-set default", warmup="data-set default")
+    stage.write_text(json.dumps(record))
+    assert "a on ner-a: crf, warmup" in markdown(build(out))
