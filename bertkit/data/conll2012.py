@@ -63,6 +63,11 @@ class CorefDocument:
     rows: list[list[str]] | None = None
 
     @property
+    def line(self) -> int:
+        """The ``#begin document`` line (where messages point)."""
+        return self.begin_line
+
+    @property
     def words(self) -> list[str]:
         """All words of the document in order (``W`` of them)."""
         return [w for s in self.sentences for w in s]
