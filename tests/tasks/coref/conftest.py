@@ -5,18 +5,18 @@ from pathlib import Path
 import pytest
 
 _SENTS = [
-    ("Anna met her brother in Paris .", "(0)|-|(0)|(1|1)|-|(2)|-"),
-    ("She smiled and he waved .", "(0)|-|-|(1)|-|-"),
-    ("The old city was quiet .", "(2|-|2)|-|-|-"),
-    ("Tom saw the dog .", "(3)|-|(4|4)|-"),
-    ("It barked at him .", "(4)|-|-|(3)|-"),
+    ("Anna met her brother in Paris .", "(0) - (1|(0) 1) - (2) -"),
+    ("She smiled and he waved .", "(0) - - (1) - -"),
+    ("The old city was quiet .", "(2 - 2) - - -"),
+    ("Tom saw the dog .", "(3) - (4 4) -"),
+    ("It barked at him .", "(4) - - (3) -"),
 ]
 
 
 def document(name: str, sents=_SENTS) -> str:
     lines = [f"#begin document ({name}); part 0"]
     for words, tags in sents:
-        for k, (w, t) in enumerate(zip(words.split(), tags.split("|"))):
+        for k, (w, t) in enumerate(zip(words.split(), tags.split(), strict=True)):
             lines.append(f"{name}\t0\t{k}\t{w}\t_\t{'' if t == '-' else t}")
         lines.append("")
     lines.append("#end document")
