@@ -90,10 +90,10 @@ class CorefTask:
                         {s: str(p) for s, p in paths.items()})
 
     def text_lines(self, data: str, max_examples: int | None = None) -> list[str]:
-        """The training documents' sentences, one a line (TAPT), of the first ``max_examples``
-        documents (all: None)."""
+        """The training documents' text for TAPT, one document a line (words joined by
+        spaces, as a paragraph of a corpus), of the first ``max_examples`` documents (all: None)."""
         docs = load_documents(resolve_coref(data, ("train",))["train"])[:max_examples]
-        return [" ".join(s) for d in docs for s in d.sentences]
+        return [" ".join(d.words) for d in docs]
 
     def prepare(self, cfg: CorefConfig, model_name: str, data: TaskData, runtime,
                 console: Console | None = None) -> Prepared:
