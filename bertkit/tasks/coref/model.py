@@ -161,9 +161,11 @@ class CorefModel(nn.Module):
             # gold cluster of each kept span (-1: not a gold mention)
             key = gold[:, 0] * L + width
             flat_kept = cand[kept]
-            match = (flat_kept.unsqueeze(1) == key[ok].unsqueeze(0))  # [K, M_ok]
-            kept_cl = torch.where(match.any(1), gold_cl[ok][match.float().argmax(1)],
-                                  torch.full_like(flat_kept, -1))
+            kept_cl = torch.full_like(flat_kept, -1)
+            if bool(ok.any()):  # a crop may hold no gold mention at all
+                match = (flat_kept.unsqueeze(1) == key[ok].unsqueeze(0))  # [K, M_ok]
+                kept_cl = torch.where(match.any(1), gold_cl[ok][match.float().argmax(1)],
+                                      kept_cl)
             ant = self.head.antecedent_scores(a_s, a_e, c_start[kept], c_end[kept],
                                               scores.reshape(-1)[flat_kept])  # [K, K+1]
             K = len(kept)

@@ -71,3 +71,16 @@ def test_loss_is_finite_trains_the_head_and_decodes(docs, tokenizer, tiny_encode
         spans = [m for c in cl for m in c]
         assert len(spans) == len(set(spans))  # a mention in one cluster only
         assert all(0 <= s <= e < doc.n_words and e - s < 5 for s, e in spans)
+
+
+def test_document_without_gold_mentions_trains(tokenizer, tiny_encoder):
+    from bertkit.data.conll2012 import CorefDocument
+    from bertkit.tasks.coref.model import build_model
+
+    torch.manual_seed(0)
+    model = build_model(tiny_encoder, 8, 3, 0.0, 0.4)
+    doc = CorefDocument("x", [["Nothing", "here", "."]], clusters=[])
+    enc, _ = encode_documents([doc], tokenizer, 16)
+    out = model(**collate(enc, tokenizer.pad_token_id))
+    assert torch.isfinite(out["loss"])  # all candidates negative, every span's gold is the dummy
+    out["loss"].backward()
