@@ -62,7 +62,7 @@ def coref(sentences):
     kept = torch.tensor(kept)
     rep = torch.cat([a_s[s[kept]], a_e[e[kept]]], -1)
     m = sc[kept]
-    pair = (rep @ head["bilinear_a"] @ rep.T + m[:, None] + m[None, :]).masked_fill(
+    pair = (rep @ head["bilinear_a"] @ rep.T).masked_fill(
         ~torch.ones(len(kept), len(kept), dtype=torch.bool).tril(-1), float("-inf"))
     best = torch.cat([pair.new_zeros(len(kept), 1), pair], 1).argmax(1) - 1  # -1: no antecedent
     cluster, groups = {}, []

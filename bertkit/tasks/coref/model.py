@@ -2,7 +2,7 @@
 
 Sources: Kirstain, Ram & Levy (2021), "Coreference Resolution without Span Representations"
 (s2e: mention and antecedent scores from start/end projections and bilinear forms, no span
-vectors); Lee et al. (2017, 2018) for the candidate spans, pruning to ``lambda * W`` spans,
+vectors; here the pair score leaves the mention scores out, see :class:`CorefHead`); Lee et al. (2017, 2018) for the candidate spans, pruning to ``lambda * W`` spans,
 the dummy antecedent and the marginal log-likelihood of the gold antecedents; Joshi et al.
 (2019) for the independent segments. Departures, stated: candidates are spans of *words* (a
 word's vector is the mean of its pieces), within one sentence, at most ``max_span_width`` words;
@@ -36,9 +36,13 @@ class CorefHead(nn.Module):
     Mention score of span ``(i, j)``, ``l = j - i`` (``m_s = GELU(W_ms x)``, ``m_e = GELU(W_me x)``,
     ``[W, F]``): ``f_m(i, j) = v_s . m_s[i] + v_e . m_e[j] + m_s[i]^T B_m m_e[j] + b_width[l]``.
     Antecedent score of span ``c`` for span ``q`` (``c`` before ``q``), with ``a = [a_s[start];
-    a_e[end]]`` ``[K, 2F]`` from two more projections: ``f(c, q) = f_m(c) + f_m(q) + a_q^T B_a
-    a_c`` (``B_a`` holds the four start/end bilinear forms as one ``[2F, 2F]`` matrix); the dummy
-    antecedent scores 0.
+    a_e[end]]`` ``[K, 2F]`` from two more projections: ``f(c, q) = a_q^T B_a a_c`` (``B_a`` holds
+    the four start/end bilinear forms as one ``[2F, 2F]`` matrix); the dummy antecedent scores 0.
+    Kirstain et al. add ``f_m(c) + f_m(q)``; here the mention scores are trained apart (binary
+    cross-entropy, calibrated: most spans score far below 0) and only prune and detect
+    singletons, as mention detection and pair scoring are apart in Toshniwal et al. (2020): added
+    to the pair score they vetoed every link (a first LitBank run linked nothing after one
+    epoch: every kept span's mention score was below -0.6).
 
     Args:
         hidden: encoder width H; ffnn: projection width F; max_width: L (words); dropout.
@@ -79,11 +83,11 @@ class CorefHead(nn.Module):
         return scores + self.width_bias, valid
 
     def antecedent_scores(self, a_s: torch.Tensor, a_e: torch.Tensor, starts: torch.Tensor,
-                          ends: torch.Tensor, mention: torch.Tensor) -> torch.Tensor:
+                          ends: torch.Tensor) -> torch.Tensor:
         """``[K, K+1]`` scores of each kept span's antecedents, column 0 the dummy (0); a span
-        at or after ``q`` scores ``-inf`` (``starts``/``ends`` ``[K]`` sorted, ``mention`` ``[K]``)."""
+        at or after ``q`` scores ``-inf`` (``starts``/``ends`` ``[K]`` sorted by start, end)."""
         rep = torch.cat([a_s[starts], a_e[ends]], dim=-1)  # [K, 2F]
-        pair = rep @ self.bilinear_a @ rep.T + mention.unsqueeze(1) + mention.unsqueeze(0)  # [q, c]
+        pair = rep @ self.bilinear_a @ rep.T  # [q, c]
         K = len(starts)
         earlier = torch.ones(K, K, dtype=torch.bool, device=rep.device).tril(-1)
         pair = pair.masked_fill(~earlier, float("-inf"))
@@ -166,8 +170,7 @@ class CorefModel(nn.Module):
                 match = (flat_kept.unsqueeze(1) == key[ok].unsqueeze(0))  # [K, M_ok]
                 kept_cl = torch.where(match.any(1), gold_cl[ok][match.float().argmax(1)],
                                       kept_cl)
-            ant = self.head.antecedent_scores(a_s, a_e, c_start[kept], c_end[kept],
-                                              scores.reshape(-1)[flat_kept])  # [K, K+1]
+            ant = self.head.antecedent_scores(a_s, a_e, c_start[kept], c_end[kept])  # [K, K+1]
             K = len(kept)
             same = (kept_cl.unsqueeze(1) == kept_cl.unsqueeze(0)) & (kept_cl >= 0).unsqueeze(1)
             same &= torch.ones(K, K, dtype=torch.bool, device=x.device).tril(-1)
@@ -190,7 +193,7 @@ class CorefModel(nn.Module):
             scores, _, (c_start, c_end, cand), kept, (a_s, a_e) = self._document(
                 x_all[lo:hi], sentence[lo:hi])
             mention = scores.reshape(-1)[cand[kept]]
-            ant = self.head.antecedent_scores(a_s, a_e, c_start[kept], c_end[kept], mention)
+            ant = self.head.antecedent_scores(a_s, a_e, c_start[kept], c_end[kept])
             best = (ant.argmax(1) - 1).cpu().numpy()  # -1: the dummy
             kept_spans = torch.stack([c_start[kept], c_end[kept]], 1).cpu().numpy()
             out.append(clusters_from_antecedents(kept_spans, best,
