@@ -75,8 +75,8 @@ class CorefConfig(FinetuneConfig):
     epochs: int = 10
     lr: float = 5e-5
     batch_size: int = 1
-    data: str = data_option("litbank", "Registered set ({sets}; under $BERTKIT_DATA as "
-                            "coref/litbank/{train,dev,test}/*.conll) or a directory with "
+    data: str = data_option("litbank", "Registered set ({sets}; under $BERTKIT_DATA/coref/, "
+                            "one folder of .conll files per split) or a directory with "
                             "train/dev/test .conll files or folders of them.")
     model: str | None = model_option()
     max_length: int = option(384, min=8, help="Subword pieces per segment incl. [CLS]/[SEP]; a "
