@@ -47,30 +47,30 @@ def test_crop_keeps_mentions_inside_and_batches_replay(docs, tokenizer):
     assert all(b.shape[0] <= 2 for b in first)
 
 
-def test_loss_is_finite_trains_the_head_and_decodes(docs, tokenizer, tiny_encoder):
+def test_it_overfits_three_documents_and_decodes_their_clusters(docs, tokenizer, tiny_encoder):
+    # labels, gold matching, decoding and scoring agree: a tiny model fits its training
+    # documents exactly (CoNLL F1 100), so a low real score is training, not plumbing
+    from bertkit.metrics.coref import coref_scores
     from bertkit.tasks.coref.model import build_model
 
     torch.manual_seed(0)
-    model = build_model(tiny_encoder, 16, 5, 0.0, 0.4)
+    model = build_model(tiny_encoder, 32, 5, 0.0, 0.4)
     enc, _ = encode_documents(docs, tokenizer, 16)
     batch = collate(enc, tokenizer.pad_token_id)
-    opt = torch.optim.Adam(model.parameters(), 1e-2)
+    opt = torch.optim.Adam(model.parameters(), 3e-3)
     losses = []
-    for _ in range(15):
+    for _ in range(60):
         out = model(**batch)
         assert torch.isfinite(out["loss"])
         out["loss"].backward()
         opt.step()
         opt.zero_grad()
         losses.append(float(out["loss"].detach()))
-    assert losses[-1] < losses[0] * 0.7  # it learns the three tiny documents
+    assert losses[-1] < losses[0] * 0.1
     model.eval()
     clusters = model.resolve(**batch)
-    assert len(clusters) == len(docs)
-    for doc, cl in zip(enc, clusters):
-        spans = [m for c in cl for m in c]
-        assert len(spans) == len(set(spans))  # a mention in one cluster only
-        assert all(0 <= s <= e < doc.n_words and e - s < 5 for s, e in spans)
+    assert clusters == [d.clusters for d in docs]
+    assert coref_scores([d.clusters for d in docs], clusters)["conll_f1"] == pytest.approx(100.0)
 
 
 def test_document_without_gold_mentions_trains(tokenizer, tiny_encoder):
