@@ -105,6 +105,13 @@ for _name, _desc, _license in [
     register(DatasetEntry("qa", _name, "", _desc, license=_license))
 
 
+# coreference: coref/<name>/{train,dev,test}/*.conll (CoNLL-2012, one document a file) under
+# BERTKIT_DATA only; litbank's split is fold 0 of the official ten (Bamman et al., 2020)
+register(DatasetEntry("coref", "litbank", "", "LitBank (Bamman et al., 2020): coreference in "
+                                               "100 English fiction excerpts, singletons annotated",
+                      license="cc-by-4.0"))
+
+
 def canonical_data(data: str) -> str:
     """``data`` as recorded in a run: an existing directory as its absolute path (so a resumed
     run from another working directory names the same files), a registered name unchanged."""

@@ -37,6 +37,8 @@ TASKS: dict[str, TaskEntry] = {
                      "bertkit.tasks.cls:finetune_cls"),
     "qa": TaskEntry("bertkit.tasks.qa.task:TASK", "bertkit.tasks.qa:QAConfig",
                     "bertkit.tasks.qa:finetune_qa"),
+    "coref": TaskEntry("bertkit.tasks.coref.task:TASK", "bertkit.tasks.coref:CorefConfig",
+                       "bertkit.tasks.coref:finetune_coref"),
 }
 
 

@@ -1,0 +1,262 @@
+"""CoNLL-2012 coreference files: read documents with their clusters, write them back.
+
+The format (Pradhan et al., 2012, the CoNLL-2012 shared task; the reference scorer of Pradhan
+et al., 2014 reads it the same way):
+
+* ``#begin document (NAME); part NNN`` opens a document, ``#end document`` closes it; other
+  lines starting with ``#`` are comments.
+* one token a line; columns separated by tabs (or, in the scorer's own test files, by runs of
+  spaces); a blank line ends a sentence.
+* the **last** column holds the coreference chains: ``(7`` opens a mention of entity 7, ``7)``
+  closes the most recently opened mention of 7, ``(7)`` is a one-token mention, several are
+  joined by ``|`` (or run together: ``(1(3``, ``3)1)``); ``-`` (or, as in LitBank's files, an empty last field) means none.
+* the word is in column 4 (index 3) when a line has at least 5 columns (CoNLL-2012, LitBank),
+  else the first column that is not the coreference column (the scorer's 2-column test files
+  carry no word, so the document name stands in).
+
+Mentions are ``(start, end)`` token indices within the document, both inclusive, counted over
+the whole document (sentences only matter for the model and for writing back).
+
+Errors (each a :class:`~bertkit.errors.BertkitError` naming the file and line): brackets that do
+not balance (a mention opened and never closed, reported at its opening line), a mention that
+closes an entity never opened, a document without its ``#end document`` line (or a token line
+outside any document), an empty document, a coreference column in the wrong place (a token line
+whose last field is not a coreference annotation while another field of it is one).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+_BEGIN = re.compile(r"^#begin document\s*(.*)$")
+_PART = re.compile(r"^\((.*)\);\s*part\s*(\S+)\s*$")
+_ITEM = re.compile(r"(\()?(\d+)(\))?")
+# the whole field: items joined by "|" or, as in the reference scorer's own files, run together
+_FIELD = re.compile(r"^(?:\(\d+\)|\(\d+|\d+\))(?:\|?(?:\(\d+\)|\(\d+|\d+\)))*$")
+EXPECTED_COREF = "'-', empty, or '(N', 'N)', '(N)' joined by '|'"
+
+
+@dataclass
+class CorefDocument:
+    """One CoNLL-2012 document.
+
+    Attributes:
+        name: the document name of its ``#begin document`` line (with ``; part N`` when given).
+        sentences: words per sentence (``list[list[str]]``).
+        clusters: mentions per entity, each ``(start, end)`` document token indices (inclusive),
+            entities in order of first mention, mentions sorted; None for an unlabelled document.
+        file / begin_line: where it came from (for messages); ``token_lines[i]`` is the line of
+            token ``i`` (empty for documents not read from a file).
+        rows: per token the original line's fields (the writer keeps every column but the last).
+    """
+
+    name: str
+    sentences: list[list[str]]
+    clusters: list[list[tuple[int, int]]] | None = None
+    file: str = "<memory>"
+    begin_line: int = 0
+    token_lines: list[int] = field(default_factory=list)
+    rows: list[list[str]] | None = None
+
+    @property
+    def line(self) -> int:
+        """The ``#begin document`` line (where messages point)."""
+        return self.begin_line
+
+    @property
+    def words(self) -> list[str]:
+        """All words of the document in order (``W`` of them)."""
+        return [w for s in self.sentences for w in s]
+
+    def sentence_ids(self) -> list[int]:
+        """``[W]`` the sentence index of each token."""
+        return [k for k, s in enumerate(self.sentences) for _ in s]
+
+
+def _coref_field(fields: list[str]) -> tuple[str, bool]:
+    """The coreference annotation of a token line and whether it parses."""
+    last = fields[-1].strip()
+    if last in ("", "-"):
+        return last, True
+    return last, bool(_FIELD.match(last))
+
+
+def _split(line: str) -> list[str]:
+    return line.split("\t") if "\t" in line else line.split()
+
+
+def read_conll2012(path: str | Path, labelled: bool = True) -> list[CorefDocument]:
+    """Read every document of a CoNLL-2012 file.
+
+    Args:
+        path: the file (UTF-8).
+        labelled: False ignores the coreference column (``clusters`` None): predict input.
+
+    Returns:
+        the documents in file order.
+
+    Raises:
+        BertkitError: see the module docstring; also a missing or non-UTF-8 file.
+
+    >>> import tempfile, os
+    >>> f = tempfile.NamedTemporaryFile("w", suffix=".conll", delete=False)
+    >>> _ = f.write("#begin document (d); part 0\\nd\\t0\\t0\\tAnn\\t(0)\\nd\\t0\\t1\\tsaw\\t-\\n"
+    ...             "d\\t0\\t2\\therself\\t(0)\\n#end document\\n"); f.close()
+    >>> read_conll2012(f.name)[0].clusters
+    [[(0, 0), (2, 2)]]
+    >>> os.unlink(f.name)
+    """
+    from bertkit.data.conll import read_lines
+
+    path = Path(path)
+    docs: list[CorefDocument] = []
+    doc: CorefDocument | None = None
+    sentence: list[str] = []
+    open_: dict[int, list[tuple[int, int]]] = {}  # entity -> stack of (start token, line)
+    clusters: dict[int, list[tuple[int, int]]] = {}
+    first_open: dict[int, int] = {}  # entity -> order of its first opening in the document
+
+    def finish(line_no: int) -> None:
+        nonlocal doc, sentence
+        if sentence:
+            doc.sentences.append(sentence)
+            sentence = []
+        if not doc.sentences:
+            raise BertkitError(f"document {doc.name!r} has no tokens", file=path,
+                               line=doc.begin_line, expected="token lines between #begin "
+                               "document and #end document")
+        for entity, stack in open_.items():
+            if stack:
+                start, at = stack[0]
+                raise BertkitError(f"mention of entity {entity} opened here is never closed "
+                                   f"(brackets do not balance)", file=path, line=at,
+                                   expected=f"a '{entity})' later in document {doc.name!r}")
+        if labelled:
+            # entities in order of their first mention, ties by which opened first
+            doc.clusters = [sorted(m) for _, m in sorted(
+                clusters.items(), key=lambda kv: (min(kv[1]), first_open[kv[0]]))]
+        docs.append(doc)
+        doc = None
+
+    for line_no, text in read_lines(path):
+        stripped = text.strip()
+        if stripped.startswith("#begin document"):
+            if doc is not None:
+                raise BertkitError(f"#begin document before document {doc.name!r} ended",
+                                   file=path, line=line_no, expected="#end document first")
+            header = _BEGIN.match(stripped).group(1).strip()
+            m = _PART.match(header)
+            name = f"{m.group(1)}; part {m.group(2)}" if m else header.strip("();") or "doc"
+            doc = CorefDocument(name, [], file=str(path), begin_line=line_no, rows=[])
+            open_, clusters, first_open, sentence = {}, {}, {}, []
+            continue
+        if stripped.startswith("#end document"):
+            if doc is None:
+                raise BertkitError("#end document without #begin document", file=path,
+                                   line=line_no, expected="#begin document (NAME); part N first")
+            finish(line_no)
+            continue
+        if stripped.startswith("#"):
+            continue
+        if not stripped:
+            if doc is not None and sentence:
+                doc.sentences.append(sentence)
+                sentence = []
+            continue
+        if doc is None:
+            raise BertkitError("token line outside a document", file=path, line=line_no,
+                               expected="#begin document (NAME); part N before it")
+        fields = _split(text.rstrip("\r\n"))
+        if len(fields) < 2:
+            raise BertkitError("token line with one column", file=path, line=line_no,
+                               expected="columns with the coreference column last")
+        last, ok = _coref_field(fields)
+        if labelled and not ok:
+            elsewhere = any(_coref_field([f])[1] and f.strip() not in ("", "-")
+                            for f in fields[4:-1])
+            where = " (a coreference annotation sits in another column)" if elsewhere else ""
+            raise BertkitError(f"last column {last!r} is not a coreference annotation{where}",
+                               file=path, line=line_no, expected=EXPECTED_COREF +
+                               " in the last column")
+        word = fields[3] if len(fields) >= 5 else fields[0]
+        index = sum(len(s) for s in doc.sentences) + len(sentence)
+        sentence.append(word)
+        doc.token_lines.append(line_no)
+        doc.rows.append(fields)
+        if not labelled or last in ("", "-"):
+            continue
+        for item in _ITEM.finditer(last):
+            part = item.group(0)
+            opens, entity, closes = item.groups()
+            entity = int(entity)
+            first_open.setdefault(entity, len(first_open))
+            if opens and closes:
+                clusters.setdefault(entity, []).append((index, index))
+            elif opens:
+                open_.setdefault(entity, []).append((index, line_no))
+            else:
+                stack = open_.get(entity)
+                if not stack:
+                    raise BertkitError(f"'{part}' closes a mention of entity {entity}, which is "
+                                       f"not open", file=path, line=line_no,
+                                       expected=f"'({entity}' on this or an earlier line")
+                start, _ = stack.pop()
+                clusters.setdefault(entity, []).append((start, index))
+    if doc is not None:
+        raise BertkitError(f"document {doc.name!r} has no #end document line", file=path,
+                           line=doc.begin_line, expected="#end document after its last token")
+    if not docs:
+        raise BertkitError("no documents", file=path, expected="#begin document (NAME); part N "
+                           "... #end document")
+    return docs
+
+
+def coref_column(n_tokens: int, clusters: list[list[tuple[int, int]]]) -> list[str]:
+    """The last column for ``n_tokens`` tokens: ``(k``, ``k)``, ``(k)`` joined by ``|``, ``-``.
+
+    Entity ``k`` is the cluster's index. At a token, closings of longer mentions come after the
+    openings, as the reference scorer's files order them (``(1|(2)`` ... ``2)|1)``).
+
+    >>> coref_column(3, [[(0, 1), (2, 2)]])
+    ['(0', '0)', '(0)']
+    """
+    opens: list[list[tuple[int, str]]] = [[] for _ in range(n_tokens)]
+    closes: list[list[tuple[int, str]]] = [[] for _ in range(n_tokens)]
+    singles: list[list[str]] = [[] for _ in range(n_tokens)]
+    for k, mentions in enumerate(clusters):
+        for s, e in mentions:
+            if s == e:
+                singles[s].append(f"({k})")
+            else:
+                opens[s].append((-e, f"({k}"))  # longer mentions open first
+                closes[e].append((-s, f"{k})"))  # shorter (later-opened) mentions close first
+    out = []
+    for i in range(n_tokens):
+        parts = ([p for _, p in sorted(opens[i])] + singles[i]
+                 + [p for _, p in sorted(closes[i])])
+        out.append("|".join(parts) if parts else "-")
+    return out
+
+
+def format_conll2012(docs: list[CorefDocument], clusters: list[list[list[tuple[int, int]]]]
+                     ) -> str:
+    """CoNLL-2012 text of ``docs`` with ``clusters[d]`` in the last column (other columns as read;
+    documents made from text get ``name 0 index word`` columns)."""
+    lines: list[str] = []
+    for doc, cl in zip(docs, clusters):
+        name, _, part = doc.name.partition("; part ")
+        lines.append(f"#begin document ({name}); part {part or '0'}")
+        column = coref_column(len(doc.words), cl)
+        i = 0
+        for sent in doc.sentences:
+            for j, word in enumerate(sent):
+                row = doc.rows[i][:-1] if doc.rows else [name, part or "0", str(j), word]
+                lines.append("\t".join(row + [column[i]]))
+                i += 1
+            lines.append("")
+        lines.append("#end document")
+    return "\n".join(lines) + "\n"
