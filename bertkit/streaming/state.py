@@ -107,7 +107,8 @@ def check_resume(state: dict[str, Any], fresh: dict[str, Any], where: Path) -> N
             settings (formats, chunk size, shard) than the run being resumed; the message says
             what differs and how to start again.
     """
-    for part, what in (("input", "input"), ("model", "model"), ("settings", "settings")):
+    for part, what in (("input", "from another input"), ("model", "with another model"),
+                       ("settings", "with other settings")):
         old, new = state.get(part) or {}, fresh.get(part) or {}
         if part == "model":
             old, new = {"path": old.get("path"), **old.get("files", {})}, \
@@ -115,7 +116,7 @@ def check_resume(state: dict[str, Any], fresh: dict[str, Any], where: Path) -> N
         diff = _differences(old, new)
         if diff:
             raise BertkitError(
-                f"cannot resume: the unfinished output was made from another {what} "
+                f"cannot resume: the unfinished output was made {what} "
                 f"({'; '.join(diff[:3])})", file=where,
-                expected=f"the same {what} as the interrupted run; or start again without "
+                expected=f"the same {part} as the interrupted run; or start again without "
                          "--resume (the unfinished output is then replaced)")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.options import SAVED_MODEL, SPLIT, METRICS_OUTPUT, PREDICT_OUTPUT, DEVICE, \
-    PRECISION, Commands, Option, batch_size, option
+    PRECISION, STREAM_OPTIONS, Commands, Option, batch_size, option
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option)
 
@@ -35,7 +35,8 @@ COMMANDS = Commands(
         DEVICE, PRECISION, batch_size("Windows", 32)),
     predict_options=(
         SAVED_MODEL,
-        Option("CoNLL file (token first) or plain text, one sentence a line.", ("--input", "-i"),
+        Option("CoNLL file (token first) or plain text, one sentence a line; .gz read as gzip.",
+               ("--input", "-i"),
                name="input", type=Path, default=...),
         PREDICT_OUTPUT,
         Option("conll (token, gold if the input has it, predicted) or jsonl (line, tokens, tags, "
@@ -43,7 +44,7 @@ COMMANDS = Commands(
                default="conll"),
         Option("auto, conll or text (one sentence a line).", ("--input-format",),
                name="input_format", type=str, choices=("auto", "conll", "text"), default="auto"),
-        DEVICE, PRECISION, batch_size("Windows", 32)),
+        DEVICE, PRECISION, batch_size("Windows", 32), *STREAM_OPTIONS),
 )
 
 
