@@ -102,7 +102,7 @@ def _shard_work(task_name: str, model: str, input: str, output: Any, opts: Any, 
         target = shard_output(output, shard)
         opts = dataclasses.replace(opts, shard=shard,
                                    resume=opts.resume and state_path(target).exists())
-        console = Console(stderr=True, quiet=False) if console is None else console
+        console = Console(stderr=True, force_terminal=False) if console is None else console
     if opts.shard:
         output = shard_output(output, opts.shard)
     predictor = get_task(task_name).stream(model, input, console=console, **kwargs)

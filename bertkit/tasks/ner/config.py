@@ -24,7 +24,13 @@ COMMANDS = Commands(
     each setting came from.
     """,
     evaluate="""Score a saved NER model on a labelled split: entity precision, recall and F1 per type.""",
-    predict="""Tag new text with a saved NER model; every input word gets exactly one tag.""",
+    predict="""Tag new text with a saved NER model; every input word gets exactly one tag.
+
+    Streams: chunks of --chunk-size records, each written in input order when done, so memory
+    stays flat whatever the input's size; .gz in and out. An interrupted run continues with
+    --resume; --shard I/N and 'bertkit predict merge' split a corpus over processes or machines,
+    --jobs N over this machine's cores.
+    """,
     evaluate_options=(
         SAVED_MODEL,
         Option("Registered set ({sets}; under $BERTKIT_DATA) or a directory with split files.",
