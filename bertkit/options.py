@@ -115,12 +115,9 @@ STREAM_OPTIONS = (
            name="shard", type=str, default=None),
     Option("Run N processes on this machine (one thread each), a shard each, then merge.",
            ("--jobs", "-j"), name="jobs", type=int, min=1, default=1),
-    Option("Skip and count unreadable lines (not UTF-8, a JSON line that does not parse) "
-           "instead of stopping; JSON lines output gets a 'skipped' record for each.",
-           ("--skip-bad-lines",), name="skip_bad_lines", type=bool, default=False),
 )
-"""``predict`` options of a task that streams (:mod:`bertkit.streaming`); they go to the shared
-driver, not to the task."""
+"""``predict`` options of a task that streams (:mod:`bertkit.streaming`; with
+:data:`SKIP_BAD_LINES`); they go to the shared driver, not to the task."""
 DEVICE = Option("auto, cpu, cuda, cuda:N or mps.", ("--device",), name="device", type=str,
                 default="auto")
 PRECISION = Option("", ("--precision",), name="precision", type=str, default="auto")

@@ -16,8 +16,7 @@ from rich.console import Console
 from bertkit.cli._app import predict_app, user_errors
 from bertkit.cli._tasks import inference_command, register_all
 
-STREAM_DEFAULTS = {"chunk_size": 2000, "resume": False, "shard": None, "jobs": 1,
-                   "skip_bad_lines": False}
+STREAM_DEFAULTS = {"chunk_size": 2000, "resume": False, "shard": None, "jobs": 1}
 """The streaming options (:data:`bertkit.options.STREAM_OPTIONS`) and their defaults."""
 
 
@@ -49,19 +48,28 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
                            else f"{input}: not a file (expected the input file to predict on)")
     task = get_task(task_name)
     console = Console(stderr=True)
-    if not hasattr(task, "stream"):
-        text = task.predict(model, str(input), str(output) if output else None,
-                            console=console, **kwargs)
-        if output is None:
-            typer.echo(text, nl=False)
-        return text
     stream = {k: kwargs.pop(k, v) for k, v in STREAM_DEFAULTS.items()}
-    _stream(task_name, model, input, output, stream, kwargs, console)
-    return ""
+    if hasattr(task, "stream"):
+        task_kwargs = {k: v for k, v in kwargs.items() if k != "skip_bad_lines"}
+        predictor = task.stream(model, str(input), console=console, **task_kwargs)
+        if predictor is not None:
+            stream["skip_bad_lines"] = kwargs.get("skip_bad_lines", False)
+            _stream(task_name, model, input, output, stream, task_kwargs, console, predictor)
+            return ""
+    given = [k for k, v in stream.items() if v != STREAM_DEFAULTS[k]]
+    if given:
+        raise BertkitError(f"--{given[0].replace('_', '-')}: this input is read whole, not "
+                           "streamed", file=Path(input),
+                           expected="JSON lines or plain text (CSV/TSV is read whole)")
+    text = task.predict(model, str(input), str(output) if output else None,
+                        console=console, **kwargs)
+    if output is None:
+        typer.echo(text, nl=False)
+    return text
 
 
 def _stream(task_name: str, model: str, input: Path, output: Path | None, stream: dict,
-            kwargs: dict, console: Console) -> None:
+            kwargs: dict, console: Console, predictor: Any) -> None:
     from bertkit.errors import BertkitError
     from bertkit.streaming import StreamOptions, parse_shard
 
@@ -85,11 +93,12 @@ def _stream(task_name: str, model: str, input: Path, output: Path | None, stream
         _report_skipped(console, merged["skipped"], input)
         console.print(f"predict: merged {merged['shards']} shards into {output}", highlight=False)
         return
-    _shard_work(task_name, model, str(input), output, opts, kwargs, shard, console=console)
+    _shard_work(task_name, model, str(input), output, opts, kwargs, None, console, predictor)
 
 
 def _shard_work(task_name: str, model: str, input: str, output: Any, opts: Any, kwargs: dict,
-                shard: tuple[int, int] | None = None, console: Console | None = None) -> None:
+                shard: tuple[int, int] | None = None, console: Console | None = None,
+                predictor: Any = None) -> None:
     """One streaming run (a shard of ``--jobs`` when ``shard`` is given and ``opts`` has none).
     Module-level, so that ``--jobs`` can hand it to a spawned process."""
     import dataclasses
@@ -105,7 +114,8 @@ def _shard_work(task_name: str, model: str, input: str, output: Any, opts: Any, 
         console = Console(stderr=True, force_terminal=False) if console is None else console
     if opts.shard:
         output = shard_output(output, opts.shard)
-    predictor = get_task(task_name).stream(model, input, console=console, **kwargs)
+    if predictor is None:  # a --jobs worker loads its own model
+        predictor = get_task(task_name).stream(model, input, console=console, **kwargs)
     summary = stream_predict(predictor, input, output if output is not None else sys.stdout,
                              opts, console)
     if console is not None:

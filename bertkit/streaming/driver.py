@@ -52,6 +52,12 @@ class StreamPredictor:
             reported).
         unit: what a record is, for progress (``sentences``).
         settings: what else shapes the output (formats), checked on ``--resume``.
+        check: ``record -> reason`` it cannot be predicted (None: it can), called on every
+            readable record before its chunk is predicted (a JSON object without the text
+            field); such a record is a bad line as an undecodable one is. It may keep what it
+            parsed in ``record.item``.
+        expected: what a record should be, for the message about a bad one.
+        finish: called once when the whole input is done (a warning summed over the chunks).
     """
 
     kind: str
@@ -61,6 +67,9 @@ class StreamPredictor:
     skipped: Callable[[Record], str | None] = lambda rec: None
     unit: str = "sentences"
     settings: dict[str, Any] = field(default_factory=dict)
+    check: Callable[[Record], str | None] | None = None
+    expected: str = "UTF-8 text"
+    finish: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -241,13 +250,14 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
             last = rec
             if not _owned(chunk, shard):
                 continue
+            if rec.bad is None and pred.check is not None:
+                rec.bad = pred.check(rec)
             if rec.bad is not None:
                 if not opts.skip_bad_lines:
                     if records:
                         flush(chunk, Position(rec.start, rec.line, rec.index), rec.raw)
                     raise BertkitError(_bad_message(rec, to_file, done), file=Path(input_path),
-                                       line=rec.line, expected="UTF-8 text" if pred.kind != "jsonl"
-                                       else "one JSON object a line, UTF-8")
+                                       line=rec.line, expected=pred.expected)
                 if state is not None:
                     state["skipped"].append([rec.line, rec.bad])
                 _note_skip(console, input_path, rec)
@@ -263,6 +273,8 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
         if to_file and done == 0 and not opts.resume:  # nothing written: leave nothing behind
             part.unlink(missing_ok=True)
             spath.unlink(missing_ok=True)
+    if pred.finish is not None:
+        pred.finish()
     skipped = state["skipped"] if state else []
     if to_file:
         state["complete"] = True

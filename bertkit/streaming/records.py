@@ -21,7 +21,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any, Iterator
 
 from bertkit.errors import BertkitError
 
@@ -43,6 +43,7 @@ class Record:
         bad: why the record cannot be read (None: it can), naming the line.
         raw: bytes of the stored file read so far (a ``.gz`` file's compressed bytes; for
             progress and ETA).
+        item: what the task's check made of it (its parsed example), if anything.
     """
 
     index: int
@@ -54,6 +55,7 @@ class Record:
     rows: list[tuple[int, list[str]]] = field(default_factory=list)
     bad: str | None = None
     raw: int = 0
+    item: Any = None
 
 
 @dataclass(frozen=True)

@@ -61,4 +61,5 @@ def test_predict_ner_memory_is_flat(tmp_path, ner_model):
                       ner_model)
     big = _peak_kib(NER, text_input(tmp_path / "b.txt", 100_000), tmp_path / "b.conll",
                     ner_model)
+    print(f"peak RSS predict ner: 10k lines {small} KiB, 100k lines {big} KiB")
     assert big - small < 32 * 1024, (small, big)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.options import SAVED_MODEL, SPLIT, METRICS_OUTPUT, PREDICT_OUTPUT, DEVICE, \
-    PRECISION, STREAM_OPTIONS, Commands, Option, batch_size, option
+    PRECISION, SKIP_BAD_LINES, STREAM_OPTIONS, Commands, Option, batch_size, option
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option)
 
@@ -50,7 +50,7 @@ COMMANDS = Commands(
                default="conll"),
         Option("auto, conll or text (one sentence a line).", ("--input-format",),
                name="input_format", type=str, choices=("auto", "conll", "text"), default="auto"),
-        DEVICE, PRECISION, batch_size("Windows", 32), *STREAM_OPTIONS),
+        DEVICE, PRECISION, batch_size("Windows", 32), SKIP_BAD_LINES, *STREAM_OPTIONS),
 )
 
 
