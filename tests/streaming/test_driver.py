@@ -159,3 +159,22 @@ def test_a_bad_line_stops_with_everything_before_it_written(tmp_path, ner_model)
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["line"] for r in rows] == list(range(1, 41))
     assert rows[22] == {"line": 23, "skipped": "not valid UTF-8 at byte 3 of the line"}
+
+
+def test_token_budget_batches_give_the_same_predictions(tmp_path, ner_model):
+    import numpy as np
+
+    from bertkit.inference import token_batches
+
+    lengths = np.array([5, 40, 7, 7, 12, 3])
+    batches = token_batches(lengths, 36)
+    assert [b.tolist() for b in batches] == [[1], [4, 2, 3], [0, 5]]  # 40; 3 x 12; 2 x 5
+    assert sorted(np.concatenate(batches).tolist()) == list(range(6))
+    inp = text_input(tmp_path / "in.txt", 80)
+    texts = {}
+    for name, kw in (("count", {}), ("tokens", {"batch_tokens": 100})):
+        out = io.StringIO()
+        stream_predict(_pred(ner_model, inp, "jsonl", **kw), str(inp), out,
+                       StreamOptions(chunk_size=40))
+        texts[name] = out.getvalue()
+    assert texts["tokens"] == texts["count"] and len(texts["count"].splitlines()) == 80

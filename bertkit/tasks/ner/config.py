@@ -50,7 +50,11 @@ COMMANDS = Commands(
                default="conll"),
         Option("auto, conll or text (one sentence a line).", ("--input-format",),
                name="input_format", type=str, choices=("auto", "conll", "text"), default="auto"),
-        DEVICE, PRECISION, batch_size("Windows", 32), SKIP_BAD_LINES, *STREAM_OPTIONS),
+        DEVICE, PRECISION, batch_size("Windows", 32),
+        Option("Batches of up to N padded pieces (many short sentences, few long ones) instead "
+               "of --batch-size windows; the same predictions.", ("--batch-tokens",),
+               name="batch_tokens", type=int, min=1, default=None),
+        SKIP_BAD_LINES, *STREAM_OPTIONS),
 )
 
 

@@ -85,6 +85,7 @@ def ner_predictor(model_dir: str, input_path: str, fmt: str, input_format: str, 
         skipped=(lambda r: _json({"line": r.line, "skipped": r.bad})) if fmt == "jsonl"
         else (lambda r: None),
         settings={"task": "ner", "fmt": fmt, "input": "conll" if is_conll else "text"})
+    # batch size and --batch-tokens are not settings: they change the speed, not the output
 
 
 def _json(obj: dict) -> str:

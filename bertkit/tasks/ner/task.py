@@ -16,7 +16,7 @@ from bertkit.data.conll import Sentence, format_conll
 from bertkit.data.tagging import iob2_label_set
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
-from bertkit.inference import run_batches, sorted_batches
+from bertkit.inference import run_batches, sorted_batches, token_batches
 from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
@@ -34,7 +34,8 @@ from bertkit.training.devices import Runtime, make_runtime
 
 def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence], runtime: Runtime,
                   max_length: int, batch_size: int = 32, console: Console | None = None,
-                  windows: list | None = None) -> list[list[str]]:
+                  windows: list | None = None, max_tokens: int | None = None
+                  ) -> list[list[str]]:
     """Predict IOB2 tags for every word of every sentence (one tag per input word, always).
 
     Windows are sorted by length so each batch is padded only to its own longest window; on a
@@ -42,6 +43,8 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
 
     Args:
         windows: the sentences already encoded with :func:`encode` (reused across epochs).
+        max_tokens: batches of up to this many padded pieces instead of ``batch_size`` windows
+            (:func:`bertkit.inference.token_batches`); the predictions are the same.
     """
     if windows is None:
         label2id = {lab: i for i, lab in enumerate(tagger.labels)}
@@ -60,7 +63,9 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
             w = windows[i]
             out[w.sentence][w.word_index] = pred[row, :len(w.word_index)]
 
-    run_batches(predict, sorted_batches(lengths, batch_size), runtime.device)
+    plan = token_batches(lengths, max_tokens) if max_tokens else sorted_batches(lengths,
+                                                                              batch_size)
+    run_batches(predict, plan, runtime.device)
     labels = np.asarray(tagger.labels, dtype=object)
     return [labels[p].tolist() for p in out]
 
@@ -266,7 +271,8 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
 
 def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt: str = "conll",
                 input_format: str = "auto", device: str = "auto", precision: str = "auto",
-                batch_size: int = 32, console: Console | None = None) -> str:
+                batch_size: int = 32, console: Console | None = None,
+                batch_tokens: int | None = None) -> str:
     """Tag a CoNLL file (tokens in the first column) or plain text (one sentence a line), ``.gz``
     or not, through the streaming driver (:func:`bertkit.streaming.stream_predict`, chunk by
     chunk; the command line adds resume, shards and bad-line skipping).
@@ -283,6 +289,8 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
             with ``"empty": true`` and no tags, so that output line N is input line N).
         input_format: ``auto``, ``conll`` or ``text``.
         output: file to write atomically; None returns the text only.
+        batch_tokens: batches of up to this many padded pieces instead of ``batch_size``
+            windows (the same predictions).
 
     Returns:
         the formatted predictions.
@@ -296,7 +304,8 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
 
     out = io.StringIO()
     stream_predict(stream_ner(model_dir, input_path, fmt, input_format, device, precision,
-                              batch_size, console), input_path, out, console=console)
+                              batch_size, console, batch_tokens), input_path, out,
+                   console=console)
     text = out.getvalue()
     if output:
         write_text(output, text)
@@ -305,10 +314,13 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
 
 def stream_ner(model_dir: str, input_path: str, fmt: str = "conll", input_format: str = "auto",
                device: str = "auto", precision: str = "auto", batch_size: int = 32,
-               console: Console | None = None):
+               console: Console | None = None, batch_tokens: int | None = None):
     """``predict ner``'s per-chunk predictor for the streaming driver
     (:func:`bertkit.tasks.ner.stream.ner_predictor`; arguments as :func:`predict_ner`'s)."""
+    import functools
+
     from bertkit.tasks.ner.stream import ner_predictor
 
     return ner_predictor(model_dir, input_path, fmt, input_format, device, precision,
-                         batch_size, console, tag_sentences)
+                         batch_size, console,
+                         functools.partial(tag_sentences, max_tokens=batch_tokens))
