@@ -291,7 +291,7 @@ def _owned(chunk: int, shard: tuple[int, int] | None) -> bool:
 
 def _bad_message(rec: Record, to_file: bool, done: int) -> str:
     tail = (f"; the {done} records before it are written: continue with --resume "
-            "--skip-bad-lines, or fix the line and start again") if to_file else \
+            "--skip-bad-lines, or fix the line and start again") if to_file and done else \
         "; --skip-bad-lines skips such lines and counts them"
     return rec.bad + tail
 

@@ -178,3 +178,12 @@ def test_token_budget_batches_give_the_same_predictions(tmp_path, ner_model):
                        StreamOptions(chunk_size=40))
         texts[name] = out.getvalue()
     assert texts["tokens"] == texts["count"] and len(texts["count"].splitlines()) == 80
+
+
+def test_a_bad_first_line_leaves_nothing_behind_and_points_to_skipping(tmp_path, ner_model):
+    inp = text_input(tmp_path / "in.txt", 10, bad_at=1)
+    out = tmp_path / "out.conll"
+    with pytest.raises(BertkitError, match=r"in.txt:1: not valid UTF-8 .*; --skip-bad-lines "
+                                           r"skips such lines"):
+        stream_predict(_pred(ner_model, inp), str(inp), out, StreamOptions(chunk_size=4))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
