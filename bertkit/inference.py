@@ -30,6 +30,27 @@ def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
     return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
 
 
+def token_batches(lengths: np.ndarray, max_tokens: int, max_batch: int = 1024
+                  ) -> list[np.ndarray]:
+    """Inference batches of indices sorted by length (longest first), each holding as many items
+    as fit in ``max_tokens`` padded tokens (items x the batch's longest, at least one item,
+    at most ``max_batch``): short items go many to a batch, long ones few, so every forward pass
+    does about the same work (the token-based batching of fairseq's ``--max-tokens``, Ott et
+    al. 2019). ``lengths``: ``[N]`` ints; returns arrays covering ``0..N-1`` once.
+
+    >>> [b.tolist() for b in token_batches(np.array([3, 10, 2, 9, 2]), 20)]
+    [[1, 3], [0, 2, 4]]
+    """
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    out, start = [], 0
+    while start < len(order):
+        longest = int(lengths[order[start]])
+        size = max(1, min(max_batch, max_tokens // max(longest, 1)))
+        out.append(order[start:start + size])
+        start += size
+    return out
+
+
 def inference_workers(device: torch.device | str) -> int:
     """How many batches to run at once on ``device``: 2 on a CPU with 2+ intra-op threads, else 1."""
     return 2 if torch.device(device).type == "cpu" and torch.get_num_threads() >= 2 else 1

@@ -271,9 +271,14 @@ def test_pretrain_skips_and_counts_lines_that_are_not_utf8(tmp_path, tiny_encode
 FINETUNE = tuple(f"finetune {name}" for name in task_names())
 TRAINING = FINETUNE + ("pretrain",)
 INFERENCE = tuple(f"{verb} {name}" for verb in ("evaluate", "predict") for name in task_names())
+STREAMING = ("predict ner", "predict cls", "predict re")  # predict through bertkit/streaming
 MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/bench/encoders.py": ("bench run",),
     "bertkit/bench/runner.py": ("bench run",),
+    "bertkit/cli/predict.py": STREAMING,
+    "bertkit/streaming/driver.py": STREAMING,
+    "bertkit/streaming/merge.py": STREAMING,
+    "bertkit/streaming/state.py": STREAMING,
     "bertkit/cli/finetune.py::_finish": FINETUNE,
     "bertkit/cli/run.py::_show_recipe": ("run",),
     "bertkit/data/conllu.py": ("finetune dep", "evaluate dep"),  # the hint only for gold input

@@ -236,6 +236,15 @@ def looks_like_conll(path: str | Path) -> bool:
             lines.append(text)
             if len(lines) >= 200:
                 break
+    return conll_lines(lines)
+
+
+def conll_lines(lines: list[str]) -> bool:
+    """:func:`looks_like_conll` on the first non-blank lines of a file (``-DOCSTART-`` left out).
+
+    >>> conll_lines(["Aspirin\tB-Chemical", "induced\tO"]), conll_lines(["Aspirin induced it ."])
+    (True, False)
+    """
     if not lines:
         return False
     if all("\t" in t for t in lines):

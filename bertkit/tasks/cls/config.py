@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import (MAX_EVAL_SAMPLES, CONFUSION, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT,
-                             SAVED_MODEL, SKIP_BAD_LINES, SPLIT, Commands, Option, batch_size,
-                             option)
+from bertkit.options import (CONFUSION, DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION,
+                             PREDICT_OUTPUT, SAVED_MODEL, SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS,
+                             Commands, Option, batch_size, option)
 from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option,
@@ -57,7 +57,8 @@ COMMANDS = Commands(
         Option("auto (by extension, else jsonl when the file starts with {, else text), jsonl, "
                "csv, tsv or text.", ("--input-format",), name="input_format", type=str,
                choices=("auto", "jsonl", "csv", "tsv", "text"), default="auto"),
-        _TEXT_COLUMN, SKIP_BAD_LINES, _QUOTING, DEVICE, PRECISION, batch_size("Texts", 64)),
+        _TEXT_COLUMN, SKIP_BAD_LINES, _QUOTING, DEVICE, PRECISION, batch_size("Texts", 64),
+        *STREAM_OPTIONS),
 )
 
 

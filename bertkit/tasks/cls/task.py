@@ -253,6 +253,19 @@ class CLSTask:
         """:func:`predict_cls`."""
         return predict_cls(*args, **kwargs)
 
+    @staticmethod
+    def stream(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
+               precision: str = "auto", batch_size: int = 64, text_column: str | None = None,
+               quoting: str | None = None, console: Console | None = None):
+        """``predict cls`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.cls.stream`); None
+        for CSV/TSV input, which :func:`predict_cls` reads whole."""
+        from bertkit.tasks.cls.stream import cls_predictor, stream_format
+
+        fmt = stream_format(input_path, input_format)
+        return None if fmt is None else cls_predictor(
+            model_dir, input_path, fmt, device, precision, batch_size, text_column, quoting,
+            console, _run_saved, prediction_lines, _saved_columns)
+
 
 def _indicators(xs: Sequence[TextExample], label2id: dict[str, int]) -> np.ndarray:
     """``[N, C]`` 0/1 gold label indicators of multi-label examples."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import MAX_EVAL_SAMPLES, SAVED_MODEL, SPLIT, METRICS_OUTPUT, PREDICT_OUTPUT, DEVICE, \
-    PRECISION, Commands, Option, batch_size, option
+from bertkit.options import (DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT,
+                             SAVED_MODEL, SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS, Commands, Option,
+                             batch_size, option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option)
 
@@ -24,7 +25,13 @@ COMMANDS = Commands(
     each setting came from.
     """,
     evaluate="""Score a saved NER model on a labelled split: entity precision, recall and F1 per type.""",
-    predict="""Tag new text with a saved NER model; every input word gets exactly one tag.""",
+    predict="""Tag new text with a saved NER model; every input word gets exactly one tag.
+
+    Streams: chunks of --chunk-size records, each written in input order when done, so memory
+    stays flat whatever the input's size; .gz in and out. An interrupted run continues with
+    --resume; --shard I/N and 'bertkit predict merge' split a corpus over processes or machines,
+    --jobs N over this machine's cores.
+    """,
     evaluate_options=(
         SAVED_MODEL,
         Option("Registered set ({sets}; under $BERTKIT_DATA) or a directory with split files.",
@@ -35,7 +42,8 @@ COMMANDS = Commands(
         DEVICE, PRECISION, batch_size("Windows", 32)),
     predict_options=(
         SAVED_MODEL,
-        Option("CoNLL file (token first) or plain text, one sentence a line.", ("--input", "-i"),
+        Option("CoNLL file (token first) or plain text, one sentence a line; .gz read as gzip.",
+               ("--input", "-i"),
                name="input", type=Path, default=...),
         PREDICT_OUTPUT,
         Option("conll (token, gold if the input has it, predicted) or jsonl (line, tokens, tags, "
@@ -43,7 +51,11 @@ COMMANDS = Commands(
                default="conll"),
         Option("auto, conll or text (one sentence a line).", ("--input-format",),
                name="input_format", type=str, choices=("auto", "conll", "text"), default="auto"),
-        DEVICE, PRECISION, batch_size("Windows", 32)),
+        DEVICE, PRECISION, batch_size("Windows", 32),
+        Option("Batches of up to N padded pieces (many short sentences, few long ones) instead "
+               "of --batch-size windows; the same predictions.", ("--batch-tokens",),
+               name="batch_tokens", type=int, min=1, default=None),
+        SKIP_BAD_LINES, *STREAM_OPTIONS),
 )
 
 

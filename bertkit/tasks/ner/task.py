@@ -12,11 +12,11 @@ from typing import Sequence
 import numpy as np
 from rich.console import Console
 
-from bertkit.data.conll import Sentence, format_conll, looks_like_conll, read_conll, read_text
+from bertkit.data.conll import Sentence, format_conll
 from bertkit.data.tagging import iob2_label_set
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
-from bertkit.inference import run_batches, sorted_batches
+from bertkit.inference import run_batches, sorted_batches, token_batches
 from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
@@ -29,13 +29,13 @@ from bertkit.tasks.driver import finetune
 from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
 from bertkit.tasks.ner.encoding import WindowBatches, collate, encode
 from bertkit.tasks.ner.model import TokenTagger, build_tagger, load_tagger
-from bertkit.tasks.ner.spans import sentence_spans
 from bertkit.training.devices import Runtime, make_runtime
 
 
 def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence], runtime: Runtime,
                   max_length: int, batch_size: int = 32, console: Console | None = None,
-                  windows: list | None = None) -> list[list[str]]:
+                  windows: list | None = None, max_tokens: int | None = None
+                  ) -> list[list[str]]:
     """Predict IOB2 tags for every word of every sentence (one tag per input word, always).
 
     Windows are sorted by length so each batch is padded only to its own longest window; on a
@@ -43,6 +43,8 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
 
     Args:
         windows: the sentences already encoded with :func:`encode` (reused across epochs).
+        max_tokens: batches of up to this many padded pieces instead of ``batch_size`` windows
+            (:func:`bertkit.inference.token_batches`); the predictions are the same.
     """
     if windows is None:
         label2id = {lab: i for i, lab in enumerate(tagger.labels)}
@@ -61,7 +63,9 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
             w = windows[i]
             out[w.sentence][w.word_index] = pred[row, :len(w.word_index)]
 
-    run_batches(predict, sorted_batches(lengths, batch_size), runtime.device)
+    plan = token_batches(lengths, max_tokens) if max_tokens else sorted_batches(lengths,
+                                                                              batch_size)
+    run_batches(predict, plan, runtime.device)
     labels = np.asarray(tagger.labels, dtype=object)
     return [labels[p].tolist() for p in out]
 
@@ -212,6 +216,11 @@ class NERTask:
         """:func:`predict_ner`."""
         return predict_ner(*args, **kwargs)
 
+    @staticmethod
+    def stream(*args, **kwargs):
+        """:func:`stream_ner` (``predict`` through :mod:`bertkit.streaming`)."""
+        return stream_ner(*args, **kwargs)
+
 
 TASK = NERTask()
 
@@ -266,8 +275,11 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
 
 def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt: str = "conll",
                 input_format: str = "auto", device: str = "auto", precision: str = "auto",
-                batch_size: int = 32, console: Console | None = None) -> str:
-    """Tag a CoNLL file (tokens in the first column) or plain text (one sentence a line).
+                batch_size: int = 32, console: Console | None = None,
+                batch_tokens: int | None = None) -> str:
+    """Tag a CoNLL file (tokens in the first column) or plain text (one sentence a line), ``.gz``
+    or not, through the streaming driver (:func:`bertkit.streaming.stream_predict`, chunk by
+    chunk; the command line adds resume, shards and bad-line skipping).
 
     A CoNLL input is either tokens only (one column on every line) or token ... gold tag with the
     same column count on every token line (:func:`~bertkit.data.conll.read_conll`); a one-column
@@ -281,6 +293,8 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
             with ``"empty": true`` and no tags, so that output line N is input line N).
         input_format: ``auto``, ``conll`` or ``text``.
         output: file to write atomically; None returns the text only.
+        batch_tokens: batches of up to this many padded pieces instead of ``batch_size``
+            windows (the same predictions).
 
     Returns:
         the formatted predictions.
@@ -288,35 +302,29 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
     Raises:
         BertkitError: bad input file, unknown format, or no saved model.
     """
-    if fmt not in ("conll", "jsonl"):
-        raise BertkitError(f"unknown output format '{fmt}'", expected="conll or jsonl")
-    if input_format not in ("auto", "conll", "text"):
-        raise BertkitError(f"unknown input format '{input_format}'", expected="auto, conll or text")
-    tagger, meta = load_tagger(model_dir)
-    tokenizer = load_tokenizer(meta["path"])
-    runtime = make_runtime(device, precision, console)
-    pre = tokenizer.backend_tokenizer.pre_tokenizer
-    is_conll = looks_like_conll(input_path) if input_format == "auto" else input_format == "conll"
-    empty: list[int] = []  # plain-text lines with nothing to tag (an "empty" record each)
-    if is_conll:
-        sents = read_conll(input_path, labelled=False).sentences
-    else:
-        sents = read_text(input_path, pre.pre_tokenize_str, empty)
-    max_length = fit_length(meta.get("max_length", 512), position_limit(tagger.encoder.config),
-                            console)
-    pred = tag_sentences(tagger, tokenizer, sents, runtime, max_length,
-                         batch_size, console)
-    if fmt == "conll":
-        text = format_conll(sents, pred)
-    else:
-        import json
+    import io
 
-        records = {s.line: {"line": s.line, "tokens": s.tokens, "tags": p,
-                            "spans": sentence_spans(s.tokens, p)} for s, p in zip(sents, pred)}
-        for number in empty:  # every text line gets its record, as `predict cls` gives one
-            records[number] = {"line": number, "tokens": [], "tags": [], "spans": [],
-                               "empty": True}
-        text = "".join(json.dumps(records[n], ensure_ascii=False) + "\n" for n in sorted(records))
+    from bertkit.streaming import stream_predict
+
+    out = io.StringIO()
+    stream_predict(stream_ner(model_dir, input_path, fmt, input_format, device, precision,
+                              batch_size, console, batch_tokens), input_path, out,
+                   console=console)
+    text = out.getvalue()
     if output:
         write_text(output, text)
     return text
+
+
+def stream_ner(model_dir: str, input_path: str, fmt: str = "conll", input_format: str = "auto",
+               device: str = "auto", precision: str = "auto", batch_size: int = 32,
+               console: Console | None = None, batch_tokens: int | None = None):
+    """``predict ner``'s per-chunk predictor for the streaming driver
+    (:func:`bertkit.tasks.ner.stream.ner_predictor`; arguments as :func:`predict_ner`'s)."""
+    import functools
+
+    from bertkit.tasks.ner.stream import ner_predictor
+
+    return ner_predictor(model_dir, input_path, fmt, input_format, device, precision,
+                         batch_size, console,
+                         functools.partial(tag_sentences, max_tokens=batch_tokens))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import (MAX_EVAL_SAMPLES, CONFUSION, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT,
-                             SAVED_MODEL, SKIP_BAD_LINES, SPLIT, Commands, Option, batch_size,
-                             option)
+from bertkit.options import (CONFUSION, DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION,
+                             PREDICT_OUTPUT, SAVED_MODEL, SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS,
+                             Commands, Option, batch_size, option)
 from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option,
@@ -49,7 +49,7 @@ COMMANDS = Commands(
         PREDICT_OUTPUT,
         Option("auto, jsonl or text.", ("--input-format",), name="input_format", type=str,
                choices=("auto", "jsonl", "text"), default="auto"),
-        SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64)),
+        SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64), *STREAM_OPTIONS),
 )
 
 

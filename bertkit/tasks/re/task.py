@@ -216,6 +216,15 @@ class RETask:
         """:func:`predict_re`."""
         return predict_re(*args, **kwargs)
 
+    @staticmethod
+    def stream(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
+               precision: str = "auto", batch_size: int = 64, console: Console | None = None):
+        """``predict re`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.re.stream`)."""
+        from bertkit.tasks.re.stream import re_predictor
+
+        return re_predictor(model_dir, input_path, input_format, device, precision, batch_size,
+                            console, classify, prediction_lines)
+
 
 TASK = RETask()
 

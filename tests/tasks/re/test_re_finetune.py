@@ -78,8 +78,10 @@ def test_cli_finetune_evaluate_predict(tmp_path, tiny_encoder, monkeypatch):
     res = runner.invoke(app, ["predict", "re", "-m", str(run_dir), "-i", str(src),
                               "--skip-bad-lines", "-o", str(tmp_path / "o.jsonl"), "--device", "cpu"])
     assert res.exit_code == 0, res.output
-    (row,) = [json.loads(l) for l in (tmp_path / "o.jsonl").read_text().splitlines()]
+    row, skipped = [json.loads(l) for l in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert row["text"].startswith("<< aspirin") and row["line"] == 1 and 0 < row["probability"] <= 1
+    assert skipped == {"line": 2, "skipped": skipped["skipped"]}  # streamed: the skip is recorded
+    assert "missing opening marker" in skipped["skipped"]
     res = runner.invoke(app, ["evaluate", "re", "-m", str(tmp_path), "--data", str(d)])
     assert res.exit_code == 1 and "no saved bertkit relation-extraction model" in res.output
 

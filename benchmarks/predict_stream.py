@@ -1,0 +1,159 @@
+"""``predict ner`` at corpus scale (issue 48): memory, wall time, --jobs, kill-and-resume, and the
+side-by-side speed rows. A skeleton: ``--dry-run`` prints the plan and the commands and runs
+nothing; run it for real only on an idle machine (it takes hours at 1 M sentences on 2 cores).
+
+Two parts:
+
+* ``scale``: the scientific corpus (``$BERTKIT_DATA/corpus/train.txt``, one sentence a line,
+  122 k lines, ~29 words each) repeated to each ``--sizes`` line count, predicted with
+  ``bertkit predict ner`` in a child process at one thread (``OMP_NUM_THREADS=1``): wall time,
+  sentences/s and peak RSS (``os.wait4``'s ``ru_maxrss`` of that child) per size; then at the
+  largest size ``--jobs 2`` against ``--jobs 1``; then a run killed (SIGKILL) once its state file
+  shows half the records and continued with ``--resume``, compared byte for byte with the
+  uninterrupted output.
+* ``speed``: interleaved repeats on BC5CDR test, one thread, process CPU time per row: the best
+  stock row (``Trainer.predict`` length-sorted, batch 32: ``ner_predict_speed.py``'s
+  ``stock_predict``), bertkit's current path (batches of 32 windows), token-budget batches
+  (``--batch-tokens``), and two rows not built yet: packing short sentences into one row
+  (``bertkit/packing.py``, as training does) and ONNX Runtime fp32 (``torch.onnx.export`` +
+  ``onnxruntime``). Every fp32 row must give the stock row's predictions (checked, untimed).
+
+Usage (BC5CDR model from ``bertkit finetune ner --data bc5cdr -o runs/bc5cdr``):
+    python benchmarks/predict_stream.py scale --model runs/bc5cdr --sizes 10000,1000000 \\
+        --work /tmp/predict-scale --json benchmarks/results/predict_stream_scale.json
+    python benchmarks/predict_stream.py speed --model runs/bc5cdr --repeat 5 --batch-tokens 4096
+    python benchmarks/predict_stream.py scale --model runs/bc5cdr --dry-run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEED_ROWS = ("stock b32 sorted", "bertkit b32", "bertkit tokens", "bertkit packed",
+              "onnxruntime fp32")
+NOT_BUILT = {"bertkit packed": "packing at prediction time is not built yet",
+             "onnxruntime fp32": "the ONNX Runtime backend is not built yet"}
+
+
+def corpus_input(source: Path, lines: int, out: Path) -> Path:
+    """``source``'s lines repeated until ``lines`` lines, written to ``out`` (kept if present)."""
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with source.open(encoding="utf-8") as f:
+        base = [line for line in f if line.strip()]
+    with out.open("w", encoding="utf-8") as f:
+        for i in range(lines):
+            f.write(base[i % len(base)])
+    return out
+
+
+def predict_command(model: str, inp: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "bertkit", "predict", "ner", "-m", model, "-i", str(inp),
+            "-o", str(out), "--device", "cpu", *extra]
+
+
+def run_measured(cmd: list[str], kill_at: int | None = None, state: Path | None = None) -> dict:
+    """Run ``cmd`` at one thread: wall seconds, peak RSS (MiB) and exit code; with ``kill_at``,
+    SIGKILL it once ``state`` records that many records."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+    while kill_at is not None and proc.poll() is None:
+        time.sleep(1)
+        try:
+            if json.loads(state.read_text())["records"] >= kill_at:
+                os.kill(proc.pid, signal.SIGKILL)
+                break
+        except (OSError, ValueError, KeyError):
+            continue
+    _, status, usage = os.wait4(proc.pid, 0)
+    return {"wall_s": round(time.perf_counter() - start, 1), "peak_rss_mib":
+            round(usage.ru_maxrss / 1024, 1), "exit": os.waitstatus_to_exitcode(status)}
+
+
+def scale_plan(args) -> list[tuple[str, list[str], dict]]:
+    """``(name, command, options)`` of every scale measurement, in order."""
+    work, sizes = Path(args.work), [int(s) for s in args.sizes.split(",")]
+    plan = []
+    for n in sizes:
+        inp = work / f"corpus-{n}.txt"
+        plan.append((f"{n} sentences", predict_command(args.model, inp, work / f"out-{n}.conll"),
+                     {"lines": n}))
+    n = sizes[-1]
+    inp = work / f"corpus-{n}.txt"
+    plan.append((f"{n} sentences --jobs 2", predict_command(
+        args.model, inp, work / f"out-{n}-jobs2.conll", "--jobs", "2"), {"lines": n}))
+    killed = work / f"out-{n}-killed.conll"
+    plan.append((f"{n} sentences killed at half", predict_command(args.model, inp, killed),
+                 {"lines": n, "kill_at": n // 2, "state": Path(str(killed) + ".state.json")}))
+    plan.append((f"{n} sentences resumed", predict_command(args.model, inp, killed, "--resume"),
+                 {"lines": n, "compare": work / f"out-{n}.conll"}))
+    return plan
+
+
+def scale(args) -> dict:
+    source = Path(os.environ.get("BERTKIT_DATA", ROOT / "data")) / "corpus" / "train.txt"
+    results = {}
+    for name, cmd, opt in scale_plan(args):
+        if args.dry_run:
+            print(f"{name}: {' '.join(cmd)}" + (f"  (SIGKILL at {opt['kill_at']} records)"
+                                                 if "kill_at" in opt else ""))
+            continue
+        corpus_input(source, opt["lines"], Path(args.work) / f"corpus-{opt['lines']}.txt")
+        row = run_measured(cmd, opt.get("kill_at"), opt.get("state"))
+        if row["exit"] == 0 and "kill_at" not in opt:
+            row["sentences_per_s"] = round(opt["lines"] / row["wall_s"], 1)
+        if "compare" in opt:
+            row["same_bytes"] = Path(cmd[cmd.index("-o") + 1]).read_bytes() == \
+                opt["compare"].read_bytes()
+        results[name] = row
+        print(name, row, flush=True)
+    return results
+
+
+def speed(args) -> dict:
+    for row in SPEED_ROWS:
+        note = NOT_BUILT.get(row, "")
+        print(f"{row}: {'skipped: ' + note if note else 'measured'}")
+    if args.dry_run:
+        return {}
+    raise SystemExit("speed: the measured rows are a skeleton still; run "
+                     "benchmarks/ner_predict_speed.py for the stock and bertkit b32 rows")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("part", choices=("scale", "speed"), help="What to measure.")
+    parser.add_argument("--model", default="runs/bc5cdr",
+                        help="Saved NER run or model folder (default: runs/bc5cdr).")
+    parser.add_argument("--sizes", default="10000,1000000",
+                        help="scale: input sizes in sentences, comma-separated; the last gets "
+                             "the --jobs and kill-and-resume runs (default: 10000,1000000).")
+    parser.add_argument("--work", default="/tmp/predict-scale",
+                        help="scale: folder for the inputs and outputs (default: "
+                             "/tmp/predict-scale).")
+    parser.add_argument("--repeat", type=int, default=5, help="speed: repeats (default: 5).")
+    parser.add_argument("--batch-tokens", type=int, default=4096,
+                        help="speed: the token budget of the 'bertkit tokens' row (default: "
+                             "4096).")
+    parser.add_argument("--json", help="Also write the results as JSON here.")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="Print the plan and commands; run nothing.")
+    args = parser.parse_args(argv)
+    results = scale(args) if args.part == "scale" else speed(args)
+    if args.json and not args.dry_run:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+"""``predict`` at corpus scale: a stream of records in bounded memory, resumable, sharded.
+
+* :mod:`~bertkit.streaming.records`: plain text, JSON lines or CoNLL (``.gz`` or not) as
+  records with byte offsets; unreadable lines flagged, not fatal.
+* :mod:`~bertkit.streaming.driver`: chunks, the task's per-chunk predictor, the ordered writer
+  (``.gz`` out too), ``--resume``, ``--shard I/N``, ``--skip-bad-lines``.
+* :mod:`~bertkit.streaming.state`: the state file (input and model identity, position).
+* :mod:`~bertkit.streaming.merge`: shards into one output; ``--jobs N`` on one machine.
+* :mod:`~bertkit.streaming.progress`: sentences/s and ETA.
+
+A task streams by giving a :class:`~bertkit.streaming.driver.StreamPredictor` (its model loaded
+once; a chunk's records -> one output per record); the driver does the rest.
+"""
+
+from bertkit.streaming.driver import (CHUNK_SIZE, StreamOptions, StreamPredictor, StreamSummary,
+                                      parse_shard, shard_output, stream_predict)
+
+__all__ = ["CHUNK_SIZE", "StreamOptions", "StreamPredictor", "StreamSummary", "parse_shard",
+           "shard_output", "stream_predict"]

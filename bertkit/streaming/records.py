@@ -1,0 +1,234 @@
+"""Reading a corpus as a stream of records with their byte offsets, in bounded memory.
+
+A record is the unit that gets one prediction and one output: a line of plain text or of JSON
+lines, or a sentence of a CoNLL file (token lines up to a blank line). Every record carries the
+byte offsets where it starts and where the next one may start in the (uncompressed) input, so a
+run can stop after any record and continue there (``--resume``), and its 0-based ``index``, so
+that chunks (``index // chunk_size``) are the same in every run and every shard.
+
+A line that cannot be read (not UTF-8, a NUL byte, a JSON line that does not parse or is not an
+object) does not stop the reader: it yields the record with ``bad`` set to the reason, and the
+driver (:mod:`bertkit.streaming.driver`) decides whether that is an error or a skipped line.
+
+``.gz`` inputs are read through :mod:`gzip` (offsets are offsets into the decompressed text;
+seeking forward decompresses up to the offset, once, on resume).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+from bertkit.errors import BertkitError
+
+KINDS = ("text", "jsonl", "conll")
+"""Record kinds: one line of text, one JSON object a line, one CoNLL sentence."""
+
+
+@dataclass
+class Record:
+    """One input record.
+
+    Attributes:
+        index: 0-based number of the record in the input (chunk = ``index // chunk_size``).
+        line: 1-based line of its first line.
+        start: byte offset of its first line; ``end``: where the next record may start.
+        text: the line (``text``, ``jsonl``; without the line end).
+        value: the parsed JSON object (``jsonl``).
+        rows: ``(line, columns)`` of each token line (``conll``).
+        bad: why the record cannot be read (None: it can), naming the line.
+        raw: bytes of the stored file read so far (a ``.gz`` file's compressed bytes; for
+            progress and ETA).
+        item: what the task's check made of it (its parsed example), if anything.
+    """
+
+    index: int
+    line: int
+    start: int
+    end: int
+    text: str = ""
+    value: dict | None = None
+    rows: list[tuple[int, list[str]]] = field(default_factory=list)
+    bad: str | None = None
+    raw: int = 0
+    item: Any = None
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where reading starts: byte ``offset``, 1-based ``line``, record ``index``."""
+
+    offset: int = 0
+    line: int = 1
+    index: int = 0
+
+
+def open_binary(path: str | Path) -> IO[bytes]:
+    """``path`` opened for binary reading, through :mod:`gzip` when its name ends in ``.gz``.
+
+    Raises:
+        BertkitError: missing file, a directory, or a ``.gz`` name on a file that is not gzip.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise BertkitError("file not found", file=path)
+    if path.is_dir():
+        raise BertkitError("is a directory", file=path, expected="a text file")
+    if path.suffix == ".gz":
+        with path.open("rb") as raw:
+            if raw.read(2) != b"\x1f\x8b":
+                raise BertkitError("not gzip data, though the name ends in .gz", file=path,
+                                   expected="a gzip file, or a name without .gz")
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
+def _lines(handle: IO[bytes], start: Position) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, byte offset, raw line)`` from ``start`` (the handle already there)."""
+    offset, number = start.offset, start.line
+    for raw in handle:
+        yield number, offset, raw
+        offset += len(raw)
+        number += 1
+
+
+def _raw_position(handle: IO[bytes]):
+    """A function giving the bytes of the stored file read so far."""
+    inner = getattr(handle, "fileobj", None)  # gzip: the compressed file
+    return inner.tell if inner is not None else handle.tell
+
+
+def decode(raw: bytes, offset: int) -> tuple[str, str | None]:
+    """A raw line as text without its line end, and why it is unreadable (None: readable).
+
+    >>> decode(b"caf\\xc3\\xa9\\r\\n", 5), decode(b"a\\xffb\\n", 0)[1]
+    (('café', None), 'not valid UTF-8 at byte 1 of the line')
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "", f"not valid UTF-8 at byte {exc.start} of the line"
+    if offset == 0:
+        text = text.lstrip("\ufeff")
+    if "\x00" in text:
+        return "", "binary data (NUL byte)"
+    return text.rstrip("\r\n"), None
+
+
+def iter_records(path: str | Path, kind: str, start: Position = Position()) -> Iterator[Record]:
+    """The records of ``path`` from ``start``, in input order (see the module docstring).
+
+    Lines end at LF or CRLF only (a lone CR stays inside its line, as ``predict`` always read
+    it). A ``text`` or ``jsonl`` record is every line, blank ones included (each input line has
+    its output record); a ``conll`` record is a sentence: blank lines and ``-DOCSTART-`` lines
+    separate sentences and are no records.
+
+    Raises:
+        BertkitError: the file cannot be opened; a CoNLL token line whose column count differs
+            from the file's first token line (file and line named, as :func:`read_conll`).
+    """
+    if kind not in KINDS:
+        raise BertkitError(f"unknown input kind '{kind}'", expected=", ".join(KINDS))
+    handle = open_binary(path)
+    try:
+        if start.offset:
+            handle.seek(start.offset)
+        tell = _raw_position(handle)
+        if kind == "conll":
+            width = conll_width(path)
+            for rec in _conll_records(path, _lines(handle, start), start.index, width):
+                rec.raw = tell()
+                yield rec
+            return
+        index = start.index
+        for number, offset, raw in _lines(handle, start):
+            text, bad = decode(raw, offset)
+            rec = Record(index, number, offset, offset + len(raw), text, bad=bad, raw=tell())
+            if kind == "jsonl" and bad is None and text.strip():
+                rec.value, rec.bad = _json_object(text)
+            yield rec
+            index += 1
+    finally:
+        handle.close()
+
+
+def _json_object(text: str) -> tuple[dict | None, str | None]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg} at column {exc.colno})"
+    if not isinstance(value, dict):
+        return None, f"a JSON {type(value).__name__}, not an object"
+    return value, None
+
+
+def split_columns(text: str) -> list[str]:
+    """A CoNLL line's columns: split at tabs, or at white space where the line has no tab."""
+    return [c.strip() for c in (text.split("\t") if "\t" in text else text.split())]
+
+
+def conll_width(path: str | Path) -> int:
+    """Columns of the first token line of ``path`` (0: none found in its first 10,000 lines)."""
+    with open_binary(path) as handle:
+        for number, raw in enumerate(handle):
+            text, bad = decode(raw, 0 if number == 0 else 1)
+            if bad is None and text.strip():
+                cols = split_columns(text)
+                if cols[0] != "-DOCSTART-":
+                    return len(cols)
+            if number >= 10_000:
+                break
+    return 0
+
+
+def _conll_records(path, lines, index: int, width: int) -> Iterator[Record]:
+    rows: list[tuple[int, list[str]]] = []
+    first = begin = 0
+    bad = None
+    end = 0
+    for number, offset, raw in lines:
+        text, why = decode(raw, offset)
+        if why is None and (not text.strip() or split_columns(text)[0] == "-DOCSTART-"):
+            if rows or bad:
+                yield Record(index, first, begin, offset, rows=rows, bad=bad)
+                index, rows, bad = index + 1, [], None
+            end = offset + len(raw)
+            continue
+        if not rows and bad is None:
+            first, begin = number, offset
+        end = offset + len(raw)
+        if why is not None:
+            bad = bad or f"line {number}: {why}"
+            continue
+        cols = split_columns(text)
+        if not cols[0]:
+            raise BertkitError("empty token in the first column", file=path, line=number,
+                               expected="TOKEN<TAB>TAG")
+        if len(cols) != width:
+            want = f"{width} column{'s' if width > 1 else ''} as on the first token line"
+            what = f"only one column in {text.strip()!r}" if len(cols) == 1 else \
+                f"{len(cols)} columns in {text.strip()!r}"
+            raise BertkitError(what, file=path, line=number, expected=f"{want}: TOKEN ... TAG")
+        rows.append((number, cols))
+    if rows or bad:
+        yield Record(index, first, begin, end, rows=rows, bad=bad)
+
+
+TAG = re.compile(r"^(O|[BIES]-\S+)$")
+
+
+def head_lines(path: str | Path, n: int = 200) -> list[str]:
+    """The first ``n`` readable, non-blank lines of ``path`` that are not ``-DOCSTART-``."""
+    out = []
+    with open_binary(path) as handle:
+        for number, raw in enumerate(handle):
+            text, bad = decode(raw, 0 if number == 0 else 1)
+            if bad is None and text.strip() and text.split()[0] != "-DOCSTART-":
+                out.append(text)
+                if len(out) >= n:
+                    break
+    return out

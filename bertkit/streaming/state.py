@@ -1,0 +1,122 @@
+"""The state file of a streaming ``predict`` run: what it reads, with what, and how far it got.
+
+``OUTPUT.state.json`` sits beside the unfinished output (``OUTPUT.part``) and is rewritten
+(atomically, :func:`bertkit.io.write_json`) after every chunk, once the chunk's output is on disk.
+It holds:
+
+* ``input``: the input's identity: absolute path, size, modification time and the SHA-256 of
+  its first MiB; ``model``: the saved model's (path, the SHA-256 of its ``config.json`` and
+  ``bertkit.json``, the size and head hash of each weights file); ``settings``: what shapes the
+  output (task, formats, chunk size, shard). ``--resume`` refuses when any of them differs.
+* ``next``: where reading continues (byte offset, line, record index) and ``output_offset``, the
+  length of the output's whole records: a resume cuts the output there first, so a record half
+  written when the run stopped is written again, whole.
+* ``chunks``: ``[chunk, start, end]`` byte ranges of each finished chunk in the output (the merge
+  of shards reads them), ``skipped``: ``[line, reason]`` of each line skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from bertkit.errors import BertkitError
+
+VERSION = 1
+HEAD_BYTES = 1 << 20  # the head hashed to tell two inputs (or weights files) apart
+
+
+def _head_sha(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
+
+
+def input_identity(path: str | Path) -> dict[str, Any]:
+    """``{path, size, mtime_ns, head_sha256}`` of an input file (its bytes as stored: a ``.gz``
+    file's compressed bytes)."""
+    p = Path(path).resolve()
+    st = p.stat()
+    return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "head_sha256": _head_sha(p)}
+
+
+def model_identity(directory: str | Path) -> dict[str, Any]:
+    """``{path, files}`` of a saved model folder: the SHA-256 of its small JSON files and the
+    size and head SHA-256 of its weights (hashing whole weights files would cost seconds)."""
+    d = Path(directory).resolve()
+    files: dict[str, Any] = {}
+    for f in sorted(d.iterdir()) if d.is_dir() else ():
+        if f.name in ("config.json", "bertkit.json", "head.json"):
+            files[f.name] = hashlib.sha256(f.read_bytes()).hexdigest()
+        elif f.suffix in (".safetensors", ".bin", ".pt"):
+            files[f.name] = [f.stat().st_size, _head_sha(f)]
+    return {"path": str(d), "files": files}
+
+
+def state_path(output: str | Path) -> Path:
+    """The state file of ``output``: ``OUTPUT.state.json``."""
+    return Path(str(output) + ".state.json")
+
+
+def part_path(output: str | Path) -> Path:
+    """Where an unfinished output is written: ``OUTPUT.part`` (renamed to ``OUTPUT`` at the end,
+    so a file at ``OUTPUT`` is always a whole one)."""
+    return Path(str(output) + ".part")
+
+
+def load_state(path: str | Path) -> dict[str, Any] | None:
+    """The state in ``path``, or None when there is none.
+
+    Raises:
+        BertkitError: the file is not a state file of this version.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise BertkitError("not a predict state file (unreadable JSON)", file=path,
+                           expected="the OUTPUT.state.json a streaming predict wrote") from None
+    if not isinstance(state, dict) or state.get("version") != VERSION:
+        raise BertkitError("not a predict state file of this bertkit", file=path,
+                           expected=f"version {VERSION}")
+    return state
+
+
+def save_state(path: str | Path, state: dict[str, Any]) -> None:
+    """Write ``state`` to ``path`` atomically."""
+    from bertkit.io import write_json
+
+    write_json(path, state)
+
+
+def _differences(old: dict, new: dict) -> list[str]:
+    keys = sorted(set(old) | set(new))
+    return [f"{k} {old.get(k)!r} then, {new.get(k)!r} now" for k in keys
+            if old.get(k) != new.get(k)]
+
+
+def check_resume(state: dict[str, Any], fresh: dict[str, Any], where: Path) -> None:
+    """Refuse to continue the run of ``state`` with the ``fresh`` identities and settings.
+
+    Raises:
+        BertkitError: another input (path, size, time or head), another model, or other
+            settings (formats, chunk size, shard) than the run being resumed; the message says
+            what differs and how to start again.
+    """
+    for part, what in (("input", "from another input"), ("model", "with another model"),
+                       ("settings", "with other settings")):
+        old, new = state.get(part) or {}, fresh.get(part) or {}
+        if part == "model":
+            old, new = {"path": old.get("path"), **old.get("files", {})}, \
+                {"path": new.get("path"), **new.get("files", {})}
+        diff = _differences(old, new)
+        if diff:
+            raise BertkitError(
+                f"cannot resume: the unfinished output was made {what} "
+                f"({'; '.join(diff[:3])})", file=where,
+                expected=f"the same {part} as the interrupted run; or start again without "
+                         "--resume (the unfinished output is then replaced)")

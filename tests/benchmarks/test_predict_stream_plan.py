@@ -1,0 +1,41 @@
+"""``benchmarks/predict_stream.py --dry-run`` prints its plan and runs nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "predict_stream.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("benchmark_predict_stream", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scale_dry_run_prints_every_command(tmp_path, capsys):
+    mod = _module()
+    mod.main(["scale", "--dry-run", "--model", "M", "--sizes", "100,1000", "--work",
+              str(tmp_path)])
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == [
+        "100 sentences", "1000 sentences", "1000 sentences --jobs 2",
+        "1000 sentences killed at half", "1000 sentences resumed"]
+    assert out[2].endswith(f"-o {tmp_path}/out-1000-jobs2.conll --device cpu --jobs 2")
+    assert "(SIGKILL at 500 records)" in out[3] and out[4].endswith("--resume")
+    assert list(tmp_path.iterdir()) == []  # nothing run, nothing written
+
+
+def test_speed_dry_run_names_the_rows_not_built(capsys):
+    _module().main(["speed", "--dry-run"])
+    out = capsys.readouterr().out
+    assert "bertkit tokens: measured" in out and "onnxruntime fp32: skipped" in out
+
+
+def test_corpus_input_repeats_the_source(tmp_path):
+    src = tmp_path / "src.txt"
+    src.write_text("a b\n\nc d\n", encoding="utf-8")
+    out = _module().corpus_input(src, 5, tmp_path / "in.txt")
+    assert out.read_text().splitlines() == ["a b", "c d", "a b", "c d", "a b"]

@@ -1,0 +1,189 @@
+"""The streaming driver with a saved tiny NER model: output identical to the whole-file path,
+resume after a crash gives the same bytes, shards merge to the unsharded file, bad lines."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import json
+
+import pytest
+
+from bertkit.data.conll import format_conll, read_text
+from bertkit.errors import BertkitError
+from bertkit.streaming import StreamOptions, shard_output, stream_predict
+from bertkit.streaming.merge import merge_shards
+from bertkit.streaming.state import part_path, state_path
+from bertkit.tasks.ner.task import stream_ner, tag_sentences
+
+from tests.streaming.conftest import text_input
+
+
+def _pred(model, inp, fmt="conll", **kw):
+    return stream_ner(model, str(inp), fmt, device="cpu", batch_size=4, **kw)
+
+
+def test_stream_matches_the_whole_file_path(tmp_path, ner_model):
+    inp = text_input(tmp_path / "in.txt", 60)
+    pred = _pred(ner_model, inp)
+    out = io.StringIO()
+    stream_predict(pred, str(inp), out, StreamOptions(chunk_size=7))
+    # the path predict ner took before streaming: read all, tag all, format all
+    from bertkit.tasks.ner.model import load_tagger
+    from bertkit.encoders import load_tokenizer
+    from bertkit.training.devices import make_runtime
+
+    tagger, meta = load_tagger(ner_model)
+    tok = load_tokenizer(meta["path"])
+    sents = read_text(inp, tok.backend_tokenizer.pre_tokenizer.pre_tokenize_str)
+    tags = tag_sentences(tagger, tok, sents, make_runtime("cpu", "auto"), 64, 32)
+    assert out.getvalue() == format_conll(sents, tags)
+    assert len(sents) == 60 - 60 // 7
+
+
+class Crash(RuntimeError):
+    pass
+
+
+def _crash_after(pred, chunks: int):
+    """``pred`` whose predict raises on chunk ``chunks + 1`` (a kill half way)."""
+    inner, seen = pred.predict, [0]
+
+    def predict(records):
+        seen[0] += 1
+        if seen[0] > chunks:
+            raise Crash
+        return inner(records)
+
+    pred.predict = predict
+    return pred
+
+
+@pytest.mark.parametrize("name,fmt", [("out.conll", "conll"), ("out.jsonl.gz", "jsonl")])
+def test_resume_after_a_crash_gives_the_same_bytes(tmp_path, ner_model, name, fmt):
+    inp = text_input(tmp_path / "in.txt", 50)
+    whole = tmp_path / "whole" / name
+    stream_predict(_pred(ner_model, inp, fmt), str(inp), whole, StreamOptions(chunk_size=6))
+    out = tmp_path / name
+    with pytest.raises(Crash):
+        stream_predict(_crash_after(_pred(ner_model, inp, fmt), 4), str(inp), out,
+                       StreamOptions(chunk_size=6))
+    state = json.loads(state_path(out).read_text())
+    assert state["records"] == 24 and not out.exists() and part_path(out).exists()
+    with open(part_path(out), "ab") as f:  # a record half written when the process died
+        f.write(b"half a rec")
+    with pytest.raises(BertkitError, match="nothing to resume"):
+        stream_predict(_pred(ner_model, inp, fmt), str(inp), tmp_path / "other" / name,
+                       StreamOptions(chunk_size=6, resume=True))
+    summary = stream_predict(_pred(ner_model, inp, fmt), str(inp), out,
+                             StreamOptions(chunk_size=6, resume=True))
+    assert summary.records == 50 and out.read_bytes() == whole.read_bytes()
+    assert not state_path(out).exists() and not part_path(out).exists()
+    if name.endswith(".gz"):
+        lines = gzip.decompress(out.read_bytes()).decode().splitlines()
+        assert [json.loads(x)["line"] for x in lines] == list(range(1, 51))
+
+
+def test_resume_refuses_another_input_or_model(tmp_path, ner_model, tiny_encoder, tokenizer):
+    inp = text_input(tmp_path / "in.txt", 30)
+    out = tmp_path / "out.conll"
+    with pytest.raises(Crash):
+        stream_predict(_crash_after(_pred(ner_model, inp), 1), str(inp), out,
+                       StreamOptions(chunk_size=5))
+    stamp = inp.stat().st_mtime_ns
+    text_input(inp, 31)  # the input changed
+    with pytest.raises(BertkitError, match=r"cannot resume: .*another input \(.*size"):
+        stream_predict(_pred(ner_model, inp), str(inp), out, StreamOptions(chunk_size=5,
+                                                                             resume=True))
+    text_input(inp, 30)
+    os.utime(inp, ns=(stamp, stamp))
+    with pytest.raises(BertkitError, match=r"other settings \(chunk_size 5 then, 6 now"):
+        stream_predict(_pred(ner_model, inp), str(inp), out, StreamOptions(chunk_size=6,
+                                                                             resume=True))
+    other = tmp_path / "other-model"
+    import shutil
+
+    shutil.copytree(ner_model, other)
+    with pytest.raises(BertkitError, match="another model"):
+        stream_predict(_pred(str(other), inp), str(inp), out, StreamOptions(chunk_size=5,
+                                                                              resume=True))
+
+
+@pytest.mark.parametrize("fmt,name", [("conll", "out.conll"), ("jsonl", "out.jsonl.gz")])
+def test_shards_merge_into_the_unsharded_output(tmp_path, ner_model, fmt, name):
+    inp = text_input(tmp_path / "in.txt", 47)
+    whole = tmp_path / "whole" / name
+    stream_predict(_pred(ner_model, inp, fmt), str(inp), whole, StreamOptions(chunk_size=4))
+    out = tmp_path / name
+    for i in (1, 2, 3):
+        stream_predict(_pred(ner_model, inp, fmt), str(inp), shard_output(out, (i, 3)),
+                       StreamOptions(chunk_size=4, shard=(i, 3)))
+    assert shard_output(out, (2, 3)).name == name.replace("out.", "out.").replace(
+        ".gz", "") + ".shard-2-of-3" + (".gz" if name.endswith(".gz") else "")
+    shard1 = json.loads(state_path(shard_output(out, (1, 3))).read_text())
+    assert [c for c, _, _ in shard1["chunks"]] == [0, 3, 6, 9]
+    merged = merge_shards(out)
+    assert merged["chunks"] == 12 and out.read_bytes() == whole.read_bytes()
+    assert not shard_output(out, (1, 3)).exists()
+
+
+def test_merge_refuses_missing_or_unfinished_shards(tmp_path, ner_model):
+    inp = text_input(tmp_path / "in.txt", 20)
+    out = tmp_path / "out.conll"
+    stream_predict(_pred(ner_model, inp), str(inp), shard_output(out, (1, 2)),
+                   StreamOptions(chunk_size=4, shard=(1, 2)))
+    with pytest.raises(BertkitError, match="shard 2 of 2 missing"):
+        merge_shards(out)
+    with pytest.raises(Crash):
+        stream_predict(_crash_after(_pred(ner_model, inp), 1), str(inp),
+                       shard_output(out, (2, 2)), StreamOptions(chunk_size=4, shard=(2, 2)))
+    with pytest.raises(BertkitError, match="shard 2 of 2 missing"):  # only its .part exists
+        merge_shards(out)
+
+
+def test_a_bad_line_stops_with_everything_before_it_written(tmp_path, ner_model):
+    inp = text_input(tmp_path / "in.txt", 40, bad_at=23)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(BertkitError, match=r"in.txt:23: not valid UTF-8 at byte 3 of the line; "
+                                           r"the 22 records before it are written"):
+        stream_predict(_pred(ner_model, inp, "jsonl"), str(inp), out, StreamOptions(chunk_size=5))
+    written = [json.loads(x) for x in part_path(out).read_text().splitlines()]
+    assert [r["line"] for r in written] == list(range(1, 23))
+    stream_predict(_pred(ner_model, inp, "jsonl"), str(inp), out,
+                   StreamOptions(chunk_size=5, resume=True, skip_bad_lines=True))
+    skipping = tmp_path / "skip.jsonl"
+    stream_predict(_pred(ner_model, inp, "jsonl"), str(inp), skipping,
+                   StreamOptions(chunk_size=5, skip_bad_lines=True))
+    assert out.read_bytes() == skipping.read_bytes()
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["line"] for r in rows] == list(range(1, 41))
+    assert rows[22] == {"line": 23, "skipped": "not valid UTF-8 at byte 3 of the line"}
+
+
+def test_token_budget_batches_give_the_same_predictions(tmp_path, ner_model):
+    import numpy as np
+
+    from bertkit.inference import token_batches
+
+    lengths = np.array([5, 40, 7, 7, 12, 3])
+    batches = token_batches(lengths, 36)
+    assert [b.tolist() for b in batches] == [[1], [4, 2, 3], [0, 5]]  # 40; 3 x 12; 2 x 5
+    assert sorted(np.concatenate(batches).tolist()) == list(range(6))
+    inp = text_input(tmp_path / "in.txt", 80)
+    texts = {}
+    for name, kw in (("count", {}), ("tokens", {"batch_tokens": 100})):
+        out = io.StringIO()
+        stream_predict(_pred(ner_model, inp, "jsonl", **kw), str(inp), out,
+                       StreamOptions(chunk_size=40))
+        texts[name] = out.getvalue()
+    assert texts["tokens"] == texts["count"] and len(texts["count"].splitlines()) == 80
+
+
+def test_a_bad_first_line_leaves_nothing_behind_and_points_to_skipping(tmp_path, ner_model):
+    inp = text_input(tmp_path / "in.txt", 10, bad_at=1)
+    out = tmp_path / "out.conll"
+    with pytest.raises(BertkitError, match=r"in.txt:1: not valid UTF-8 .*; --skip-bad-lines "
+                                           r"skips such lines"):
+        stream_predict(_pred(ner_model, inp), str(inp), out, StreamOptions(chunk_size=4))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
