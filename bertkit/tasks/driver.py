@@ -210,6 +210,9 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     check_length(cfg.max_length, model_position_limit(model_name))
     runtime = make_runtime(cfg.device, cfg.precision, console)
     data = load_splits(task, cfg, console)
+    from bertkit.data.contamination import check_contamination  # test text the encoder saw
+
+    data.info.update(check_contamination(task.data_kind, cfg.data, model_name, console))
     seed_everything(cfg.seed)
     prepared = task.prepare(cfg, model_name, data, runtime, console)
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
