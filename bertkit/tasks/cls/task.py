@@ -21,7 +21,8 @@ from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
-from bertkit.metrics.cls import best_thresholds, label_scores, multilabel_scores, warn_collapse
+from bertkit.metrics.cls import (best_thresholds, hoc_f1, label_scores, multilabel_scores,
+                                 warn_collapse)
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.cls.config import CLSConfig
@@ -96,12 +97,21 @@ def decide(logits: np.ndarray, labels: list[str], thresholds: np.ndarray | None 
     return [[labels[c] for c in np.flatnonzero(row)] for row in keep], probs
 
 
-def score(gold: list, pred: list, labels: list[str], multi_label: bool) -> dict:
+def score(gold: list, pred: list, labels: list[str], multi_label: bool,
+          ids: list[str] | None = None) -> dict:
     """:func:`~bertkit.metrics.cls.label_scores` or :func:`~bertkit.metrics.cls.multilabel_scores`
-    (both with the majority-class baseline)."""
+    (both with the majority-class baseline); multi-label scores add BLURB's HoC figures
+    (:func:`~bertkit.metrics.cls.hoc_f1`, rows grouped into documents by ``ids``)."""
     if multi_label:
-        return multilabel_scores([g or [] for g in gold], pred, labels)
+        gold = [g or [] for g in gold]
+        return {**multilabel_scores(gold, pred, labels), **hoc_f1(gold, pred, ids, labels)}
     return label_scores(gold, pred, labels)
+
+
+def _ids(xs: Sequence[TextExample]) -> list[str] | None:
+    """The examples' ``id`` fields (BLURB's document keys), or None when any lacks one."""
+    ids = [x.raw.get("id") for x in xs]
+    return [str(i) for i in ids] if all(i is not None for i in ids) else None
 
 
 def prediction_lines(examples: Sequence[TextExample], labels: list[str], pred: list,
@@ -252,7 +262,8 @@ class CLSTask:
             if cfg.multi_label and thresholds is None:  # dev: thresholds chosen on itself
                 thresholds = best_thresholds(_sigmoid(logits), _indicators(xs, label2id))
             pred, probs = decide(logits, labels, thresholds if cfg.multi_label else None)
-            return score([x.label for x in xs], pred, labels, cfg.multi_label), pred, probs
+            return score([x.label for x in xs], pred, labels, cfg.multi_label, _ids(xs)), pred, \
+                probs
 
         def evaluate_dev(m) -> dict:
             metrics = scored(m, "dev", dev_x)[0]
@@ -395,7 +406,7 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
     xs = out[split]
     check_known_labels(xs, labels, split, f"the model's labels ({model_dir})")
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
-    metrics = score([x.label for x in xs], pred, labels, cols.multi_label)
+    metrics = score([x.label for x in xs], pred, labels, cols.multi_label, _ids(xs))
     metrics["shortened_texts"] = shortened
     warn_collapse(metrics, console, split)
     return Evaluation(metrics, lambda: prediction_lines(
