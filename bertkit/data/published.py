@@ -74,8 +74,9 @@ class Contamination:
 
 def _rows(metric: str, source: str, comparable: bool = True, note: str = "",
           **scores: float) -> tuple[Published, ...]:
-    """Rows of one metric and source: ``PubMedBERT=93.33`` (``_`` in a name is a space)."""
-    return tuple(Published(model.replace("_", " ").replace("BERTbase", "BERT-base"), metric,
+    """Rows of one metric and source: ``PubMedBERT=93.33`` (``BERTbase`` is ``BERT-base``,
+    ``_plus_`` is ``+``)."""
+    return tuple(Published(model.replace("_plus_", "+").replace("BERTbase", "BERT-base"), metric,
                            value, source, comparable, note) for model, value in scores.items())
 
 

@@ -32,7 +32,7 @@ def test_licences_and_published_values():
     assert values[("bc2gm", "PubMedBERT")] == 84.52
     assert values[("ddi", "PubMedBERT")] == 82.36
     assert values[("jnlpba", "BERT-base")] == 76.09
-    assert values[("sciie", "DAPT plus TAPT")] == 81.3
+    assert values[("sciie", "DAPT+TAPT")] == 81.3
     hoc = PUBLISHED[("cls", "hoc")][0]
     assert (hoc.metric, hoc.value, hoc.comparable) == ("hoc_f1", 82.32, False)
     assert entry("ner", "bc2gm").contamination.test == 4864
