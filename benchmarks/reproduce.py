@@ -188,7 +188,8 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
     short = CONFIGS[RECIPE]  # phase A
     settings = {**short, **PHASE_B}  # phase B, continued pretraining and fine-tuning lengths
     short_tokens = round(tokens * SHORT_TOKENS / TOKENS)
-    data = data or Path(os.environ.get("BERTKIT_DATA", "data"))
+    # absolute, so a printed plan's command lines run from any folder
+    data = Path(data or os.environ.get("BERTKIT_DATA", "data")).expanduser().absolute()
     continue_tokens = continue_tokens or tokens // CONTINUE_FRACTION
     recipe_lr = recipe_lr or {}
     encoders = {**ENCODERS, **(OPTIONAL_ENCODERS if optional else {})}

@@ -123,3 +123,34 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 def dump_yaml(data: dict[str, Any]) -> str:
     """Serialise a config dict as YAML, keys in definition order."""
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+_SOURCES_ATTR = "_bertkit_settings_line"
+
+
+def attach_sources(cfg: Any, line: str | None) -> Any:
+    """Let ``cfg`` carry its settings-source line (``settings: lr 2e-4 (flag); ...``, from
+    :mod:`bertkit.settings`) to :func:`config_yaml`; returns ``cfg``. An attribute, not a field:
+    it is no setting (no option, no recipe key, not compared on ``--resume``)."""
+    if line:
+        setattr(cfg, _SOURCES_ATTR, line)
+    return cfg
+
+
+def sources_line(cfg: Any) -> str | None:
+    """The settings-source line ``cfg`` carries (:func:`attach_sources`), or None."""
+    return getattr(cfg, _SOURCES_ATTR, None)
+
+
+def replace(cfg: C, **changes: Any) -> C:
+    """:func:`dataclasses.replace` that keeps the settings-source line (:func:`attach_sources`)."""
+    return attach_sources(dataclasses.replace(cfg, **changes), sources_line(cfg))
+
+
+def config_yaml(settings: dict[str, Any], cfg: Any = None) -> str:
+    """A run's ``config.yaml``: ``settings`` as YAML (:func:`dump_yaml`) under a comment giving
+    where they came from (``# settings: epochs 2 (flag); the rest built-in defaults``) when
+    ``cfg`` carries that line. A comment, so reading the file back gives the settings alone."""
+    line = sources_line(cfg) if cfg is not None else None
+    head = "".join(f"# {part}\n" for part in line.splitlines()) if line else ""
+    return head + dump_yaml(settings)

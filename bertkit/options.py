@@ -32,7 +32,9 @@ class Option:
         flags: the option's names (``("--batch-size", "-b")``, ``("--crf/--no-crf",)``); empty:
             ``--`` and the field name with dashes.
         choices: the values accepted (checked by the command line, exit 2), or None.
-        min: the smallest value accepted, or None.
+        min: the smallest value accepted, or None; max: the largest, or None.
+        repeat: the option may be given several times (``--corpus A --corpus B``); the
+            setting holds the values joined by commas.
         shown: the ``[default: ...]`` text of a ``finetune`` option ("" for none); None: the
             field's default as the shared training options show theirs.
         name: the argument's name (``evaluate``/``predict`` options; a field's is its own).
@@ -45,6 +47,8 @@ class Option:
     flags: tuple[str, ...] = ()
     choices: tuple[str, ...] | None = None
     min: float | None = None
+    max: float | None = None
+    repeat: bool = False
     shown: str | None = None
     name: str | None = None
     type: Any = None
@@ -61,16 +65,21 @@ def option(default: Any = dataclasses.MISSING, **kwargs: Any):
     return field(default=default, metadata={"option": Option(**kwargs)})
 
 
-def field_options(config_class: type) -> list[Option]:
-    """The ``finetune`` options of ``config_class``: its own fields' first, in field order, then
-    those of the classes it derives from (``--split-from-dev``, ``--seeds``)."""
-    own, inherited = [], []
-    own_names = set(vars(config_class).get("__annotations__", {}))
-    for f in dataclasses.fields(config_class):
-        opt = f.metadata.get("option")
-        if opt is not None:
-            (own if f.name in own_names else inherited).append(opt.named(f.name))
-    return own + inherited
+def field_options(config_class: type, skip: tuple[str, ...] | frozenset = ()) -> list[Option]:
+    """The options declared on ``config_class``'s fields (but those named in ``skip``): its own
+    fields' first, in field order, then those of the classes it derives from, nearest first
+    (``--split-from-dev``, ``--seeds``; then the loop's). A field a subclass declares again
+    without :func:`option` (``epochs: int = 6``) keeps the option its base class declared."""
+    declared: dict[str, Option] = {}
+    rank: dict[str, int] = {}
+    for depth, cls in enumerate(config_class.__mro__):
+        fields = getattr(cls, "__dataclass_fields__", {})
+        for index, name in enumerate(vars(cls).get("__annotations__", {})):
+            opt = fields[name].metadata.get("option") if name in fields else None
+            if opt is not None and name not in skip and name not in declared:
+                declared[name], rank[name] = opt.named(name), (depth, index)
+    names = sorted(declared, key=lambda n: rank[n])
+    return [declared[n] for n in names]
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,9 @@ PREDICT_OUTPUT = Option("Write here (atomically) instead of standard output.", (
                         name="output", type=Path)
 SKIP_BAD_LINES = Option("Skip and count unreadable lines.", ("--skip-bad-lines",),
                         name="skip_bad_lines", type=bool, default=False)
+MAX_EVAL_SAMPLES = Option("Score only the first N examples of the split (as finetune's "
+                          "--max-eval-samples).", ("--max-eval-samples",), name="max_eval_samples",
+                          type=int, min=1)
 DEVICE = Option("auto, cpu, cuda, cuda:N or mps.", ("--device",), name="device", type=str,
                 default="auto")
 PRECISION = Option("", ("--precision",), name="precision", type=str, default="auto")

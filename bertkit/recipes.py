@@ -24,7 +24,6 @@ read for the setting's declared type (``--set lr=3e-5``, ``--set crf=false``; a 
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
 import re
@@ -34,10 +33,12 @@ from typing import Any, Callable
 
 import yaml
 
-from bertkit.config import build_config, field_names
+from bertkit.config import field_names
 from bertkit.errors import BertkitError
 from bertkit.recipe_files import (_read_yaml, expand_vars, find, load_recipe,  # noqa: F401
                                   recipe_dirs)
+from bertkit.settings import (SOURCE_ORDER, build_settings, dataset_defaults,  # noqa: F401
+                              describe_sources)
 from bertkit.tasks.registry import finetune_commands
 
 # command -> (config dataclass, function taking (cfg, console) and returning the results dict).
@@ -85,130 +86,27 @@ def list_recipes() -> list[Recipe]:
 
 def run_settings(config_cls: type, command: str, flags: dict[str, Any],
                  recipe: str | Path | None = None):
-    """A run's settings, built the one way every command builds them: the dataclass defaults
-    < the saved run's ``config.yaml`` (with ``--resume``) < ``--recipe`` < explicit flags.
-
-    Args:
-        config_cls: the command's config dataclass (e.g. ``NERConfig``).
-        command: the command a recipe must be for (``"finetune ner"``, ``"pretrain"``).
-        flags: the command line's options; None means "not given" (the layer below shows).
-        recipe: a recipe file or name, or None.
-
-    Returns:
-        an instance of ``config_cls``.
+    """A run's settings (:func:`bertkit.settings.build_settings`'s config): the dataclass
+    defaults < the data set's dev-chosen settings < the saved run's ``config.yaml`` (with
+    ``--resume``) < ``--recipe`` < explicit flags.
 
     Raises:
-        BertkitError: an unknown key or a value of the wrong type (naming the recipe file when
-            it came from there), an unreadable recipe or saved ``config.yaml``.
+        BertkitError: as :func:`bertkit.settings.build_settings`.
     """
-    return settings_with_sources(config_cls, command, flags, recipe)[0]
-
-
-SOURCE_ORDER = ("flag", "--set", "recipe", "saved run", "data-set default")
-"""Where a setting can come from, strongest first; anything else is a built-in default."""
-
-
-def dataset_defaults(config_cls: type, command: str,
-                     layers: list[dict[str, Any] | None]) -> tuple[dict[str, Any], str | None]:
-    """The dev-chosen settings of the registered data set a ``finetune`` run trains on, when it
-    trains the packaged encoder: the settings of the set's recipe
-    (:attr:`bertkit.data.sets.DatasetEntry.recipe`, e.g. ``bc5cdr-ner-minilm``) less ``data``.
-
-    Args:
-        config_cls: the command's config dataclass.
-        command: ``"finetune ner"`` etc.; other commands have no data-set defaults.
-        layers: the run's other layers (saved run, recipe, flags; None where absent), weakest
-            first: they decide the data set and the model.
-
-    Returns:
-        ``(settings, recipe name)``, or ``({}, None)`` when the set is not registered, has no
-        recipe, or another model is trained (the settings were chosen for the packaged one).
-    """
-    from bertkit.data.sets import entry
-
-    words = command.split()
-    if len(words) != 2 or words[0] != "finetune":
-        return {}, None
-    chosen: dict[str, Any] = {}
-    for layer in layers:
-        chosen.update({k: v for k, v in (layer or {}).items() if v is not None})
-    defaults = {f.name: f.default for f in dataclasses.fields(config_cls)}
-    data, model = chosen.get("data", defaults.get("data")), chosen.get("model")
-    found = entry(words[1], str(data)) if isinstance(data, str) else None
-    if found is None or not found.recipe or not _is_default_model(model):
-        return {}, None
-    settings = load_recipe(found.recipe, command)
-    settings.pop("data", None)
-    return {k: v for k, v in settings.items() if k in defaults}, found.recipe
-
-
-def _is_default_model(model: Any) -> bool:
-    """Whether ``model`` (None: not given) is the packaged encoder."""
-    if model in (None, ""):
-        return True
-    from bertkit.encoders import default_model
-
-    try:
-        return Path(str(model)).expanduser().resolve() == Path(default_model()).resolve()
-    except (OSError, ImportError):
-        return False
+    return build_settings(config_cls, command, flags=flags, recipe=recipe).config
 
 
 def settings_with_sources(config_cls: type, command: str, flags: dict[str, Any],
                           recipe: str | Path | None = None):
-    """:func:`run_settings` and where each setting came from.
-
-    The layers, weakest first: the dataclass defaults < the registered data set's dev-chosen
-    settings for the packaged encoder (:func:`dataset_defaults`) < the saved run's
-    ``config.yaml`` (with ``--resume``) < ``--recipe`` < explicit flags.
-
-    Returns:
-        ``(config, sources)``: ``sources`` maps each setting that did not come from the
-        dataclass defaults to one of :data:`SOURCE_ORDER`, and ``"_dataset_recipe"`` to the
-        recipe the data-set defaults came from (when any did).
+    """``(config, sources)`` of :func:`bertkit.settings.build_settings`; ``sources`` also maps
+    ``"_dataset_recipe"`` to the recipe the data-set defaults came from (when any did).
 
     Raises:
-        BertkitError: as :func:`run_settings`.
+        BertkitError: as :func:`bertkit.settings.build_settings`.
     """
-    from bertkit.training.rundir import saved_settings
-
-    saved = saved_settings(flags.get("output_dir"), field_names(config_cls)) \
-        if flags.get("resume") else None
-    rec = load_recipe(recipe, command) if recipe else None
-    data_set, data_recipe = dataset_defaults(config_cls, command, [saved, rec, flags])
-    cfg = build_config(config_cls, data_set, saved, rec, flags,
-                       source=str(recipe) if recipe else "options")
-    sources: dict[str, str] = {}
-    for name, layer in (("data-set default", data_set), ("saved run", saved), ("recipe", rec),
-                        ("flag", flags)):
-        sources.update({k: name for k, v in (layer or {}).items() if v is not None})
-    if data_recipe and "data-set default" in sources.values():
-        sources["_dataset_recipe"] = data_recipe
-    return cfg, sources
-
-
-def describe_sources(cfg: Any, sources: dict[str, str]) -> str:
-    """One line saying which settings came from where, e.g. ``settings: epochs 2 (flag); lr 2e-4,
-    crf true (data-set default: recipe bc5cdr-ner-minilm, tuned on dev for the packaged
-    encoder); the rest built-in defaults``. Switches a run always passes (``resume``,
-    ``overwrite`` when off) and ``output_dir`` are left out."""
-    from bertkit.config import format_value
-
-    parts = []
-    for where in SOURCE_ORDER:
-        keys = [k for k, s in sources.items() if s == where and not k.startswith("_")
-                and k != "output_dir" and not (k in ("resume", "overwrite")
-                                               and not getattr(cfg, k, None))]
-        if not keys:
-            continue
-        shown = ", ".join(f"{k} {format_value(getattr(cfg, k))}" for k in keys)
-        label = where
-        if where == "data-set default":
-            label += (f": recipe {sources.get('_dataset_recipe')}, chosen on dev for the "
-                      f"packaged encoder")
-        parts.append(f"{shown} ({label})")
-    parts.append("the rest built-in defaults" if parts else "all built-in defaults")
-    return "settings: " + "; ".join(parts)
+    built = build_settings(config_cls, command, flags=flags, recipe=recipe)
+    extra = {"_dataset_recipe": built.dataset_recipe} if built.dataset_recipe else {}
+    return built.config, {**built.sources, **extra}
 
 
 def _settings(raw: Any, path: Path, where: str) -> dict[str, Any]:
@@ -439,12 +337,18 @@ def run_stage(stage: Stage, output_dir: Path, console=None,
         if restart and "overwrite" in field_names(cls):
             settings["overwrite"] = True
         # a rerun continues: a started run resumes, a finished one is kept, a new one starts
-        cfg = build_config(cls, continue_settings(field_names(cls), settings, settings[key]),
-                           source=f"recipe stage {stage.name}")
-        if console:  # where the settings came from, as finetune and pretrain print it
-            console.print(describe_sources(cfg, {k: "--set" if k in stage.overrides else "recipe"
-                                                 for k in stage.settings}),
-                          highlight=False, markup=False)
+        # the one settings path (bertkit.settings): the data set's dev-chosen settings for
+        # the packaged encoder < the recipe's < --set; a rerun continues (resume/overwrite)
+        own = continue_settings(field_names(cls), settings, settings[key])
+        given = {k: v for k, v in own.items() if k in stage.settings}
+        built = build_settings(
+            cls, stage.command, recipe={k: v for k, v in given.items() if k not in stage.overrides},
+            overrides={k: v for k, v in given.items() if k in stage.overrides},
+            fixed={k: v for k, v in own.items() if k not in given},
+            source=f"recipe stage {stage.name}")
+        cfg = built.config
+        if console:  # where the settings came from, as every command prints it
+            console.print(built.line(), highlight=False, markup=False)
         try:
             results = fn(cfg, console)
         except RunComplete as done:  # --set resume=true over stages that finished: keep them

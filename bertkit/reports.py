@@ -108,7 +108,9 @@ def parse_table(metrics: dict, title: str) -> Table:
 
 def seed_table(summary: dict, title: str, headline: tuple[str, ...] = ()) -> Table:
     """``--seeds`` summary: per split and metric the mean, sample standard deviation and 95%
-    t-interval of the mean (percent for metrics in [0, 1]), and each seed's value; the task's
+    t-interval of the mean (in points by each metric's ``scale``, as
+    :func:`bertkit.tasks.driver.seed_statistics` records it: x100 for a fraction, x1 for a score
+    in points; what is no score as it is), and each seed's value; the task's
     ``headline`` metrics (its Task's ``headline`` keys) first, in their order."""
     table = Table(title=escape(title), caption=f"n = {len(summary['seeds'])} seeds; 95% interval: mean ± "
                                        f"t(0.975, n-1) · std / sqrt(n); selected by dev "
@@ -121,7 +123,7 @@ def seed_table(summary: dict, title: str, headline: tuple[str, ...] = ()) -> Tab
         first = [k for k in headline if k in stats]
         for name, s in [(k, stats[k]) for k in first] + [(k, v) for k, v in stats.items()
                                                          if k not in first]:
-            scale = 100.0 if all(0 <= v <= 1 for v in s["values"]) else 1.0
+            scale = s.get("scale") or 1.0  # the task's (seed_statistics): never from values
 
             def fmt(x, scale=scale):
                 return "-" if x is None else f"{scale * x:.2f}"

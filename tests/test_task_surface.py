@@ -124,12 +124,33 @@ def test_the_saved_model_reloads_scores_and_predicts(run):
     assert scored[task.select_metric] == pytest.approx(ev.metrics[task.select_metric])
 
 
-def test_every_finetune_option_is_a_settings_field_with_its_default():
-    for name in task_names():
-        cls = get_task(name).config_class
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        for opt in field_options(cls):
-            assert opt.name in fields and opt.help and opt.flags
+@pytest.mark.parametrize("name", task_names())
+def test_every_finetune_option_is_a_settings_field_with_its_default(name):
+    # each option of `finetune NAME` is a declared field of the task's settings, and --help
+    # shows that field's default (issue 46: the old form of this test could not fail)
+    import re
+
+    import typer
+
+    cls = get_task(name).config_class
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    declared = {o.name: o for o in field_options(cls)}
+    command = typer.main.get_command(app).commands["finetune"].commands[name]
+    seen = set()
+    for param in command.params:
+        if param.name == "recipe":
+            continue
+        opt = declared[param.name]  # a KeyError: an option no settings field declares
+        found = re.search(r"\[default: ([^\]]+)\]", param.help or "")
+        real = defaults[param.name]
+        if opt.shown is not None:  # described in words: shown as declared, or not at all
+            assert (found.group(1) if found else "") == opt.shown, param.name
+        elif isinstance(real, (int, float)) and not isinstance(real, bool):
+            assert float(found.group(1)) == pytest.approx(real), (param.name, found, real)
+        elif isinstance(real, str):
+            assert found.group(1) == real, param.name
+        seen.add(param.name)
+    assert seen == set(declared)  # and every declared option is on the command line
 
 
 def test_seeds_summary_shows_the_headline_metrics_first():

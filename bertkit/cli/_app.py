@@ -58,6 +58,35 @@ def _readable_metavars() -> None:
 
         rich_utils._make_command_help = joined_command_help
     _plain_value_errors()
+    _plain_usage_errors(rich_utils)
+
+
+def _plain_usage_errors(rich_utils) -> None:
+    """A usage error (an unknown option, a value out of range or not among the choices) starts
+    with ``error:`` as every other message does, instead of typer's boxed "Error" panel; the
+    usage line and the ``--help`` hint stay above it. A no-op where typer's module differs."""
+    original = getattr(rich_utils, "rich_format_error", None)
+    if original is None or getattr(original, "_bertkit", False):
+        return
+
+    def rich_format_error(self) -> None:
+        if self.__class__.__name__ == "NoArgsIsHelpError":
+            return
+        from rich.console import Console
+        from rich.markup import escape
+
+        console = Console(stderr=True)
+        ctx = getattr(self, "ctx", None)
+        if ctx is not None:
+            console.print(escape(ctx.get_usage()), highlight=False, soft_wrap=True)
+            if ctx.command.get_help_option(ctx) is not None:
+                console.print(f"Try '{escape(ctx.command_path)} {ctx.help_option_names[0]}' "
+                              f"for help.", highlight=False, soft_wrap=True)
+        console.print("[bold red]error:[/] " + escape(self.format_message()), highlight=False,
+                      soft_wrap=True)
+
+    rich_format_error._bertkit = True
+    rich_utils.rich_format_error = rich_format_error
 
 
 def _plain_value_errors() -> None:

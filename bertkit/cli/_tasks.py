@@ -39,20 +39,26 @@ def _value_type(opt: Option, hint: Any = None) -> Any:
 
 
 def _typer_option(opt: Option, task: str, kind: Any, help_text: str | None = None) -> Any:
-    extra = {"min": opt.min} if opt.min is not None else {}
+    extra = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}
     return typer.Option(*opt.flags, help=help_text if help_text is not None else _help(opt, task),
                         **extra)
 
 
-def finetune_parameters(config_class: type, task: str) -> list[inspect.Parameter]:
-    """The ``finetune <task>`` parameters declared on ``config_class``'s fields (all default to
-    None: not given, so the recipe's or the dataclass's value stands), ``--help`` showing each
-    field's default."""
+def settings_parameters(config_class: type, task: str = "",
+                        skip: tuple[str, ...] = ()) -> list[inspect.Parameter]:
+    """A command's parameters, generated from the options declared on ``config_class``'s
+    fields (:func:`bertkit.options.field_options`: its own, then its base classes', the
+    loop's last; ``skip`` leaves some out). Each defaults to None (not given: the recipe's or
+    the dataclass's value stands); ``--help`` shows the field's default
+    (:func:`bertkit.options.shown_default`) or the option's ``shown`` text, so no default is
+    written twice."""
     hints = typing.get_type_hints(config_class)
     defaults = {f.name: f.default for f in dataclasses.fields(config_class)}
     params = []
-    for opt in field_options(config_class):
+    for opt in field_options(config_class, skip):
         kind = _value_type(opt, hints[opt.name])
+        if opt.repeat:
+            kind = list[Path] if kind in (str, Path) else list[kind]
         shown = opt.shown if opt.shown is not None else \
             shown_default(opt.name, defaults[opt.name], opt.flags)
         text = _help(opt, task) + (f" \\[default: {shown}]" if shown else "")
@@ -60,6 +66,37 @@ def finetune_parameters(config_class: type, task: str) -> list[inspect.Parameter
             opt.name, inspect.Parameter.KEYWORD_ONLY, default=None,
             annotation=Annotated[Optional[kind], _typer_option(opt, task, kind, text)]))
     return params
+
+
+finetune_parameters = settings_parameters
+
+
+def settings_values(config_class: type, values: dict[str, Any]) -> dict[str, Any]:
+    """The command line's values as a settings layer: a repeated option's values joined by
+    commas, paths as text (None: not given)."""
+    repeat = {o.name for o in field_options(config_class) if o.repeat}
+    out = {}
+    for key, value in values.items():
+        if key in repeat and value is not None:
+            value = ",".join(str(v) for v in value) or None
+        out[key] = str(value) if isinstance(value, Path) else value
+    return out
+
+
+def settings_command(config_class: type, body: Callable[..., Any], doc: str, task: str = "",
+                     skip: tuple[str, ...] = ()) -> Callable:
+    """A command whose options are ``config_class``'s declared settings plus ``--recipe``
+    (last): ``body(flags, recipe)`` runs it, ``flags`` the settings layer of
+    :func:`settings_values`."""
+    from bertkit.cli._options import Recipe
+
+    params = settings_parameters(config_class, task, skip) + [inspect.Parameter(
+        "recipe", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Recipe)]
+
+    def run(recipe=None, **values):
+        return body(settings_values(config_class, values), recipe)
+
+    return command(run, params, doc)
 
 
 def inference_parameters(options: tuple[Option, ...], task: str) -> list[inspect.Parameter]:

@@ -5,28 +5,24 @@ which runs the shared driver (:mod:`bertkit.tasks.driver`)."""
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-
 from rich.console import Console
 
-from bertkit.cli import _options as opt
 from bertkit.cli._app import finetune_app, make_console
-from bertkit.cli._tasks import command, finetune_parameters, register_all
-from bertkit.recipes import describe_sources, settings_with_sources
+from bertkit.cli._tasks import register_all, settings_command
+from bertkit.settings import build_settings
 
 
 def _run(config_cls, command: str, run, flags: dict, recipe):
-    """Build the config (:func:`bertkit.recipes.settings_with_sources`: dataclass < the data
+    """Build the config (:func:`bertkit.settings.build_settings`: dataclass < the data
     set's dev-chosen settings for the packaged encoder < saved run with --resume < recipe <
     flags), print where the settings came from (the first line), run the task; results None on a
     non-main process of a multi-process run (it prints nothing)."""
     from bertkit.training.devices import is_main_process
 
-    cfg, sources = settings_with_sources(config_cls, command, flags, recipe)
-    console = make_console()
+    built = build_settings(config_cls, command, flags=flags, recipe=recipe)
+    cfg, console = built.config, make_console()
     if is_main_process():
-        console.print(describe_sources(cfg, sources), highlight=False, markup=False)
+        console.print(built.line(), highlight=False, markup=False)
     results = run(cfg, console)
     done = "test" in results or "metrics" in results  # one run, or the summary of --seeds
     return cfg, console, (results if done else None)
@@ -59,21 +55,16 @@ def _finish(task_name: str, cfg, console: Console, results: dict | None) -> None
 
 
 def _command(name: str, config_class: type):
-    """``bertkit finetune <name>``: the settings fields' options, the training options, --recipe."""
+    """``bertkit finetune <name>``: the options declared on the task's settings (its own, the
+    shared fine-tuning ones, the loop's; :func:`bertkit.cli._tasks.settings_command`), --recipe."""
     from bertkit.tasks.registry import TASKS, load_attr
 
-    def body(train_flags: dict | None = None, recipe=None, **values) -> None:
-        flags = opt.train_options(train_flags, **values)
+    def body(flags: dict, recipe) -> None:
         cfg, console, results = _run(config_class, f"finetune {name}",
                                      load_attr(TASKS[name].finetune), flags, recipe)
         _finish(name, cfg, console, results)
 
-    params = finetune_parameters(config_class, name) + [inspect.Parameter(
-        "recipe", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=opt.Recipe)]
-    own_defaults = {f.name: f.default for f in dataclasses.fields(config_class)
-                    if f.name in opt.LOOP_OPTIONS and f.default is not dataclasses.MISSING}
-    return opt.training_options(**own_defaults)(
-        command(body, params, config_class.commands.finetune))
+    return settings_command(config_class, body, config_class.commands.finetune, name)
 
 
 COMMANDS = register_all(finetune_app, _command)

@@ -16,8 +16,9 @@ A task supplies:
   (what an example is: ``sentences``, ``pairs``, ``texts``) and ``select_metric`` (dev metric
   that picks the best epoch, higher is better).
 * ``load(cfg, splits, console) -> TaskData``: read the splits named.
-* ``prepare(cfg, model_name, data, runtime, console) -> Prepared``: labels, model, tokenizer,
-  encoded training batches and the dev/test/save closures (may raise
+* ``prepare(cfg, model_name, data, runtime, console) -> TaskRun``: labels, model, tokenizer,
+  encoded training batches and the run's steps (dev, choose on dev, test, save; the driver
+  calls them in order) (may raise
   :class:`~bertkit.errors.BertkitError` on bad data: nothing has been written yet).
 * ``report(results, title)``: the rich table printed after a run (and by ``evaluate``).
 * ``evaluate`` (returning an :class:`Evaluation`, the one result type of every task) and
@@ -107,8 +108,20 @@ class Evaluation:
 
 
 @dataclass
-class Prepared:
-    """Everything the driver needs to train, select, score and save one run.
+class TaskRun:
+    """One fine-tuning run of a task (what ``prepare`` returns): the model, its encoded training
+    batches and the run's steps, which the driver (:func:`bertkit.tasks.driver.finetune`) calls
+    in this order, each once:
+
+    1. train: ``model`` on ``batches``, ``evaluate(model)`` at each evaluation (best on dev);
+    2. ``choose_on_dev(model)``: decisions taken on dev with the final model that the test pass
+       applies (multi-label cls: one threshold per label; QA on SQuAD 2.0: the no-answer
+       threshold); not prediction, so not in ``predict_seconds``;
+    3. ``test(model, console)``: encode and score test (timed: ``predict_seconds``);
+    4. ``save(model, directory)``, then ``results.json``, then the test predictions
+       (``ScoredSplit.write``).
+
+    ``test`` and ``save`` read what ``choose_on_dev`` chose; neither depends on the other.
 
     Attributes:
         model: ``model(**batch)`` returns the loss (see :func:`bertkit.training.train`).
@@ -120,9 +133,10 @@ class Prepared:
         summary: one line printed before training (data sizes, labels, model, device).
         select_metric: the dev metric that picks the best epoch in this run, when a setting
             chooses it (``finetune ner --metric token-macro``); None: the task's own.
-        before_test: ``before_test(model)``: work on the final model that ``test`` needs but
-            that is not prediction, run before the test pass is timed (QA: the dev pass that
-            chooses the SQuAD 2.0 no-answer threshold); None: nothing.
+        choose_on_dev: ``choose_on_dev(model) -> dict | None``: step 2; what it returns (e.g.
+            ``{"thresholds": [...]}``) is recorded as ``results.json``'s ``chosen_on_dev``.
+            None: the task decides nothing on dev.
+        before_test: the former name of ``choose_on_dev`` (used when that is None).
     """
 
     model: torch.nn.Module
@@ -133,8 +147,18 @@ class Prepared:
     results: dict[str, Any] = field(default_factory=dict)
     summary: str | None = None
     select_metric: str | None = None  # this run's selection metric when a setting chooses it
-    scores_in_points: bool = False  # dev metrics already in points (0-100, e.g. SQuAD EM/F1)
-    before_test: Callable[[torch.nn.Module], None] | None = None
+    choose_on_dev: Callable[[torch.nn.Module], dict | None] | None = None
+    before_test: Callable[[torch.nn.Module], Any] | None = None
+
+    def choose(self, model: torch.nn.Module) -> dict:
+        """Step 2 (:attr:`choose_on_dev`); ``{}`` when the task decides nothing on dev."""
+        step = self.choose_on_dev or self.before_test
+        chosen = step(model) if step is not None else None
+        return chosen if isinstance(chosen, dict) else {}
+
+
+Prepared = TaskRun
+"""The former name of :class:`TaskRun`."""
 
 
 @runtime_checkable
@@ -156,7 +180,7 @@ class Task(Protocol):
         """
 
     def prepare(self, cfg: Any, model_name: str, data: TaskData, runtime: Any,
-                console: Any = None) -> Prepared:
+                console: Any = None) -> TaskRun:
         """Build the model and the training batches and close over dev/test/save.
 
         Raises:
@@ -177,3 +201,36 @@ class Task(Protocol):
     headline: tuple  # of bertkit.modelcard.Metric, the main score first
     evaluate: Callable[..., Evaluation]
     predict: Callable[..., Any]
+
+
+NOT_SCORES = ("loss", "seconds", "per_second", "perplexity", "count", "tokens", "examples")
+"""Parts of a metric's name that mark it as no score (shown as it is, its interval not clipped);
+so do the endings of :data:`NOT_SCORE_ENDINGS`."""
+NOT_SCORE_ENDINGS = ("total", "missing", "f1_thresh", "exact_thresh", "threshold")
+"""Ends of the names of counts and decision thresholds (SQuAD's ``HasAns_total``,
+``best_f1_thresh``; ``f1_at_dev_thresh`` is a score)."""
+
+
+def score_scale(task: Any, key: str) -> float | None:
+    """A metric's factor to points, decided once from the task's declaration, never from values.
+
+    A task's scores share one scale, that of its headline metrics
+    (:attr:`bertkit.modelcard.Metric.scale`: 100 for a fraction, 1 for a score already in
+    points, as the official SQuAD scorer's); a headline metric has its own. A metric named as a
+    loss, time, rate, count or threshold (:data:`NOT_SCORES`, :data:`NOT_SCORE_ENDINGS`) is no
+    score: None.
+
+    Args:
+        task: the :class:`Task` (its ``headline``), or None: a task whose scores are fractions.
+        key: the metric's key in ``results.json``'s ``dev``/``test``.
+
+    >>> score_scale(None, "f1"), score_scale(None, "train_seconds"), score_scale(None, "total")
+    (100.0, None, None)
+    """
+    headline = tuple(getattr(task, "headline", None) or ())
+    for metric in headline:
+        if metric.key == key:
+            return metric.scale
+    if any(part in key for part in NOT_SCORES) or key.endswith(NOT_SCORE_ENDINGS):
+        return None
+    return headline[0].scale if headline else 100.0

@@ -292,6 +292,8 @@ def find_saved_model(directory: str | Path, task: str, what: str,
     """
     path = Path(directory).expanduser()
     if not path.exists():
+        if path.name == "model":  # the model/ of a run that stopped before saving it
+            _stopped_run(path.parent, task)
         raise BertkitError("not found", file=path,
                            expected=f"a run directory of 'finetune {task}' or its model/")
     if (path / "model" / META_FILE).is_file():
@@ -333,7 +335,9 @@ def _stopped_run(run: Path, task: str) -> None:
 
     checkpoint = last_checkpoint_of_stopped_run(run)
     if checkpoint is not None:
-        raise BertkitError(f"this run stopped before it saved its model (last checkpoint: "
+        step = checkpoint.name.removeprefix("step_")
+        raise BertkitError(f"this run stopped at step {step}: finish it with --resume (it "
+                           f"stopped before it saved its model; last checkpoint: "
                            f"{checkpoint.name})", file=run,
                            expected=f"a finished run: continue this one with the 'bertkit "
                                     f"finetune {task}' command that started it, plus --resume "

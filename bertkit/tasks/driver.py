@@ -8,7 +8,8 @@ order, so that bad settings or data stop the run before anything is written:
    ``--max-length`` beyond the encoder's positions (:mod:`bertkit.lengths`);
 2. read the data, applying ``--split-from-dev`` (:func:`split_from_dev`) and ``--max-*-samples``;
 3. seed, let the task build its model and batches, create the run directory, write ``config.yaml``;
-4. train with best-on-dev selection (:func:`bertkit.training.train`), score test, save ``model/``,
+4. train with best-on-dev selection (:func:`bertkit.training.train`), take the decisions made on
+   dev with the final model (:meth:`~bertkit.tasks.base.TaskRun.choose`), score test, save ``model/``,
    write ``results.json``, then the test predictions and plots (rank 0 only under ``torchrun``),
    so that a drawing problem never costs the model or the results.
 
@@ -20,16 +21,15 @@ as SciBERT reports the mean over seeds (Beltagy et al. 2019, §4).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from fractions import Fraction
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
-from bertkit.config import dump_yaml, field_defaults, to_dict
+from bertkit.config import config_yaml, field_defaults, replace, to_dict
 from bertkit.errors import BertkitError
-from bertkit.tasks.base import Task, TaskData
+from bertkit.tasks.base import Task, TaskData, score_scale
 from bertkit.tasks.common import warn_shared
 
 SPLIT_KEYS = ("train", "dev", "test")
@@ -218,7 +218,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
     main = is_main_process()  # rank 0 writes every output of a multi-process run
     if main:
-        write_text(run_dir / "config.yaml", dump_yaml(settings))
+        write_text(run_dir / "config.yaml", config_yaml(settings, cfg))
     if console and main:
         if data.note:  # plain text: labels and paths in it are never read as markup
             console.print(f"note: {data.note}", highlight=False, markup=False)
@@ -228,11 +228,10 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
                    evaluate=prepared.evaluate,
                    select_metric=prepared.select_metric or task.select_metric,
                    console=console if main else None,
-                   score_scale=1.0 if prepared.scores_in_points else 100.0)
+                   score_scale=score_scale(task, prepared.select_metric or task.select_metric))
     if not main:
         return {"task": task.name, "rank": rank(), "steps": result.steps}
-    if prepared.before_test is not None:  # not prediction: left out of predict_seconds
-        prepared.before_test(prepared.model)
+    chosen = prepared.choose(prepared.model)  # decisions on dev: not in predict_seconds
     start = time.perf_counter()  # forward passes and decoding (as Trainer.predict)
     scored = prepared.test(prepared.model, console)
     predict_seconds = time.perf_counter() - start
@@ -247,7 +246,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
         / max(result.train_seconds, 1e-9),
         "predict_seconds": predict_seconds, "steps": result.steps,
         "select_metric": prepared.select_metric or task.select_metric,
-        **data.info, **prepared.results,
+        **data.info, **prepared.results, **({"chosen_on_dev": chosen} if chosen else {}),
     }
     write_json(run_dir / "results.json", results)
     write_model_card(run_dir / "model", results, task.card, cfg)  # model/README.md
@@ -294,7 +293,7 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     runs, changed = [], []
     model_name = None
     for seed in seeds:
-        sub = dataclasses.replace(cfg, seed=seed, seeds=None, output_dir=str(root / f"seed-{seed}"))
+        sub = replace(cfg, seed=seed, seeds=None, output_dir=str(root / f"seed-{seed}"))
         folder = Path(sub.output_dir)
         done = cfg.resume and (folder / "results.json").is_file()
         if cfg.resume and not resumable(folder):  # the one resume rule (rundir.resumable)
@@ -339,37 +338,40 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     summary = {"task": task.name, "data": data, "model": results[seeds[0]].get("model"),
                "seeds": seeds, "runs": {str(s): str(root / f"seed-{s}") for s in seeds},
                "select_metric": results[seeds[0]].get("select_metric") or task.select_metric,
-               "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds])
+               "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds],
+                                                  lambda key: score_scale(task, key))
                            for split in ("dev", "test")},
                "interval": "95% interval of the mean: mean ± t(0.975, n-1) · std / sqrt(n); "
-                           "std is the sample standard deviation (n-1); for a score in [0, 1] "
-                           "clipped to [0, 1] (with few seeds the formula can pass 0 or 1)"}
+                           "std is the sample standard deviation (n-1); for a score clipped to "
+                           "its range, [0, 1] or [0, 100] by its scale (with few seeds the "
+                           "formula can pass it)"}
     write_json(root / "summary.json", summary)
     return summary
 
 
 NOT_METRICS = frozenset({"epoch", "step", "steps", "global_step", "n", "support"})
-UNBOUNDED = ("loss", "seconds", "per_second", "perplexity", "count", "tokens", "examples")
-"""Parts of a metric's name that mark it as unbounded (its interval is never clipped)."""
 
 
-def _bounded_score(key: str, values: list[float]) -> bool:
-    """Whether ``key`` is a score in [0, 1] (F1, precision, accuracy, LAS, ...): every value lies
-    there and the name is not that of a loss, a time, a rate or a count."""
-    return all(0.0 <= v <= 1.0 for v in values) and not any(u in key for u in UNBOUNDED)
-
-
-def seed_statistics(records: list[dict]) -> dict[str, dict]:
+def seed_statistics(records: list[dict], scale: Callable[[str], float | None] = None) -> dict:
     """Per metric (numeric top-level keys present in every record): mean, sample standard
-    deviation, the 95% t-interval of the mean (clipped to [0, 1] for a score in that range,
-    :func:`_bounded_score`), n and the values in seed order.
+    deviation, the 95% t-interval of the mean, n, the values in seed order and ``scale``.
+
+    Args:
+        records: one metrics dict per seed.
+        scale: ``scale(key)``: the metric's factor to points (100 for a fraction, 1 for a score
+            in points, as :attr:`bertkit.modelcard.Metric.scale` says), None for what is no
+            score (a loss, a time, a count); default :func:`bertkit.tasks.base.score_scale` of a
+            task whose scores are fractions. A score's interval is clipped to its range
+            ([0, 100 / scale]); nothing is decided from the values.
 
     With one seed the standard deviation and interval are None.
 
-    >>> s = seed_statistics([{"f1": 80.0}, {"f1": 82.0}, {"f1": 84.0}])["f1"]
-    >>> s["mean"], s["std"], round(s["ci95_high"], 2)
-    (82.0, 2.0, 86.97)
+    >>> s = seed_statistics([{"f1": 80.0}, {"f1": 82.0}, {"f1": 84.0}], lambda key: 1.0)["f1"]
+    >>> s["mean"], s["std"], round(s["ci95_high"], 2), s["scale"]
+    (82.0, 2.0, 86.97, 1.0)
     """
+    if scale is None:
+        scale = lambda key: score_scale(None, key)  # noqa: E731
     from scipy import stats
 
     keys = [k for k, v in (records[0] if records else {}).items()
@@ -385,10 +387,11 @@ def seed_statistics(records: list[dict]) -> dict[str, dict]:
             std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
             half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
             low, high = mean - half, mean + half
-            if _bounded_score(key, values):  # a score in [0, 1] cannot leave it
-                low, high = max(low, 0.0), min(high, 1.0)
+            factor = scale(key)
+            if factor:  # a score cannot leave its range: [0, 1] as a fraction, [0, 100] in points
+                low, high = max(low, 0.0), min(high, 100.0 / factor)
         else:
             std = low = high = None
         out[key] = {"mean": mean, "std": std, "ci95_low": low, "ci95_high": high, "n": n,
-                    "values": values}
+                    "values": values, "scale": scale(key)}
     return out

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from bertkit.errors import BertkitError
+from bertkit.options import option
 from bertkit.training.devices import PRECISIONS
 
 
@@ -13,6 +15,8 @@ REPORT_TO = ("none", "tensorboard")
 """Where ``--report-to`` sends metrics besides ``metrics.jsonl``."""
 SCHEDULES = ("linear", "constant", "cosine")
 """``--lr-schedule`` after the warm-up (:func:`bertkit.training.optim.decay`)."""
+PRECISION_HELP = ("auto (bf16 on CUDA and AMX-BF16 CPUs, else fp32), " + ", ".join(PRECISIONS[1:-1])
+                  + " or " + PRECISIONS[-1] + ".")
 
 
 @dataclass
@@ -52,28 +56,44 @@ class TrainConfig:
         overwrite: allow writing into an output directory that holds another run.
     """
 
-    epochs: int = 3
-    lr: float = 5e-5
-    batch_size: int = 32
-    gradient_accumulation: int = 1
-    warmup: float = 0.1
-    lr_schedule: str = "linear"
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    precision: str = "auto"
-    device: str = "auto"
-    seed: int = 42
-    save_steps: int = 0
-    save_total_limit: int = 2
-    logging_steps: int = 50
-    max_steps: int = 0
-    eval_steps: int = 0
-    skip_nonfinite: int = 0
-    report_to: str = "none"
-    fsdp: bool = False
-    output_dir: str | None = None
-    resume: bool = False
-    overwrite: bool = False
+    # each field is also the command-line option of every training command (bertkit.options):
+    # its help, flags and checks are declared here once; --help shows the command's default
+    epochs: int = option(3, min=1, help="Passes over the training data.")
+    lr: float = option(5e-5, help="Peak learning rate (AdamW).")
+    batch_size: int = option(32, flags=("--batch-size", "-b"), min=1, help="Examples per "
+                             "forward pass (the global batch over all processes).")
+    gradient_accumulation: int = option(1, min=1, help="Forward passes per optimiser step.")
+    warmup: float = option(0.1, min=0, help="Linear warm-up: a ratio of all steps if < 1, else a "
+                           "step count.")
+    lr_schedule: str = option("linear", choices=SCHEDULES, help="After the warm-up: linear "
+                              "decay to 0 at the last step (BERT), constant, or cosine decay to 0.")
+    weight_decay: float = option(0.01, min=0, help="AdamW weight decay (not on biases/LayerNorm).")
+    max_grad_norm: float = option(1.0, min=0, help="Clip the gradient norm (0: off).")
+    precision: str = option("auto", choices=PRECISIONS, help=PRECISION_HELP)
+    device: str = option("auto", help="auto, cpu, cuda, cuda:N or mps.")
+    seed: int = option(42, help="Random seed (data order, initialisation, dropout).")
+    save_steps: int = option(0, min=0, help="Checkpoint every N optimiser steps (0: at epoch ends "
+                             "only).")
+    save_total_limit: int = option(2, min=1, help="Keep at most N step checkpoints (the newest).")
+    logging_steps: int = option(50, min=1, help="Log loss and throughput every N steps.")
+    max_steps: int = option(0, min=0, help="Train for exactly N optimiser steps, over as many "
+                            "epochs as that takes (0: by --epochs).")
+    eval_steps: int = option(0, min=0, help="Evaluate every N optimiser steps and at the end (0: "
+                             "after each epoch).")
+    skip_nonfinite: int = option(0, min=0, help="Skip up to N batches with a non-finite loss "
+                                 "(each reported with its source lines) instead of stopping.")
+    report_to: str = option("none", choices=REPORT_TO, help=f"{REPORT_TO[0]}, or "
+                            f"{' or '.join(REPORT_TO[1:])} (event files in the run directory's "
+                            "tensorboard/ folder).")
+    fsdp: bool = option(False, flags=("--fsdp/--no-fsdp",), help="Under torchrun/accelerate: "
+                        "shard parameters, gradients and optimiser state over the processes "
+                        "(FSDP2) instead of DDP replicas.")
+    output_dir: str | None = option(None, flags=("--output-dir", "-o"), help="Run directory.",
+                                    type=Path, shown="runs/<task>-<data or corpus name>-<time>")
+    resume: bool = option(False, flags=("--resume",), help="Continue the run in --output-dir "
+                          "from its newest checkpoint.")
+    overwrite: bool = option(False, flags=("--overwrite",), help="Allow an --output-dir that "
+                             "holds another run.")
 
     def validate(self) -> None:
         """Check every setting before anything is loaded or written (ranges, --resume needs a run).

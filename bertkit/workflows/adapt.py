@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from bertkit.config import sources_line
 from bertkit.errors import BertkitError
 from bertkit.io import json_plain
+from bertkit.workflows.adapt_config import DAPT_STEPS, AdaptConfig
 from bertkit.workflows.scores import comparison_table, score_summary, task_metrics
 from bertkit.workflows.stages import (continue_run, input_fingerprint, run_stage,
                                       text_fingerprint)
@@ -38,112 +39,6 @@ from bertkit.workflows.task_text import task_text_lines
 
 # The task's settings class, fine-tuning function, headline metrics (task_metrics) and TAPT text
 # all come from the task registry (bertkit.tasks.registry): adapt has no task table.
-DAPT_STEPS = 300  # adapt's default DAPT steps (of 32 x 128 tokens), as recipes/pretrain/dapt-cpu.yaml
-
-
-@dataclass
-class AdaptConfig:
-    """``bertkit adapt`` settings. None means "not given": the stage recipe's value, else the
-    stage command's default.
-
-    Attributes:
-        task: a registered task (``ner``, ``re``, ``dep``, ``cls``, ``qa``); data: its data set
-            (None: the task's default).
-        model: the encoder to adapt (None: the packaged MiniLM).
-        extend_vocab: add up to this many words to the vocabulary first (0: no extension);
-            extend_vocab_from: the vocabulary they come from.
-        corpus: DAPT text (files/directories, comma-separated); valid: held-out text for the
-            pretraining stages' validation MLM loss.
-        task_text: TAPT text: ``TASK:DATA`` (``ner:bc5cdr``, ``cls:scicite``), ``task`` (the
-            fine-tuning data), or a file (:data:`bertkit.workflows.task_text.FORMATS`).
-        pretrain_steps: DAPT optimiser steps (None: the recipe's, else 300).
-        tapt_epochs: TAPT passes over the task text's packed sequences.
-        masking, pretrain_lr, pretrain_batch_size, max_seq_length, head_warmup_steps: passed to
-            both pretraining stages; pretrain_recipe: a ``pretrain`` recipe under them.
-        epochs, lr, batch_size, max_train_samples, max_eval_samples: passed to fine-tuning
-            (``max_train_samples`` also limits TAPT on the task's own data, ``task_text`` of
-            ``task`` or the fine-tuning ``TASK:DATA``, to those examples);
-            finetune_recipe: a ``finetune TASK`` recipe under them.
-        seed: pretraining seed and the fine-tuning seed without ``seeds``; seeds: fine-tuning
-            seeds, comma-separated (``1,2,3``): one fine-tuning run each, mean and spread.
-        compare: also fine-tune the unadapted model (same settings and seeds) into ``baseline/``.
-        device, precision, cache_dir: passed to every stage.
-        output_dir: the run directory (None: ``runs/adapt-<task>-<time>``).
-        overwrite: run every stage again, replacing earlier outputs.
-    """
-
-    task: str = "ner"
-    data: str | None = None
-    model: str | None = None
-    extend_vocab: int = 0
-    extend_vocab_from: str = "scivocab-uncased"
-    corpus: str | None = None
-    valid: str | None = None
-    task_text: str | None = None
-    pretrain_steps: int | None = None
-    tapt_epochs: int = 10
-    masking: str | None = None
-    pretrain_lr: float | None = None
-    pretrain_batch_size: int | None = None
-    max_seq_length: int | None = None
-    head_warmup_steps: int | None = None
-    pretrain_recipe: str | None = None
-    epochs: int | None = None
-    lr: float | None = None
-    batch_size: int | None = None
-    max_train_samples: int | None = None
-    max_eval_samples: int | None = None
-    finetune_recipe: str | None = None
-    seed: int = 42
-    seeds: str | None = None
-    compare: bool = False
-    device: str | None = None
-    precision: str | None = None
-    cache_dir: str | None = None
-    output_dir: str | None = None
-    overwrite: bool = False
-
-    def seed_list(self) -> list[int]:
-        """The fine-tuning seeds: ``seeds`` parsed, else ``[seed]``.
-
-        Raises:
-            BertkitError: ``seeds`` is not a comma-separated list of distinct integers.
-        """
-        from bertkit.tasks.driver import parse_seeds
-
-        return parse_seeds(self.seeds) or [self.seed]
-
-    def check_ranges(self) -> None:
-        """Check the settings that need no file.
-
-        Raises:
-            BertkitError: naming the first option at fault and what it must be.
-        """
-        from bertkit.tasks.registry import task_names
-
-        tasks = task_names()
-        checks = (
-            ("task", self.task in tasks, ", ".join(tasks[:-1]) + " or " + tasks[-1]),
-            ("extend_vocab", self.extend_vocab >= 0, "an integer >= 0 (0: no extension)"),
-            ("pretrain_steps", (self.pretrain_steps or 1) >= 1, "an integer >= 1"),
-            ("tapt_epochs", self.tapt_epochs >= 1, "an integer >= 1"),
-            ("head_warmup_steps", (self.head_warmup_steps or 0) >= 0, "an integer >= 0"))
-        for name, ok, expected in checks:
-            if not ok:
-                raise BertkitError(f"--{name.replace('_', '-')} is {getattr(self, name)!r}",
-                                   expected=expected)
-        self.seed_list()
-
-    def validate(self) -> None:
-        """:meth:`check_ranges`, plus: something to adapt.
-
-        Raises:
-            BertkitError: a setting out of range, or none of --corpus, --task-text, --extend-vocab.
-        """
-        self.check_ranges()
-        if not (self.corpus or self.task_text or self.extend_vocab):
-            raise BertkitError("nothing to adapt", expected="--corpus (DAPT), --task-text (TAPT) "
-                                                            "and/or --extend-vocab N")
 
 
 def _entry(task: str):
@@ -159,55 +54,62 @@ def _given(**values) -> dict:
 
 def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int,
                     seeds: list[int] | None = None):
-    """The task's fine-tuning config: task defaults < ``finetune_recipe`` < adapt's fine-tuning
-    options < (model, output_dir, seed, ``seeds``: the driver's ``--seeds``) given here.
+    """The task's fine-tuning settings, built as ``finetune`` builds them
+    (:func:`bertkit.settings.build_settings`): task defaults < the data set's dev-chosen recipe
+    for adapt's base encoder (``--model``, the packaged one when not given: the adapted model
+    and the ``--compare`` baseline fine-tune alike) < ``finetune_recipe`` < adapt's fine-tuning
+    options and (model, seed, ``seeds``: the driver's ``--seeds``) given here. The config
+    carries the settings-source line (``config.yaml``'s header; :func:`finetune_runs` prints it).
 
     Raises:
         BertkitError: a bad recipe or option (named), or settings out of range.
     """
-    from bertkit.config import build_config
-    from bertkit.recipe_files import load_recipe
+    from bertkit.settings import build_settings
 
     cls = _entry(cfg.task)[0]
-    recipe = load_recipe(cfg.finetune_recipe, f"finetune {cfg.task}") if cfg.finetune_recipe else None
     own = _given(data=cfg.data, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size,
                  max_train_samples=cfg.max_train_samples, max_eval_samples=cfg.max_eval_samples,
                  device=cfg.device, precision=cfg.precision)
-    fixed = {"model": model, "output_dir": str(output_dir), "seed": seed, "overwrite": True,
-             "resume": False}
+    own.update(model=model, seed=seed)
+    fixed = {"output_dir": str(output_dir), "overwrite": True, "resume": False}
     if "seeds" in {f.name for f in dataclasses.fields(cls)}:  # several: the driver's --seeds
-        fixed["seeds"] = ",".join(map(str, seeds)) if seeds and len(seeds) > 1 else None
-    ft = build_config(cls, recipe, own, fixed, source=cfg.finetune_recipe or "adapt options")
+        own["seeds"] = ",".join(map(str, seeds)) if seeds and len(seeds) > 1 else None
+    ft = build_settings(cls, f"finetune {cfg.task}", flags=own, recipe=cfg.finetune_recipe,
+                        fixed=fixed, encoder=cfg.model,
+                        source=cfg.finetune_recipe or "adapt options").config
     ft.validate()
     return ft
 
 
 def pretrain_config(cfg: AdaptConfig, model: str, corpus: str, output_dir: Path,
                     steps: int | None = None):
-    """A pretraining stage's config: pretrain defaults < {max_steps: 300} < ``pretrain_recipe`` <
-    adapt's pretraining options < (model, corpus, output_dir, seed, ``steps``) given here.
+    """A pretraining stage's settings, built as ``pretrain`` builds them
+    (:func:`bertkit.settings.build_settings`): pretrain defaults < {max_steps: 300} <
+    ``pretrain_recipe`` < adapt's pretraining options < (model, corpus, seed, ``steps``) given
+    here.
 
     Raises:
         BertkitError: a bad recipe or option, or ``--head-warmup-steps`` on a bertkit without it.
     """
-    from bertkit.config import build_config, field_names
+    from bertkit.config import field_names
     from bertkit.recipe_files import load_recipe
+    from bertkit.settings import build_settings
     from bertkit.tasks.pretrain import PretrainConfig
 
     if cfg.head_warmup_steps is not None and "head_warmup_steps" not in field_names(PretrainConfig):
         raise BertkitError("--head-warmup-steps is not available in this bertkit's pretraining",
                            expected="no --head-warmup-steps")
-    recipe = load_recipe(cfg.pretrain_recipe, "pretrain") if cfg.pretrain_recipe else None
+    recipe = {"max_steps": DAPT_STEPS, **(load_recipe(cfg.pretrain_recipe, "pretrain")
+                                          if cfg.pretrain_recipe else {})}
     own = _given(masking=cfg.masking, lr=cfg.pretrain_lr, batch_size=cfg.pretrain_batch_size,
                  max_seq_length=cfg.max_seq_length, head_warmup_steps=cfg.head_warmup_steps,
-                 max_steps=cfg.pretrain_steps, valid=cfg.valid, device=cfg.device,
-                 precision=cfg.precision, cache_dir=cfg.cache_dir)
-    fixed = {"model": model, "corpus": corpus, "output_dir": str(output_dir), "seed": cfg.seed,
-             "overwrite": True, "resume": False, "config": None, "vocab": None}
-    if steps is not None:
-        fixed["max_steps"] = steps
-    pt = build_config(PretrainConfig, {"max_steps": DAPT_STEPS}, recipe, own, fixed,
-                      source=cfg.pretrain_recipe or "adapt options")
+                 max_steps=cfg.pretrain_steps if steps is None else steps, valid=cfg.valid,
+                 device=cfg.device, precision=cfg.precision, cache_dir=cfg.cache_dir)
+    own.update(model=model, corpus=corpus, seed=cfg.seed)
+    fixed = {"output_dir": str(output_dir), "overwrite": True, "resume": False, "config": None,
+             "vocab": None}
+    pt = build_settings(PretrainConfig, "pretrain", flags=own, recipe=recipe, fixed=fixed,
+                        source=cfg.pretrain_recipe or "adapt options").config
     pt.validate()
     return pt
 
@@ -245,8 +147,7 @@ def _check_root(root: Path, overwrite: bool) -> None:
                                                "run (to continue it), or --overwrite")
 
 
-RUN_KEYS = ("test", "dev", "best_epoch", "train_seconds", "model")
-"""What ``summary.json`` keeps of each fine-tuning run."""
+RUN_KEYS = ("test", "dev", "best_epoch", "train_seconds", "model")  # summary.json, per run
 
 
 def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, console=None) -> list[dict]:
@@ -271,6 +172,8 @@ def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, consol
                 for s in seeds]
         return {"runs": [{k: r.get(k) for k in RUN_KEYS} for r in read]}
 
+    if console:
+        console.print(f"{label}: {sources_line(ft)}", highlight=False, markup=False)
     run, resume = continue_run(fn, ft, console, None)
     settings = {k: v for k, v in dataclasses.asdict(ft).items() if k not in ("overwrite", "resume")}
     settings["input"] = input_fingerprint(model)
@@ -322,11 +225,14 @@ def pretrain_stage(cfg: AdaptConfig, name: str, model: str, corpus: str, folder:
     pt = pretrain_config(cfg, model, corpus, folder)
     extra = {}
     if name == "tapt":
-        pt.max_steps, extra["sequences_per_epoch"] = tapt_steps(pt, corpus, cfg.tapt_epochs)
-        extra["epochs"] = cfg.tapt_epochs
+        steps, extra["sequences_per_epoch"] = tapt_steps(pt, corpus, cfg.tapt_epochs)
+        pt, extra["epochs"] = pretrain_config(cfg, model, corpus, folder, steps), cfg.tapt_epochs
 
     from bertkit.tasks.pretrain import pretrain
 
+    if console:
+        console.print(f"{name.upper()} pretraining: {sources_line(pt)}", highlight=False,
+                      markup=False)
     run, resume = continue_run(pretrain, pt, console,
                             ("steps", "train", "valid", "valid_initial", "train_seconds",
                              "tokens_per_second", "masking"))

@@ -48,7 +48,7 @@ def score_summary(metrics, runs: list[dict]) -> dict:
     out = {}
     for key, label, *scale in metrics:
         k = scale[0] if scale else 100.0
-        s = seed_statistics([{key: float(r["test"][key])} for r in runs])[key]
+        s = seed_statistics([{key: float(r["test"][key])} for r in runs], lambda _: k)[key]
         out[key] = {"label": label, "values": [k * v for v in s["values"]], "mean": k * s["mean"],
                     "sd": k * (s["std"] or 0.0),
                     **{c: None if s[c] is None else k * s[c] for c in ("ci95_low", "ci95_high")}}

@@ -6,11 +6,11 @@ one from its last checkpoint, and runs again a stage whose settings, input model
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Callable
 
+from bertkit.config import replace
 from bertkit.io import json_plain
 
 
@@ -138,7 +138,7 @@ def continue_run(train: Callable, cfg, console,
     from bertkit.training.rundir import RunComplete
 
     def go(resume: bool) -> dict:
-        stage_cfg = dataclasses.replace(cfg, resume=resume, overwrite=not resume)
+        stage_cfg = replace(cfg, resume=resume, overwrite=not resume)
         try:
             res = train(stage_cfg, console)
         except RunComplete as complete:

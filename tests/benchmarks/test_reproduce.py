@@ -524,3 +524,14 @@ def test_results_option_decides_what_is_done_and_plan_survives_a_closed_pipe(tmp
     closed = subprocess.run(f"{sys.executable} {BENCHMARKS / 'reproduce.py'} plan | head -1",
                             shell=True, capture_output=True, text=True)
     assert closed.stdout.startswith("## vocab-general") and "Traceback" not in closed.stderr
+
+
+def test_the_plan_names_data_files_by_absolute_path(rp, monkeypatch, tmp_path):
+    # issue 46: `reproduce.py plan` printed $BERTKIT_DATA as given (data/corpus/valid.txt),
+    # which runs only from the folder it was printed in
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BERTKIT_DATA", "data")
+    plan = rp.build_plan(Path("/w"))
+    paths = [a for s in plan.values() for c in s.commands for a in map(str, c)
+             if "valid.txt" in a]
+    assert paths and all(a.startswith(str(tmp_path / "data")) for a in paths), paths[:3]

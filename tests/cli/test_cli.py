@@ -117,8 +117,14 @@ def test_predict_and_evaluate_on_a_stopped_run_point_to_resume(tmp_path):
         res = invoke(*args)
         assert res.exit_code == 1, res.output
         text = " ".join(res.output.split())
-        assert "stopped before it saved its model (last checkpoint: step_40)" in text
+        assert "this run stopped at step 40: finish it with --resume" in text
+        assert "stopped before it saved its model; last checkpoint: step_40" in text
         assert f"'bertkit finetune {args[1]}' command that started it, plus --resume" in text
+    # the model/ folder of a stopped run (not written yet) says the same
+    res = invoke("predict", "ner", "--model", str(run / "model"), "--input",
+                 str(tmp_path / "x.txt"))
+    assert res.exit_code == 1 and "this run stopped at step 40: finish it with --resume" in \
+        " ".join(res.output.split())
     (run / "results.json").write_text("{}")  # a finished run without model/: the plain message
     res = invoke("predict", "ner", "--model", str(run), "--input", str(tmp_path / "x.txt"))
     assert res.exit_code == 1 and "no saved bertkit NER model" in res.output

@@ -19,20 +19,20 @@ from rich.console import Console
 from bertkit.batching import GroupedBatches
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
-from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
-from bertkit.metrics.cls import (best_thresholds, hoc_f1, label_scores, multilabel_scores,
-                                 warn_collapse)
+from bertkit.metrics.cls import best_thresholds, warn_collapse
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
-from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
                                     delimited_labels, label_set, labels_missing_from,
                                     load_cls_data, read_examples, training_labels_source)
-from bertkit.tasks.cls.encoding import Encoded, collate, encode, pool_logits
+from bertkit.tasks.cls.encoding import collate, encode
 from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_classifier,
                                      save_classifier)
-from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
+from bertkit.tasks.cls.scoring import (_sigmoid, _spread, classify, decide,  # noqa: F401
+                                       example_ids, prediction_lines, score)
+from bertkit.tasks.common import (class_weights, parse_split, warn_bad_lines,
                                   warn_notes, write_test_outputs)
 from bertkit.tasks.driver import finetune
 from bertkit.training.devices import Runtime, make_runtime
@@ -40,98 +40,6 @@ from bertkit.training.devices import Runtime, make_runtime
 SCORING = ("scikit-learn: macro_f1 = unweighted mean F1 over labels present in gold or "
            "predictions (SciBERT's metric); micro_f1 pooled over all labels (= accuracy for "
            "single-label data); multi-label: accuracy = exact label set")
-
-
-def classify(model, items: Sequence[Encoded], n_examples: int, runtime: Runtime, pad_id: int,
-             batch_size: int = 64, token_types: bool = True) -> np.ndarray:
-    """Logits ``[n_examples, C]`` float32 per example (windows of one example averaged).
-
-    Inputs are sorted by length so each batch is padded only to its own longest; on a
-    multi-core CPU two batches run at once (:func:`bertkit.inference.run_batches`).
-    """
-    inner = model.model if isinstance(model, ClassifierLoss) else model
-    n_labels = inner.config.num_labels
-    logits = np.zeros((len(items), n_labels), dtype=np.float32)
-    if not items:
-        return np.zeros((n_examples, n_labels), dtype=np.float32)
-    inner.eval()
-    inner.to(runtime.device)
-
-    def predict(idx: np.ndarray) -> None:
-        batch = collate([items[i] for i in idx], pad_id, token_types)
-        batch.pop("labels")
-        batch = runtime.to_device(batch)
-        with runtime.autocast():
-            out = inner(**batch).logits
-        logits[idx] = out.float().cpu().numpy()
-
-    lengths = np.asarray([len(x.input_ids) for x in items])
-    run_batches(predict, sorted_batches(lengths, batch_size), runtime.device)
-    example = np.asarray([x.example for x in items])
-    if len(items) == n_examples and (example == np.arange(n_examples)).all():
-        return logits
-    return pool_logits(logits, example, n_examples)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def decide(logits: np.ndarray, labels: list[str], thresholds: np.ndarray | None = None):
-    """Predicted labels from logits ``[N, C]``: argmax (single-label) or, with ``thresholds``
-    ``[C]``, every label whose sigmoid probability reaches its threshold (multi-label).
-
-    Returns:
-        (predictions: one label or one label list per example, probabilities ``[N, C]``).
-    """
-    if thresholds is None:
-        probs = _softmax(logits)
-        return [labels[k] for k in probs.argmax(axis=1)], probs
-    probs = _sigmoid(logits)
-    keep = probs >= thresholds[None, :]
-    return [[labels[c] for c in np.flatnonzero(row)] for row in keep], probs
-
-
-def score(gold: list, pred: list, labels: list[str], multi_label: bool,
-          ids: list[str] | None = None) -> dict:
-    """:func:`~bertkit.metrics.cls.label_scores` or :func:`~bertkit.metrics.cls.multilabel_scores`
-    (both with the majority-class baseline); multi-label scores add BLURB's HoC figures
-    (:func:`~bertkit.metrics.cls.hoc_f1`, rows grouped into documents by ``ids``)."""
-    if multi_label:
-        gold = [g or [] for g in gold]
-        return {**multilabel_scores(gold, pred, labels), **hoc_f1(gold, pred, ids, labels)}
-    return label_scores(gold, pred, labels)
-
-
-def _ids(xs: Sequence[TextExample]) -> list[str] | None:
-    """The examples' ``id`` fields (BLURB's document keys), or None when any lacks one."""
-    ids = [x.raw.get("id") for x in xs]
-    return [str(i) for i in ids] if all(i is not None for i in ids) else None
-
-
-def prediction_lines(examples: Sequence[TextExample], labels: list[str], pred: list,
-                     probs: np.ndarray, multi_label: bool) -> str:
-    """JSON lines: each input object with ``line``, ``predicted`` and ``probability`` (the
-    predicted label's softmax probability) or, multi-label, ``probabilities`` per label; an
-    example flagged ``empty`` (its ``pred`` None) gets ``"predicted": null, "empty": true``."""
-    return "".join(prediction_line(ex.raw, ex.line, None, {"empty": True}) if ex.empty else
-                   prediction_line(
-        ex.raw, ex.line, p,
-        {"probabilities": {lab: round(float(v), 6) for lab, v in zip(labels, pr)}}
-        if multi_label else {"probability": round(float(pr.max()), 6)})
-        for ex, p, pr in zip(examples, pred, probs))
-
-
-def _spread(examples: Sequence[TextExample], values, fill) -> list:
-    """``values`` (one per example not flagged ``empty``, in order) laid out over ``examples``,
-    ``fill`` at the empty ones."""
-    it = iter(values)
-    return [fill if ex.empty else next(it) for ex in examples]
 
 
 def _columns(cfg: CLSConfig) -> Columns:
@@ -207,7 +115,7 @@ class CLSTask:
         return [t for ex in train for t in (ex.text, ex.text_pair) if t]
 
     def prepare(self, cfg: CLSConfig, model_name: str, data: TaskData, runtime: Runtime,
-                console: Console | None = None) -> Prepared:
+                console: Console | None = None) -> TaskRun:
         """Labels from the whole training data (``data.full_train``: before
         ``--max-train-samples``, so a sample limit never changes the label set), the classifier,
         encoded inputs and the dev/test/save steps.
@@ -262,19 +170,27 @@ class CLSTask:
             if cfg.multi_label and thresholds is None:  # dev: thresholds chosen on itself
                 thresholds = best_thresholds(_sigmoid(logits), _indicators(xs, label2id))
             pred, probs = decide(logits, labels, thresholds if cfg.multi_label else None)
-            return score([x.label for x in xs], pred, labels, cfg.multi_label, _ids(xs)), pred, \
-                probs
+            metrics = score([x.label for x in xs], pred, labels, cfg.multi_label, example_ids(xs))
+            return metrics, pred, probs
 
         def evaluate_dev(m) -> dict:
             metrics = scored(m, "dev", dev_x)[0]
             warn_collapse(metrics, console, "dev")
             return metrics
 
+        def choose_thresholds(m) -> dict | None:
+            """Multi-label: one decision threshold per label, the best F1 on dev for the final
+            model (step 2 of :class:`TaskRun`, before the timed test)."""
+            if not cfg.multi_label:
+                return None
+            logits = logits_of(m, "dev", dev_x)
+            state["thresholds"] = best_thresholds(_sigmoid(logits),
+                                                  _indicators(dev_x, label2id)).tolist()
+            return {"thresholds": state["thresholds"]}
+
         def thresholds_of(m) -> list[float] | None:
-            if cfg.multi_label and state["thresholds"] is None:
-                logits = logits_of(m, "dev", dev_x)
-                state["thresholds"] = best_thresholds(_sigmoid(logits),
-                                                      _indicators(dev_x, label2id)).tolist()
+            if cfg.multi_label and state["thresholds"] is None:  # called outside the driver
+                choose_thresholds(m)
             return state["thresholds"]
 
         def test(m, console: Console | None = None) -> ScoredSplit:
@@ -301,7 +217,8 @@ class CLSTask:
                 "label_column": cfg.label_column, "label_sep": cfg.label_sep,
                 "quoting": cfg.quoting, "base_model": model_name, "data": cfg.data})
 
-        return Prepared(model, batches, evaluate_dev, test, save, summary=summary, results={
+        return TaskRun(model, batches, evaluate_dev, test, save, summary=summary,
+                       choose_on_dev=choose_thresholds, results={
             "labels": labels, "multi_label": cfg.multi_label, "long_text": cfg.long_text,
             "class_weights": cfg.class_weights, "shortened_texts": shortened,
             "scoring": SCORING})
@@ -380,7 +297,8 @@ def _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size):
 def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
                  text_column: str | None = None, label_column: str | None = None,
-                 quoting: str | None = None, console: Console | None = None) -> Evaluation:
+                 quoting: str | None = None, max_eval_samples: int | None = None,
+                 console: Console | None = None) -> Evaluation:
     """Score a saved classifier on one split of ``data``.
 
     Args:
@@ -403,10 +321,10 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
     out, _, bad = load_cls_data(data, (split,), cols, skip_bad_lines, notes)
     warn_bad_lines(bad[split], console)
     warn_notes(notes, console)
-    xs = out[split]
+    xs = out[split][:max_eval_samples]
     check_known_labels(xs, labels, split, f"the model's labels ({model_dir})")
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
-    metrics = score([x.label for x in xs], pred, labels, cols.multi_label, _ids(xs))
+    metrics = score([x.label for x in xs], pred, labels, cols.multi_label, example_ids(xs))
     metrics["shortened_texts"] = shortened
     warn_collapse(metrics, console, split)
     return Evaluation(metrics, lambda: prediction_lines(

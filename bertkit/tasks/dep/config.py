@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
+from bertkit.options import (MAX_EVAL_SAMPLES, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
                              SPLIT, Commands, Option, batch_size, option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option)
@@ -33,7 +33,7 @@ COMMANDS = Commands(
                "files.", ("--data", "-d"), name="data", type=str, default=...),
         Option("train, dev or test (genia: dev is the held-out tenth of dev.conllu).", ("--split",),
                name="split", type=str, choices=SPLIT.choices, default="test"),
-        _DECODER, METRICS_OUTPUT,
+        MAX_EVAL_SAMPLES, _DECODER, METRICS_OUTPUT,
         Option("Also write the parses as CoNLL-U here.", ("--predictions",), name="predictions",
                type=Path),
         Option("Leave out gold sentences that are malformed or not trees, counted in the metrics, "

@@ -155,6 +155,7 @@ def finetune_dep(cfg: DepConfig, console: Console | None = None) -> dict:
 
 def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 64, decoder: str | None = None,
+                 max_eval_samples: int | None = None,
                  console: Console | None = None, skip_bad_sentences: bool = False
                  ) -> Evaluation:
     """Score a saved parser on one split of ``data`` (for a set without a train file, ``dev`` is
@@ -181,7 +182,7 @@ def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "
         console.print(f"note: {loaded.note}", highlight=False)
     if console and loaded.skipped_warning():
         console.print(f"[yellow]warning:[/] {loaded.skipped_warning()}", highlight=False)
-    sents = loaded.splits[split]
+    sents = loaded.splits[split][:max_eval_samples]
     warn_unseen(unseen_relations(parser.rels, sents), split, "relation", console,
                 against="model")
     max_length = fit_length(meta.get("max_length", 512), position_limit(parser.encoder.config),

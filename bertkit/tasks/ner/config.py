@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import SAVED_MODEL, SPLIT, METRICS_OUTPUT, PREDICT_OUTPUT, DEVICE, \
+from bertkit.options import MAX_EVAL_SAMPLES, SAVED_MODEL, SPLIT, METRICS_OUTPUT, PREDICT_OUTPUT, DEVICE, \
     PRECISION, Commands, Option, batch_size, option
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option)
@@ -29,7 +29,7 @@ COMMANDS = Commands(
         SAVED_MODEL,
         Option("Registered set ({sets}; under $BERTKIT_DATA) or a directory with split files.",
                ("--data", "-d"), name="data", type=str, default=...),
-        SPLIT, METRICS_OUTPUT,
+        SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
         Option("Also write token, gold, predicted as CoNLL here.", ("--predictions",),
                name="predictions", type=Path),
         DEVICE, PRECISION, batch_size("Windows", 32)),

@@ -233,6 +233,7 @@ def finetune_ner(cfg: NERConfig, console: Console | None = None) -> dict:
 
 def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 32,
+                 max_eval_samples: int | None = None,
                  console: Console | None = None) -> Evaluation:
     """Score a saved model on one split of ``data``.
 
@@ -247,7 +248,7 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
     tagger, meta = load_tagger(model_dir)
     tokenizer = load_tokenizer(meta["path"])
     runtime = make_runtime(device, precision, console)
-    sents = load_ner_data(data, (split,)).splits[split]
+    sents = load_ner_data(data, (split,)).splits[split][:max_eval_samples]
     known = {lab[2:] for lab in tagger.labels if lab != "O"}
     warn_unseen(unseen_labels(known, sents), split, "entity type", console, against="model")
     max_length = fit_length(meta.get("max_length", 512), position_limit(tagger.encoder.config),

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from bertkit.errors import BertkitError
 from bertkit.masking import CHOICES as MASKING_CHOICES
 from bertkit.masking import STRATEGIES as MASKING
+from bertkit.options import option
 from bertkit.training import TrainConfig
 
 
@@ -53,35 +55,69 @@ class PretrainConfig(TrainConfig):
             instead of stopping at the first one.
     """
 
-    corpus: str | None = None
-    valid: str | None = None
-    model: str | None = None
-    config: str | None = None
-    vocab: str | None = None
-    dropout: float | None = None
-    max_tokens: int | None = None
-    masking: str = "span"
-    mask_prob: float = 0.15
-    valid_mask_prob: float | None = None
-    mask_replace_prob: float = 0.8
-    random_replace_prob: float = 0.1
-    span_p: float = 0.2
-    max_span_length: int = 10
-    sbo: bool | None = None
-    sbo_weight: float = 1.0
-    nsp: bool = False
-    short_seq_prob: float = 0.1
-    max_seq_length: int = 128
-    eval_batch_size: int = 64
-    max_eval_sequences: int | None = None
-    cache_dir: str | None = None
-    compile: bool = False
-    prefetch: int = 2
-    head_warmup_steps: int = 0
-    skip_bad_lines: bool = False
+    # each field with option(...) is also a `bertkit pretrain` option (bertkit.options): its
+    # help and checks are declared here once, and --help shows the default written here
+    corpus: str | None = option(None, flags=("--corpus", "-c"), repeat=True, help="Text file (one "
+                                "sentence a line, blank line between documents), .gz file, "
+                                "directory, or a registered corpus under $BERTKIT_DATA: "
+                                "scientific or general (the train.txt of corpus/ or "
+                                "corpus-general/); repeatable.")
+    valid: str | None = option(None, type=Path, help="Held-out text (or scientific / general: "
+                               "that corpus's valid.txt): validation MLM loss, perplexity and "
+                               "masked-token accuracy, logged with the tokens trained so far "
+                               "(token masking, the same masks every evaluation).")
+    model: str | None = option(None, flags=("--model", "-m"), shown="the packaged MiniLM "
+                               "encoder", help="Continue pretraining this masked-LM or encoder "
+                               "(directory or hub id).")
+    config: str | None = option(None, help="Pretrain from scratch (needs --vocab): tiny, small, "
+                                "base, large, or a custom size such as layers=4,hidden=256 (keys "
+                                "layers, hidden, heads, intermediate; heads default to hidden/64, "
+                                "intermediate to 4 x hidden).")
+    vocab: str | None = option(None, help="Vocabulary of a from-scratch model: scivocab-uncased, "
+                               "scivocab-cased, a tokenizer folder or vocab.txt.")
+    dropout: float | None = option(None, min=0, max=0.999, shown="the model's own; 0.1 from "
+                                   "scratch", help="Hidden and attention dropout (Cramming: 0 "
+                                   "for a short from-scratch run).")
+    max_tokens: int | None = option(None, min=1, help="Token budget: train for the optimiser "
+                                    "steps of B x accumulation x sequence length tokens that "
+                                    "cover N tokens, instead of --max-steps.")
+    masking: str = option("span", choices=tuple(MASKING), help="token (BERT), wwm (whole-word) "
+                          "or span (SpanBERT).")
+    mask_prob: float = option(0.15, help="Share of real tokens to predict.")
+    valid_mask_prob: float | None = option(None, shown="--mask-prob", help="Share of the --valid "
+                                           "tokens masked (e.g. 0.15 while training at "
+                                           "--mask-prob 0.3).")
+    mask_replace_prob: float = option(0.8, help="Chosen tokens (spans) replaced by [MASK].")
+    random_replace_prob: float = option(0.1, help="Chosen tokens (spans) replaced by random "
+                                        "tokens.")
+    span_p: float = option(0.2, help="Geometric parameter of span lengths in words.")
+    max_span_length: int = option(10, min=1, help="Longest span in words.")
+    sbo: bool | None = option(None, flags=("--sbo/--no-sbo",), shown="on with span masking",
+                              help="SpanBERT's span-boundary objective (span masking only).")
+    sbo_weight: float = option(1.0, min=0, help="Loss = MLM + weight x SBO.")
+    nsp: bool = option(False, flags=("--nsp/--no-nsp",), help="BERT's next-sentence prediction "
+                       "on sentence pairs (token or wwm masking; saved as BertForPreTraining).")
+    short_seq_prob: float = option(0.1, min=0, max=1, help="With --nsp: chance of a shorter "
+                                   "pair length per document.")
+    max_seq_length: int = option(128, min=8, help="Tokens per packed sequence incl. "
+                                 "[CLS]/[SEP].")
+    eval_batch_size: int = option(64, min=1, help="Validation sequences per batch.")
+    max_eval_sequences: int | None = option(None, min=1, help="Validate on at most N sequences.")
+    cache_dir: str | None = option(None, type=Path, shown="$BERTKIT_CACHE or ~/.cache/bertkit",
+                                   help="Tokenised-corpus cache.")
+    compile: bool = option(False, flags=("--compile/--no-compile",), help="torch.compile the "
+                           "encoder (CUDA).")
+    prefetch: int = option(2, min=0, help="Batches read and masked ahead of the step by a "
+                           "background thread (0: none); the wait is logged as data_wait_share.")
+    head_warmup_steps: int = option(0, min=0, help="Train only the new heads (MLM, SBO, NSP) for "
+                                    "N steps with the encoder frozen; the encoder then joins "
+                                    "with its own warm-up.")
+    skip_bad_lines: bool = option(False, flags=("--skip-bad-lines",), help="Drop corpus (and "
+                                  "--valid) lines that are not UTF-8 or binary, counted in "
+                                  "results.json, instead of stopping.")
     lr: float = 1e-4
     warmup: float = 0.06
-    max_steps: int = 1000
+    max_steps: int = option(1000, min=1, help="Train for exactly N optimiser steps.")
     eval_steps: int = 500
 
     @property

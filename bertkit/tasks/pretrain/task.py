@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from rich.console import Console
 
-from bertkit.config import dump_yaml, field_defaults, to_dict
+from bertkit.config import config_yaml, field_defaults, to_dict
 from bertkit.encoders import default_model, load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path, write_json, write_text
@@ -138,7 +138,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
     main = is_main_process()  # rank 0 writes every output of a multi-process run
     if main:
-        write_text(run_dir / "config.yaml", dump_yaml(settings))
+        write_text(run_dir / "config.yaml", config_yaml(settings, cfg))
     else:
         console = None
     if console:

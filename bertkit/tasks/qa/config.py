@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
+from bertkit.options import (MAX_EVAL_SAMPLES, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
                              SPLIT, Commands, Option, batch_size, option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option)
@@ -30,7 +30,7 @@ COMMANDS = Commands(
         Option("Registered set ({sets}; under $BERTKIT_DATA/qa/) or a directory with split .json "
                "(SQuAD JSON) or .jsonl files.", ("--data", "-d"), name="data", type=str,
                default=...),
-        SPLIT, METRICS_OUTPUT,
+        SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
         Option("Also write each question's answer (id, answer, start, end, score, gold) as JSON "
                "lines here.", ("--predictions",), name="predictions", type=Path),
         Option("SQuAD 2.0: answer empty when null score - best span score is above this. "

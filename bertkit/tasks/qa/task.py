@@ -27,7 +27,7 @@ from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
 from bertkit.metrics.qa import squad_scores
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
-from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.qa.config import QAConfig
@@ -216,7 +216,7 @@ class QATask:
         return contexts + [x.question for x in train if x.question]
 
     def prepare(self, cfg: QAConfig, model_name: str, data: TaskData, runtime: Runtime,
-                console: Console | None = None) -> Prepared:
+                console: Console | None = None) -> TaskRun:
         """The QA model, the training windows and the dev/test/save steps.
 
         Raises:
@@ -264,19 +264,21 @@ class QATask:
         def evaluate_dev(m) -> dict:
             return score(dev_x, run(m, "dev", dev_x), v2, cfg.null_threshold)
 
-        def choose_threshold(m) -> None:
+        def choose_threshold(m) -> dict | None:
             """SQuAD 2.0: the dev split's best-F1 no-answer threshold for the final model."""
             if v2:
                 dev = score(dev_x, run(m, "dev", dev_x), v2, cfg.null_threshold)
                 state["dev_threshold"] = dev["best_f1_thresh"]
+                return {"no_answer_threshold": state["dev_threshold"]}
+            return None
 
         def test(m, console: Console | None = None) -> ScoredSplit:
             feats["test"] = encode(test_x, tokenizer, cfg.max_length, cfg.doc_stride,
                                    cfg.max_question_length)
             answers = run(m, "test", test_x)
             metrics = score(test_x, answers, v2, cfg.null_threshold)
-            if v2:  # the threshold chosen on dev (before_test), applied to test
-                if "dev_threshold" not in state:  # test called without before_test
+            if v2:  # the threshold chosen on dev (choose_on_dev), applied to test
+                if "dev_threshold" not in state:  # test called without choose_on_dev
                     choose_threshold(m)
                 t = state["dev_threshold"]
                 at = score(test_x, answers, v2, t)
@@ -295,8 +297,8 @@ class QATask:
                 "dev_best_f1_thresh": state.get("dev_threshold"), "base_model": model_name,
                 "data": cfg.data})
 
-        return Prepared(model, batches, evaluate_dev, test, save, summary=summary,
-                        scores_in_points=True, before_test=choose_threshold, results={
+        return TaskRun(model, batches, evaluate_dev, test, save, summary=summary,
+                       choose_on_dev=choose_threshold, results={
             "unanswerable": v2, "doc_stride_is": "overlap (Hugging Face run_qa.py)",
             "windows": {"train": len(tr), "dev": len(feats["dev"]),
                         "train_null_answerable": int(null_windows(tr).sum()),
@@ -385,7 +387,8 @@ def _threshold(meta: dict, null_threshold: float | None) -> float:
 
 def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "auto",
                 precision: str = "auto", batch_size: int = 64,
-                null_threshold: float | None = None, console: Console | None = None) -> Evaluation:
+                null_threshold: float | None = None, max_eval_samples: int | None = None,
+                console: Console | None = None) -> Evaluation:
     """Score a saved QA model on one split of ``data`` with the official scorer.
 
     Args:
@@ -402,7 +405,7 @@ def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "a
     model, tokenizer, meta = load_qa_model(model_dir)
     runtime = make_runtime(device, precision, console)
     out, _ = load_qa_data(data, (split,))
-    xs = out[split]
+    xs = out[split][:max_eval_samples]
     v2 = bool(meta.get("unanswerable")) or count_unanswerable(xs) > 0
     if v2 and not meta.get("unanswerable") and console:
         console.print(f"[yellow]warning:[/] {split} has unanswerable questions but the model was "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import (CONFUSION, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT,
+from bertkit.options import (MAX_EVAL_SAMPLES, CONFUSION, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT,
                              SAVED_MODEL, SKIP_BAD_LINES, SPLIT, Commands, Option, batch_size,
                              option)
 from bertkit.tasks.common import CLASS_WEIGHTS
@@ -34,7 +34,7 @@ COMMANDS = Commands(
         SAVED_MODEL,
         Option("Registered set ({sets}; under $BERTKIT_DATA/re/) or a directory with split .jsonl "
                "files.", ("--data", "-d"), name="data", type=str, default=...),
-        SPLIT, METRICS_OUTPUT,
+        SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
         Option("Also write each pair with its predicted label as JSON lines here.",
                ("--predictions",), name="predictions", type=Path),
         CONFUSION,

@@ -238,7 +238,8 @@ def finetune_re(cfg: REConfig, console: Console | None = None) -> dict:
 
 def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "auto",
                 precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
-                negative_label: str | None = None, console: Console | None = None
+                negative_label: str | None = None, max_eval_samples: int | None = None,
+                console: Console | None = None
                 ) -> Evaluation:
     """Score a saved model on one split of ``data``.
 
@@ -257,7 +258,7 @@ def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "a
     runtime = make_runtime(device, precision, console)
     read = load_re_data(data, (split,), skip_bad_lines)
     _warn_bad(read.bad_lines, console)
-    xs = read.splits[split]
+    xs = read.splits[split][:max_eval_samples]
     negative = meta.get("negative_label") if negative_label is None else \
         _negative(negative_label, labels, console)
     warn_unseen(unseen_labels(set(labels), xs), split, "label", console, against="model")

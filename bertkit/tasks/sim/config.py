@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
+from bertkit.options import (DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
                              SKIP_BAD_LINES, SPLIT, Commands, Option, batch_size, option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option,
@@ -29,7 +29,7 @@ COMMANDS = Commands(
         SAVED_MODEL,
         Option("Registered set ({sets}; under $BERTKIT_DATA/sim/) or a directory with split "
                ".jsonl files.", ("--data", "-d"), name="data", type=str, default=...),
-        SPLIT, METRICS_OUTPUT,
+        SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
         Option("Also write each pair with its predicted score as JSON lines here.",
                ("--predictions",), name="predictions", type=Path),
         SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64)),

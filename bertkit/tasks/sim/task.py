@@ -30,7 +30,7 @@ from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
 from bertkit.metrics.sim import similarity_scores
 from bertkit.modelcard import CardSpec, Metric
-from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.common import (parse_split, prediction_line, read_saved_model,
                                   warn_bad_lines, write_saved_model)
 from bertkit.tasks.driver import finetune
@@ -176,7 +176,7 @@ class SimTask:
         return [t for x in train for t in (x.text, x.text_pair)]
 
     def prepare(self, cfg: SimConfig, model_name: str, data: TaskData, runtime: Runtime,
-                console: Console | None = None) -> Prepared:
+                console: Console | None = None) -> TaskRun:
         """The regressor, encoded pairs and the dev/test/save steps.
 
         Raises:
@@ -219,7 +219,7 @@ class SimTask:
                 "text_pair_column": cfg.text_pair_column, "score_column": cfg.score_column,
                 "base_model": model_name, "data": cfg.data})
 
-        return Prepared(model, batches, evaluate_dev, test, save, summary=summary,
+        return TaskRun(model, batches, evaluate_dev, test, save, summary=summary,
                         select_metric=cfg.metric,
                         results={"cut_pairs": cut, "loss": "mse", "max_length": cfg.max_length,
                                  "scoring": "scipy.stats: pearsonr, spearmanr; MSE in score units"})
@@ -280,8 +280,10 @@ def _load(model_dir: str):
 
 def evaluate_sim(model_dir: str, data: str, split: str = "test", device: str = "auto",
                  precision: str = "auto", batch_size: int = 64, skip_bad_lines: bool = False,
-                 console: Console | None = None) -> Evaluation:
-    """Score a saved similarity model on one split of ``data``: Pearson, Spearman, MSE.
+                 max_eval_samples: int | None = None, console: Console | None = None
+                 ) -> Evaluation:
+    """Score a saved similarity model on one split of ``data`` (its first ``max_eval_samples``
+    pairs; None: all): Pearson, Spearman, MSE.
 
     Raises:
         BertkitError: no saved sim model there, bad data, or an unknown split.
@@ -291,7 +293,7 @@ def evaluate_sim(model_dir: str, data: str, split: str = "test", device: str = "
     runtime = make_runtime(device, precision, console)
     out, _, bad = load_sim_data(data, (split,), _saved_fields(meta), skip_bad_lines)
     warn_bad_lines(bad[split], console)
-    xs = out[split]
+    xs = out[split][:max_eval_samples]
     items, cut = encode(xs, tokenizer, int(meta.get("max_length", 256)))
     pred = predict_scores(model, items, runtime, tokenizer.pad_token_id, batch_size)
     metrics = similarity_scores([x.score for x in xs], pred)

@@ -99,3 +99,60 @@ def test_bad_input_exits_1_with_file_and_line(tmp_path, tiny_encoder):
                               "-o", str(tmp_path / "r"), *FAST])
     assert res.exit_code == 2 and "'middle' is not one of 'head-tail', 'windows'" in " ".join(
         res.output.replace("│", " ").split())  # the command line refuses it (a Choice option)
+
+
+def test_multi_label_thresholds_are_chosen_on_dev_before_the_timed_test(tmp_path, tiny_encoder,
+                                                                        monkeypatch):
+    # issue 46: the dev pass that chooses the thresholds is a step of its own (TaskRun
+    # .choose_on_dev), run by the driver before test is timed, as QA's no-answer threshold
+    import time
+
+    import bertkit.tasks.cls.task as cls_task
+
+    real = cls_task.best_thresholds
+
+    def slow(*args, **kwargs):
+        time.sleep(1.5)  # a dev pass far slower than scoring six test texts
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cls_task, "best_thresholds", slow)
+    d = tmp_path / "ml"
+    d.mkdir()
+    rows = [{"text": t, "label": [lab] + (["Cites"] if i % 2 else [])}
+            for i, (t, lab) in enumerate(TEXTS)]
+    for split in ("train", "dev", "test"):
+        (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
+                              "-o", str(run), "--multi-label", *FAST])
+    assert res.exit_code == 0, res.output
+    results = json.loads((run / "results.json").read_text())
+    assert results["predict_seconds"] < 1.5  # the threshold pass is not in the timed test
+    chosen = results["chosen_on_dev"]["thresholds"]
+    assert results["test"]["thresholds"] == chosen
+    assert json.loads((run / "model" / "bertkit.json").read_text())["thresholds"] == chosen
+
+
+def test_evaluate_max_eval_samples_scores_the_first_n(tmp_path, tiny_encoder):
+    # issue 46: evaluate takes --max-eval-samples like finetune (every task: see the surface test)
+    d = write_cls_dir(tmp_path / "d")
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
+                              "-o", str(run), "--max-length", "16", *FAST])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "m.json"
+    res = runner.invoke(app, ["evaluate", "cls", "-m", str(run), "--data", str(d),
+                              "--max-eval-samples", "4", "--device", "cpu", "--output", str(out)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text())["support"] == 4  # of the 6 test texts
+
+
+def test_every_evaluate_command_takes_max_eval_samples():
+    import typer
+
+    from bertkit.tasks.registry import task_names
+
+    group = typer.main.get_command(app).commands["evaluate"]
+    for name in task_names():
+        params = {p.name: p for p in group.commands[name].params}
+        assert "--max-eval-samples" in params["max_eval_samples"].opts, name

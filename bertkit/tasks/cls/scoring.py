@@ -1,0 +1,108 @@
+"""Running a classifier and turning its logits into labels, scores and prediction lines:
+the parts of ``finetune cls``, ``evaluate cls`` and ``predict cls`` that work on arrays."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from bertkit.inference import run_batches, sorted_batches
+from bertkit.metrics.cls import hoc_f1, label_scores, multilabel_scores
+from bertkit.tasks.cls.data import TextExample
+from bertkit.tasks.cls.encoding import Encoded, collate, pool_logits
+from bertkit.tasks.cls.model import ClassifierLoss
+from bertkit.tasks.common import prediction_line
+from bertkit.training.devices import Runtime
+
+
+def classify(model, items: Sequence[Encoded], n_examples: int, runtime: Runtime, pad_id: int,
+             batch_size: int = 64, token_types: bool = True) -> np.ndarray:
+    """Logits ``[n_examples, C]`` float32 per example (windows of one example averaged).
+
+    Inputs are sorted by length so each batch is padded only to its own longest; on a
+    multi-core CPU two batches run at once (:func:`bertkit.inference.run_batches`).
+    """
+    inner = model.model if isinstance(model, ClassifierLoss) else model
+    n_labels = inner.config.num_labels
+    logits = np.zeros((len(items), n_labels), dtype=np.float32)
+    if not items:
+        return np.zeros((n_examples, n_labels), dtype=np.float32)
+    inner.eval()
+    inner.to(runtime.device)
+
+    def predict(idx: np.ndarray) -> None:
+        batch = collate([items[i] for i in idx], pad_id, token_types)
+        batch.pop("labels")
+        batch = runtime.to_device(batch)
+        with runtime.autocast():
+            out = inner(**batch).logits
+        logits[idx] = out.float().cpu().numpy()
+
+    lengths = np.asarray([len(x.input_ids) for x in items])
+    run_batches(predict, sorted_batches(lengths, batch_size), runtime.device)
+    example = np.asarray([x.example for x in items])
+    if len(items) == n_examples and (example == np.arange(n_examples)).all():
+        return logits
+    return pool_logits(logits, example, n_examples)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def decide(logits: np.ndarray, labels: list[str], thresholds: np.ndarray | None = None):
+    """Predicted labels from logits ``[N, C]``: argmax (single-label) or, with ``thresholds``
+    ``[C]``, every label whose sigmoid probability reaches its threshold (multi-label).
+
+    Returns:
+        (predictions: one label or one label list per example, probabilities ``[N, C]``).
+    """
+    if thresholds is None:
+        probs = _softmax(logits)
+        return [labels[k] for k in probs.argmax(axis=1)], probs
+    probs = _sigmoid(logits)
+    keep = probs >= thresholds[None, :]
+    return [[labels[c] for c in np.flatnonzero(row)] for row in keep], probs
+
+
+def score(gold: list, pred: list, labels: list[str], multi_label: bool,
+          ids: list[str] | None = None) -> dict:
+    """:func:`~bertkit.metrics.cls.label_scores` or :func:`~bertkit.metrics.cls.multilabel_scores`
+    (both with the majority-class baseline); multi-label scores add BLURB's HoC figures
+    (:func:`~bertkit.metrics.cls.hoc_f1`, rows grouped into documents by ``ids``)."""
+    if multi_label:
+        gold = [g or [] for g in gold]
+        return {**multilabel_scores(gold, pred, labels), **hoc_f1(gold, pred, ids, labels)}
+    return label_scores(gold, pred, labels)
+
+
+def example_ids(xs: Sequence[TextExample]) -> list[str] | None:
+    """The examples' ``id`` fields (BLURB's document keys), or None when any lacks one."""
+    ids = [x.raw.get("id") for x in xs]
+    return [str(i) for i in ids] if all(i is not None for i in ids) else None
+
+
+def prediction_lines(examples: Sequence[TextExample], labels: list[str], pred: list,
+                     probs: np.ndarray, multi_label: bool) -> str:
+    """JSON lines: each input object with ``line``, ``predicted`` and ``probability`` (the
+    predicted label's softmax probability) or, multi-label, ``probabilities`` per label; an
+    example flagged ``empty`` (its ``pred`` None) gets ``"predicted": null, "empty": true``."""
+    return "".join(prediction_line(ex.raw, ex.line, None, {"empty": True}) if ex.empty else
+                   prediction_line(
+        ex.raw, ex.line, p,
+        {"probabilities": {lab: round(float(v), 6) for lab, v in zip(labels, pr)}}
+        if multi_label else {"probability": round(float(pr.max()), 6)})
+        for ex, p, pr in zip(examples, pred, probs))
+
+
+def _spread(examples: Sequence[TextExample], values, fill) -> list:
+    """``values`` (one per example not flagged ``empty``, in order) laid out over ``examples``,
+    ``fill`` at the empty ones."""
+    it = iter(values)
+    return [fill if ex.empty else next(it) for ex in examples]
