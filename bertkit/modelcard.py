@@ -249,7 +249,8 @@ def model_card(task: str, results: dict, spec: CardSpec, cfg: Any = None,
              f"{spec.task_name} model trained with bertkit (`bertkit {spec.command}`) from "
              f"`{results.get('model') or 'a new model'}` on `{data}`."]
     if "license" in meta:
-        lines += ["", f"`license` above is the licence of the training data ({meta['license']})."]
+        lines += ["", f"`license` above is the licence of the training data ({meta['license']})"
+                      + (": **non-commercial use only**." if "-nc" in meta["license"] else ".")]
     rows = _metrics_of(task, results, spec)
     if rows:
         lines += ["", "## Results", "", "| split | " + " | ".join(m.name for m in spec.metrics)

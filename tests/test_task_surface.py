@@ -107,8 +107,10 @@ def test_the_saved_model_reloads_scores_and_predicts(run):
     ev = task.evaluate(str(out), str(data), "test", device="cpu")
     assert isinstance(ev, Evaluation) and ev.examples and ev.predictions_text().strip()
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    # a regression's correlations move with float noise in near-constant tiny-model outputs
+    tol = 1e-3 if name == "sim" else 1e-6
     for metric in task.headline:  # the reloaded model scores test as the run did
-        assert ev.metrics[metric.key] == pytest.approx(results["test"][metric.key], abs=1e-6)
+        assert ev.metrics[metric.key] == pytest.approx(results["test"][metric.key], abs=tol)
     test_file = resolve_local(str(data), task.data_kind, task.extensions, ("test",))["test"]
     pred = root / "predictions.out"
     res = runner.invoke(app, ["predict", name, "--model", str(out), "--input", str(test_file),

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertkit.data.published import CONTAMINATION, PUBLISHED, Contamination, Published
 from bertkit.errors import BertkitError
 
 SPLITS = ("train", "dev", "test")
@@ -28,6 +29,11 @@ class DatasetEntry:
     (:func:`bertkit.settings.dataset_defaults`); "" for none. ``license`` is the set's licence as
     the Hub writes it (``cc-by-4.0``), written on model cards (:mod:`bertkit.modelcard`); "" for
     unknown.
+
+    ``metric`` is the headline ``results.json`` test key the papers report for the set (``f1``,
+    ``micro_f1``, ``pearson``, ...; "" for the task's own). ``published`` (test scores of the
+    papers) and ``contamination`` (dev/test sentences also in a pretraining corpus) come from
+    :mod:`bertkit.data.published`, which holds them as one table.
     """
 
     task: str
@@ -36,6 +42,17 @@ class DatasetEntry:
     description: str
     recipe: str = ""
     license: str = ""
+    metric: str = ""
+
+    @property
+    def published(self) -> tuple[Published, ...]:
+        """The papers' test scores (:data:`bertkit.data.published.PUBLISHED`)."""
+        return PUBLISHED.get((self.task, self.name), ())
+
+    @property
+    def contamination(self) -> Contamination | None:
+        """Dev/test sentences also in a pretraining corpus, or None where not counted."""
+        return CONTAMINATION.get((self.task, self.name))
 
 
 _REGISTRY: dict[tuple[str, str], DatasetEntry] = {}
@@ -52,20 +69,30 @@ def registered(task: str) -> list[str]:
     return sorted(name for t, name in _REGISTRY if t == task)
 
 
-for _name, _hub, _desc in [
-    ("bc5cdr", "tner/bc5cdr", "BioCreative V CDR: Chemical and Disease (Li et al., 2016)"),
-    ("ncbi-disease", "ncbi/ncbi_disease", "NCBI Disease corpus (Dogan et al., 2014)"),
-    ("jnlpba", "jnlpba/jnlpba", "JNLPBA 2004: protein, DNA, RNA, cell line, cell type"),
-    ("bc2gm", "spyysalo/bc2gm_corpus", "BioCreative II gene mention (Smith et al., 2008)"),
+for _name, _hub, _desc, _license in [
+    # BC5CDR as redistributed by Crichton et al. (2017): CC BY 4.0
+    ("bc5cdr", "tner/bc5cdr", "BioCreative V CDR: Chemical and Disease (Li et al., 2016)",
+     "cc-by-4.0"),
+    ("ncbi-disease", "ncbi/ncbi_disease", "NCBI Disease corpus (Dogan et al., 2014)", ""),
+    # BLURB's split (Gu et al., 2021): dev/test from MTL-Bioinformatics-2016, train rebuilt
+    ("jnlpba", "jnlpba/jnlpba", "JNLPBA 2004: protein, DNA, RNA, cell line, cell type (Kim et "
+                                "al., 2004), BLURB's split", "cc-by-3.0"),
+    ("bc2gm", "spyysalo/bc2gm_corpus", "BioCreative II gene mention (Smith et al., 2008), "
+                                       "BLURB's split", "cc-by-4.0"),
+    ("bc5-chem", "", "BC5CDR chemicals only (BLURB's BC5-chem; Li et al., 2016)", "cc-by-4.0"),
+    ("bc5-disease", "", "BC5CDR diseases only (BLURB's BC5-disease; Li et al., 2016)",
+     "cc-by-4.0"),
+    # SciERC entities as released with SciBERT (IOB1 converted to IOB2); no licence stated
+    ("sciie", "", "SciERC entities, 6 types (Luan et al., 2018), SciBERT's release", ""),
     # EBM-NLP PICO spans as released with SciBERT: 4 columns (token POS _ tag), IO tags I-PAR,
     # I-INT, I-OUT read as IOB1 runs -> IOB2 (bertkit.data.tagging); SciBERT reports token-level
     # macro-F1 (finetune ner --metric token-macro)
-    ("ebmnlp", "", "EBM-NLP PICO: participants, interventions, outcomes (Nye et al., 2018)"),
+    ("ebmnlp", "", "EBM-NLP PICO: participants, interventions, outcomes (Nye et al., 2018)", ""),
 ]:
-    # BC5CDR as redistributed by Crichton et al. (2017): CC BY 4.0
     register(DatasetEntry("ner", _name, _hub, _desc,
                           recipe="bc5cdr-ner-minilm" if _name == "bc5cdr" else "",
-                          license="cc-by-4.0" if _name == "bc5cdr" else ""))
+                          license=_license,
+                          metric="token_macro_f1" if _name == "ebmnlp" else "f1"))
 
 # sentence classification: cls/<name>/{train,dev,test}.jsonl (``text``, ``label``) under
 # BERTKIT_DATA; the hub ids are where the sets live on the Hugging Face hub (read with the
@@ -77,7 +104,24 @@ for _name, _hub, _desc in [
     ("paper-field", "", "Paper Field: MAG titles -> field of study, 7 labels (SciBERT's "
                         "release)"),
 ]:
-    register(DatasetEntry("cls", _name, _hub, _desc, recipe=f"{_name}-cls-minilm"))
+    register(DatasetEntry("cls", _name, _hub, _desc, recipe=f"{_name}-cls-minilm",
+                          metric="macro_f1"))
+# HoC: one abstract a line, ``label`` a list (multi-label: CLSConfig turns --multi-label on for
+# it); BLURB's metric is micro-F1 over the abstracts' hallmark indicators (bertkit.metrics.cls
+# hoc_f1). PubMedQA: ``text`` the question, ``text_pair`` the contexts, yes/no/maybe.
+register(DatasetEntry("cls", "hoc", "", "Hallmarks of Cancer: abstracts -> 10 hallmarks, "
+                                        "multi-label (Baker et al., 2016); split by PMID (ours)",
+                      license="gpl-3.0", metric="hoc_f1"))
+register(DatasetEntry("cls", "pubmedqa", "", "PubMedQA PQA-L: question + abstract -> yes/no/maybe "
+                                             "(Jin et al., 2019), BLURB's setting",
+                      license="mit", metric="accuracy"))
+MULTI_LABEL_SETS = ("hoc",)  # registered cls sets whose labels are lists
+
+# sentence-pair similarity (regression): sim/<name>/{train,dev,test}.jsonl (``text``,
+# ``text_pair``, ``score``) under BERTKIT_DATA only; BLURB reports Pearson
+register(DatasetEntry("sim", "biosses", "", "BIOSSES: biomedical sentence-pair similarity, "
+                                            "score 0-4 (Sogancioglu et al., 2017), BLURB's split",
+                      license="gpl-3.0", metric="pearson"))
 
 # dependency parsing: dep/<name>/{train,dev,test}.conllu under BERTKIT_DATA only (no hub loader);
 # the shared GENIA release has no train.conllu: bertkit.tasks.dep.data trains on dev.conllu less
@@ -88,7 +132,18 @@ register(DatasetEntry("dep", "genia", "", "GENIA treebank in UD (SciBERT's relea
 # relation extraction: re/<name>/{train,dev,test}.jsonl under BERTKIT_DATA only (no hub loader)
 register(DatasetEntry("re", "chemprot", "", "ChemProt (Krallinger et al., 2017), SciBERT's "
                                             "entity-marker release (Beltagy et al., 2019)",
-                     recipe="chemprot-re-minilm", license="apache-2.0"))  # SciBERT's release
+                     recipe="chemprot-re-minilm", license="apache-2.0",  # SciBERT's release
+                     metric="micro_f1"))
+# SciERC relations (SciBERT's release, 7 labels, no negative): SciBERT reports macro-F1. Its
+# name is the folder's (re/sciie), as ner/sciie's: a set is named within its task.
+register(DatasetEntry("re", "sciie", "", "SciERC relations, 7 labels (Luan et al., 2018), "
+                                         "SciBERT's entity-marker release", metric="macro_f1"))
+# DDI 2013: 4 interaction types + negative ``false``; BLURB's headline is micro-F1 over the four
+# types, ``false`` left out (finetune re detects it as the negative label)
+register(DatasetEntry("re", "ddi", "", "DDI 2013 drug-drug interactions: mechanism, effect, "
+                                       "advise, int + false (Herrero-Zazo et al., 2013); dev "
+                                       "split by document (ours)",
+                      license="cc-by-nc-4.0", metric="micro_f1"))
 
 
 # extractive QA: qa/<name>/{train,dev,test}.json (SQuAD JSON) under BERTKIT_DATA only (no hub

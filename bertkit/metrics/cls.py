@@ -183,6 +183,56 @@ def _multilabel_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[st
     return out
 
 
+def hoc_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
+           ids: Sequence[str] | None = None, labels: Sequence[str] = ()) -> dict:
+    """BLURB's HoC score: micro-F1 over the document-by-hallmark indicator matrix.
+
+    As BLURB's evaluation code computes it (Gu et al., 2021, Table 6 "HoC ... average micro F1";
+    the BLURB authors' code as released with LinkBERT, michiyasunaga/LinkBERT
+    ``src/seqcls/utils_hoc.py``, ``eval_hoc`` and ``compute_p_r_f``): the rows are grouped into
+    documents by the part of their id before the first ``_`` (BLURB's rows are sentences
+    ``PMID_n``; ours are whole abstracts, one row each), a document's gold and predicted label
+    sets are the unions of its rows', and over the ``[documents, labels]`` 0/1 matrices
+    ``TP = sum(pred == gold == 1)``, ``P = TP / sum(pred)``, ``R = TP / sum(gold)``,
+    ``F1 = 2PR / (P + R)`` (0 where a denominator is 0). On one row per document this equals
+    scikit-learn's micro-F1 of the indicator matrix; documents with no hallmark count through
+    their false positives only. (BLUE's older ``eval_hoc.py`` averages per-document precision
+    and recall instead: another number, not BLURB's.)
+
+    Args:
+        gold, pred: one label list per row, equal lengths.
+        ids: one id per row (None: each row its own document).
+        labels: the model's labels (the union with those used is the label axis).
+
+    Returns:
+        ``hoc_f1``, ``hoc_precision``, ``hoc_recall`` in [0, 1] and ``hoc_documents``.
+
+    Raises:
+        ValueError: ``gold``, ``pred`` (and ``ids``) differ in length.
+
+    >>> r = hoc_f1([["a"], ["a"], [], ["b"]], [["a"], ["b"], ["b"], ["b"]], ["1_0", "1_1", "2", "3"])
+    >>> r["hoc_documents"], round(r["hoc_precision"], 4), round(r["hoc_recall"], 4)
+    (3, 0.5, 1.0)
+    """
+    if len(gold) != len(pred) or (ids is not None and len(ids) != len(gold)):
+        raise ValueError("one prediction (and one id) per gold label set is needed")
+    keys = [str(i).split("_")[0] for i in ids] if ids is not None else list(range(len(gold)))
+    docs: dict = {}
+    for key, g, p in zip(keys, gold, pred):
+        entry = docs.setdefault(key, (set(), set()))
+        entry[0].update(g)
+        entry[1].update(p)
+    every = sorted(set(labels) | {lab for g, p in docs.values() for lab in g | p})
+    gm = _indicator([sorted(g) for g, _ in docs.values()], every)  # [D, L]
+    pm = _indicator([sorted(p) for _, p in docs.values()], every)  # [D, L]
+    tp = int(((gm == pm) & (pm != 0)).sum())
+    precision = tp / int(pm.sum()) if pm.sum() else 0.0
+    recall = tp / int(gm.sum()) if gm.sum() else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"hoc_f1": f1, "hoc_precision": precision, "hoc_recall": recall,
+            "hoc_documents": len(docs)}
+
+
 def best_thresholds(probs: np.ndarray, gold: np.ndarray,
                     grid: Sequence[float] = tuple(np.round(np.arange(0.05, 0.96, 0.05), 2))
                     ) -> np.ndarray:

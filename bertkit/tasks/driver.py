@@ -214,6 +214,9 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     check_tokenizer_matches(model_name)  # a swapped-in vocabulary reads other words' rows
     runtime = make_runtime(cfg.device, cfg.precision, console)
     data = load_splits(task, cfg, console)
+    from bertkit.data.contamination import check_contamination  # test text the encoder saw
+
+    data.info.update(check_contamination(task.data_kind, cfg.data, model_name, console))
     seed_everything(cfg.seed)
     prepared = task.prepare(cfg, model_name, data, runtime, console)
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)

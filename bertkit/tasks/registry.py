@@ -37,6 +37,8 @@ TASKS: dict[str, TaskEntry] = {
                      "bertkit.tasks.cls:finetune_cls"),
     "qa": TaskEntry("bertkit.tasks.qa.task:TASK", "bertkit.tasks.qa:QAConfig",
                     "bertkit.tasks.qa:finetune_qa"),
+    "sim": TaskEntry("bertkit.tasks.sim.task:TASK", "bertkit.tasks.sim:SimConfig",
+                     "bertkit.tasks.sim:finetune_sim"),
     "coref": TaskEntry("bertkit.tasks.coref.task:TASK", "bertkit.tasks.coref:CorefConfig",
                        "bertkit.tasks.coref:finetune_coref"),
 }

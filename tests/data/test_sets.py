@@ -7,8 +7,10 @@ from tests.conftest import write_ner_dir
 
 
 def test_registry_names():
-    assert registered("ner") == ["bc2gm", "bc5cdr", "ebmnlp", "jnlpba", "ncbi-disease"]
-    assert registered("cls") == ["acl-arc", "paper-field", "scicite"]
+    assert registered("ner") == ["bc2gm", "bc5-chem", "bc5-disease", "bc5cdr", "ebmnlp",
+                                 "jnlpba", "ncbi-disease", "sciie"]
+    assert registered("cls") == ["acl-arc", "hoc", "paper-field", "pubmedqa", "scicite"]
+    assert registered("re") == ["chemprot", "ddi", "sciie"]
 
 
 def test_named_set_resolves_under_data_root(tmp_path, monkeypatch):
@@ -26,7 +28,7 @@ def test_named_set_missing_offline_says_what_to_set(tmp_path, monkeypatch):
 
 
 def test_unknown_name_lists_choices(monkeypatch):
-    with pytest.raises(BertkitError, match="bc2gm, bc5cdr, ebmnlp, jnlpba, ncbi-disease"):
+    with pytest.raises(BertkitError, match="bc2gm, bc5-chem, bc5-disease, bc5cdr, ebmnlp, jnlpba, ncbi-disease, sciie"):
         load_ner_data("conll2003-typo")
 
 

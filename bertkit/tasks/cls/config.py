@@ -132,6 +132,14 @@ class CLSConfig(FinetuneConfig):
 
     commands = COMMANDS
 
+    def __post_init__(self) -> None:
+        # a registered multi-label set (HoC) is read as one, whatever the flag: its labels are
+        # lists, which single-label reading would refuse line by line
+        from bertkit.data.sets import MULTI_LABEL_SETS
+
+        if self.data in MULTI_LABEL_SETS:
+            self.multi_label = True
+
     def task_checks(self) -> tuple:
         return (("length_group", self.length_group >= 1, "an integer >= 1 (1: random batches)"),
                 ("text_column", bool(self.text_column.strip()), "a field name"),

@@ -79,15 +79,23 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _label(value: Any, cols: Columns, string_label: tuple[int, str] | None = None
-           ) -> str | list[str]:
+def _label(value: Any, cols: Columns, string_label: tuple[int, str] | None = None,
+           list_label: int | None = None) -> str | list[str]:
     """The label of one record as a string (single-label) or a list of strings (multi-label).
 
     Args:
         string_label: (line, label) of a string label elsewhere in the file: an integer single
             label is then refused; None: an integer label is read as its string.
+        list_label: the line of a list label elsewhere in a multi-label file read without
+            ``label_sep``: a string label is then refused (is it one label, or a list written
+            another way?); None: a string label is a list of one.
     """
     if cols.multi_label:
+        if isinstance(value, str) and list_label is not None:
+            raise ValueError(f"'{cols.label}' is the string {value!r} but the file's other "
+                             f"labels are lists (line {list_label}): write it as a list "
+                             f"([{json.dumps(value)}]), or pass --label-sep if strings are "
+                             f"delimited lists")
         if isinstance(value, str):
             parts = value.split(cols.label_sep) if cols.label_sep else [value]
             return sorted({normalize_label(v) for v in parts} - {""})
@@ -124,7 +132,8 @@ def _kind(value: Any) -> str:
 
 
 def make_example(record: Any, cols: Columns, labelled: bool, file: str, line: int,
-                 string_label: tuple[int, str] | None = None) -> TextExample:
+                 string_label: tuple[int, str] | None = None, list_label: int | None = None,
+                 pair_line: int | None = None) -> TextExample:
     """A :class:`TextExample` from one parsed record (dict).
 
     Args:
@@ -133,6 +142,10 @@ def make_example(record: Any, cols: Columns, labelled: bool, file: str, line: in
             an example flagged ``empty`` instead of an error.
         string_label: (line, label) of a string label elsewhere in the file, where there is
             one: an integer single label is then refused; None: read as its string.
+        list_label: the line of a list label elsewhere in a multi-label file (see
+            :func:`_label`): a string label is then refused.
+        pair_line: the line of a record with a pair text, where the file has one: a sentence-pair
+            file, so a record without its pair text (missing, null or empty) is refused.
 
     Raises:
         ValueError: not an object; a text field that is missing, null, not a string or empty;
@@ -156,6 +169,14 @@ def make_example(record: Any, cols: Columns, labelled: bool, file: str, line: in
     pair = record.get(cols.pair)
     if pair is not None and not isinstance(pair, str):
         raise ValueError(f"'{cols.pair}' is {_kind(pair)}, expected a string")
+    if pair_line is not None and not (pair and visible(pair)):
+        how = "no pair text field" if cols.pair not in record else \
+            f"'{cols.pair}' is {'null' if pair is None else 'empty'}:"
+        raise ValueError(f"{how} '{cols.pair}' but the file is of sentence pairs (line "
+                         f"{pair_line} has one): the pair text is needed"
+                         if how.startswith("no") else
+                         f"{how} the file is of sentence pairs (line {pair_line} has one), "
+                         f"expected the pair text")
     label = None
     if labelled:
         if cols.label not in record:
@@ -165,7 +186,7 @@ def make_example(record: Any, cols: Columns, labelled: bool, file: str, line: in
         if record[cols.label] is None:
             raise ValueError(f"'{cols.label}' is null, expected a label"
                              + (" list" if cols.multi_label else " string"))
-        label = _label(record[cols.label], cols, string_label)
+        label = _label(record[cols.label], cols, string_label, list_label)
     return TextExample(text, pair or None, label, file, line, dict(record), empty=empty)
 
 
@@ -344,13 +365,20 @@ def read_examples(path: str | Path, cols: Columns = Columns(), labelled: bool = 
         string_label = next(((n, rec[cols.label]) for n, rec in records
                              if isinstance(rec, dict) and isinstance(rec.get(cols.label), str)
                              and rec[cols.label]), None)
+    list_label = None  # a multi-label file with list labels refuses string ones
+    if labelled and cols.multi_label and not cols.label_sep:
+        list_label = next((n for n, rec in records if isinstance(rec, dict)
+                           and isinstance(rec.get(cols.label), list)), None)
+    pair_line = next((n for n, rec in records if isinstance(rec, dict)  # a sentence-pair file
+                      and isinstance(rec.get(cols.pair), str) and visible(rec[cols.pair])), None)
     expected = _expected(path, cols, labelled)
     out, bad, notes, respelled = [], [], [], set()
     for number, rec in records:
         try:
             if isinstance(rec, ValueError):
                 raise rec
-            out.append(make_example(rec, cols, labelled, str(path), number, string_label))
+            out.append(make_example(rec, cols, labelled, str(path), number, string_label,
+                                    list_label, pair_line))
         except ValueError as exc:
             if not skip_bad_lines:
                 raise BertkitError(str(exc), file=path, line=number,

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from bertkit.inference import run_batches, sorted_batches
-from bertkit.metrics.cls import label_scores, multilabel_scores
+from bertkit.metrics.cls import hoc_f1, label_scores, multilabel_scores
 from bertkit.tasks.cls.data import TextExample
 from bertkit.tasks.cls.encoding import Encoded, collate, pool_logits
 from bertkit.tasks.cls.model import ClassifierLoss
@@ -71,12 +71,21 @@ def decide(logits: np.ndarray, labels: list[str], thresholds: np.ndarray | None 
     return [[labels[c] for c in np.flatnonzero(row)] for row in keep], probs
 
 
-def score(gold: list, pred: list, labels: list[str], multi_label: bool) -> dict:
+def score(gold: list, pred: list, labels: list[str], multi_label: bool,
+          ids: list[str] | None = None) -> dict:
     """:func:`~bertkit.metrics.cls.label_scores` or :func:`~bertkit.metrics.cls.multilabel_scores`
-    (both with the majority-class baseline)."""
+    (both with the majority-class baseline); multi-label scores add BLURB's HoC figures
+    (:func:`~bertkit.metrics.cls.hoc_f1`, rows grouped into documents by ``ids``)."""
     if multi_label:
-        return multilabel_scores([g or [] for g in gold], pred, labels)
+        gold = [g or [] for g in gold]
+        return {**multilabel_scores(gold, pred, labels), **hoc_f1(gold, pred, ids, labels)}
     return label_scores(gold, pred, labels)
+
+
+def example_ids(xs: Sequence[TextExample]) -> list[str] | None:
+    """The examples' ``id`` fields (BLURB's document keys), or None when any lacks one."""
+    ids = [x.raw.get("id") for x in xs]
+    return [str(i) for i in ids] if all(i is not None for i in ids) else None
 
 
 def prediction_lines(examples: Sequence[TextExample], labels: list[str], pred: list,

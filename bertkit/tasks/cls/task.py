@@ -32,7 +32,7 @@ from bertkit.tasks.cls.encoding import collate, encode
 from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_classifier,
                                      save_classifier)
 from bertkit.tasks.cls.scoring import (_sigmoid, _spread, classify, decide,  # noqa: F401
-                                       prediction_lines, score)
+                                       example_ids, prediction_lines, score)
 from bertkit.tasks.common import (class_weights, parse_split, warn_bad_lines,
                                   warn_notes, write_test_outputs)
 from bertkit.tasks.driver import finetune
@@ -185,7 +185,8 @@ class CLSTask:
             if cfg.multi_label and thresholds is None:  # dev: thresholds chosen on itself
                 thresholds = best_thresholds(_sigmoid(logits), _indicators(xs, label2id))
             pred, probs = decide(logits, labels, thresholds if cfg.multi_label else None)
-            return score([x.label for x in xs], pred, labels, cfg.multi_label), pred, probs
+            metrics = score([x.label for x in xs], pred, labels, cfg.multi_label, example_ids(xs))
+            return metrics, pred, probs
 
         def evaluate_dev(m) -> dict:
             metrics = scored(m, "dev", dev_x)[0]
@@ -351,7 +352,7 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
     xs = out[split][:max_eval_samples]
     check_known_labels(xs, labels, split, f"the model's labels ({model_dir})")
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
-    metrics = score([x.label for x in xs], pred, labels, cols.multi_label)
+    metrics = score([x.label for x in xs], pred, labels, cols.multi_label, example_ids(xs))
     metrics["shortened_texts"] = shortened
     warn_collapse(metrics, console, split)
     return Evaluation(metrics, lambda: prediction_lines(

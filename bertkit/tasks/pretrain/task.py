@@ -193,6 +193,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     tokens = result.steps * cfg.batch_size * cfg.gradient_accumulation * cfg.max_seq_length
     meta = {"masking": cfg.masking, "max_seq_length": cfg.max_seq_length, "steps": result.steps,
             "base_model": cfg.model, "config": cfg.config, "vocab": cfg.vocab,
+            "corpus": cfg.corpus,  # provenance: the contamination check reads it
             "sbo_weight": cfg.sbo_weight if cfg.use_sbo else None, "nsp": cfg.nsp,
             "short_seq_prob": cfg.short_seq_prob if cfg.nsp else None}
     with atomic_path(run_dir / "model") as tmp:

@@ -1,0 +1,66 @@
+"""Bad input in the forms of the December 2026 sets (issue 42): each refused with the file, the
+line and what was expected, exit 1, before anything is trained."""
+
+import json
+
+import pytest
+
+from tests.tasks.cls.conftest import TEXTS, write_cls_dir
+from tests.tasks.re.conftest import PAIRS, write_re_dir
+from tests.tasks.sim.conftest import write_sim_dir
+from tests.test_bad_input import assert_refused, run_cli
+
+FAST = ["--epochs", "1", "--batch-size", "2", "--device", "cpu"]
+
+
+def _rewrite(path, line, record):
+    lines = path.read_text().splitlines()
+    lines[line - 1] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_biosses_style_non_numeric_score(tmp_path, tiny_encoder):
+    d = write_sim_dir(tmp_path / "d")
+    _rewrite(d / "dev.jsonl", 2, {"text": "a b", "text_pair": "c d", "score": "n/a"})
+    res, text = run_cli("finetune", "sim", "--data", d, "-m", tiny_encoder, "-o",
+                        tmp_path / "run", *FAST)
+    assert_refused(res, text, "dev.jsonl:2", "'score' is the string 'n/a'", "a number")
+    assert not (tmp_path / "run").exists()
+
+
+def test_multi_label_string_in_one_line_list_in_another(tmp_path, tiny_encoder):
+    rows = [(t, [lab]) for t, lab in TEXTS]
+    d = write_cls_dir(tmp_path / "d", train=rows, dev=rows, test=rows)
+    _rewrite(d / "train.jsonl", 3, {"text": TEXTS[2][0], "label": "Uses"})
+    res, text = run_cli("finetune", "cls", "--data", d, "--multi-label", "-m", tiny_encoder,
+                        "-o", tmp_path / "run", *FAST)
+    assert_refused(res, text, "train.jsonl:3", "'label' is the string 'Uses'",
+                   "other labels are lists (line 1)")
+
+
+def test_pubmedqa_line_without_its_pair_text(tmp_path, tiny_encoder):
+    d = tmp_path / "d"
+    d.mkdir()
+    rows = [{"text": f"Does drug {k} work?", "text_pair": f"We tested drug {k} in mice.",
+             "label": ("yes", "no", "maybe")[k % 3]} for k in range(6)]
+    for split in ("train", "dev", "test"):
+        (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _rewrite(d / "test.jsonl", 5, {"text": "Does drug 4 work?", "label": "maybe"})
+    res, text = run_cli("finetune", "cls", "--data", d, "-m", tiny_encoder, "-o",
+                        tmp_path / "run", *FAST)
+    assert_refused(res, text, "test.jsonl:5", "no pair text field 'text_pair'",
+                   "sentence pairs (line 1 has one)")
+    _rewrite(d / "test.jsonl", 5, {"text": "Does drug 4 work?", "text_pair": " ",
+                                   "label": "maybe"})
+    res, text = run_cli("finetune", "cls", "--data", d, "-m", tiny_encoder, "-o",
+                        tmp_path / "run", *FAST)
+    assert_refused(res, text, "test.jsonl:5", "'text_pair' is empty")
+
+
+def test_re_line_whose_markers_overlap(tmp_path, tiny_encoder):
+    d = write_re_dir(tmp_path / "d")
+    _rewrite(d / "train.jsonl", 2, {"text": "<< aspirin [[ >> reduces fever ]] .",
+                                    "label": PAIRS[1][1]})
+    res, text = run_cli("finetune", "re", "--data", d, "-m", tiny_encoder, "-o",
+                        tmp_path / "run", *FAST)
+    assert_refused(res, text, "train.jsonl:2", "overlap")
