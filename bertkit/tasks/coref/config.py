@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
-                             SPLIT, Commands, Option, option)
+                             SPLIT, MAX_EVAL_SAMPLES, Commands, Option, option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option)
 
@@ -32,7 +32,7 @@ COMMANDS = Commands(
         Option("Registered set ({sets}; under $BERTKIT_DATA/coref/) or a directory with "
                "train/dev/test .conll files or folders of them.", ("--data", "-d"), name="data",
                type=str, default=...),
-        SPLIT, METRICS_OUTPUT,
+        SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
         Option("Also write the predicted clusters as CoNLL-2012 here.", ("--predictions",),
                name="predictions", type=Path),
         DEVICE, PRECISION),

@@ -20,7 +20,7 @@ from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.coref import coref_scores
 from bertkit.modelcard import CardSpec, Metric
-from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.coref.card import USAGE, card_notes
 from bertkit.tasks.coref.config import CorefConfig
@@ -96,7 +96,7 @@ class CorefTask:
         return [" ".join(d.words) for d in docs]
 
     def prepare(self, cfg: CorefConfig, model_name: str, data: TaskData, runtime,
-                console: Console | None = None) -> Prepared:
+                console: Console | None = None) -> TaskRun:
         """The model, encoded training documents and dev/test/save."""
         train_d, dev_d, test_d = (data.splits[k] for k in ("train", "dev", "test"))
         tokenizer = load_tokenizer(model_name)
@@ -128,8 +128,7 @@ class CorefTask:
             m.save(directory, tokenizer, {"max_length": cfg.max_length, "base_model": model_name,
                                           "data": cfg.data, "singletons": cfg.singletons})
 
-        return Prepared(model, batches, evaluate_dev, test, save, summary=summary,
-                        scores_in_points=True, results={
+        return TaskRun(model, batches, evaluate_dev, test, save, summary=summary, results={
                             "splits": data.sources, "long_words": counts["long_words"],
                             "gold_mentions_longer_than_max_span_width": _long_mentions(
                                 test_d, cfg.max_span_width),
@@ -191,15 +190,18 @@ def _loaded(model_dir: str, device: str, precision: str, console):
 
 def evaluate_coref(model_dir: str, data: str, split: str = "test", device: str = "auto",
                    precision: str = "auto", console: Console | None = None,
-                   batch_size: int = 1) -> Evaluation:
+                   batch_size: int = 1, max_eval_samples: int | None = None) -> Evaluation:
     """Score a saved model on one split of ``data`` (reference-scorer metrics, points).
+
+    Args:
+        max_eval_samples: score only the first N documents of the split (None: all).
 
     Raises:
         BertkitError: no saved model there, bad data, unknown split.
     """
     split = parse_split(split)
     model, meta, tokenizer, runtime, max_length = _loaded(model_dir, device, precision, console)
-    docs = load_documents(resolve_coref(data, (split,))[split])
+    docs = load_documents(resolve_coref(data, (split,))[split])[:max_eval_samples]
     predicted = resolve_documents(model, tokenizer, docs, runtime, max_length, batch_size,
                                   meta.get("singletons", "on") == "on")
     return Evaluation(score(docs, predicted), lambda: format_conll2012(docs, predicted), docs,
