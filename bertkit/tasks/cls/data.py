@@ -27,42 +27,15 @@ from typing import Any
 
 from bertkit.data.conll import read_lines
 from bertkit.data.sets import data_root, entry, resolve_local
-from bertkit.data.text import looks_alike, normalize_label, visible
+from bertkit.data.text import normalize_label, visible
 from bertkit.errors import BertkitError
+from bertkit.tasks.cls.examples import Columns, TextExample  # noqa: F401 (re-exported)
+from bertkit.tasks.cls.labels import (SEPARATORS, check_known_labels,  # noqa: F401 (re-exported)
+                                      delimited_labels, label_set, labels_missing_from,
+                                      training_labels_source)
 
 EXTENSIONS = (".jsonl", ".json", ".csv", ".tsv")
 LAYOUT = "cls/<name>/{train,dev,test}.jsonl"
-
-
-@dataclass
-class TextExample:
-    """One example: ``text``, optional ``text_pair``, ``label`` (a string, a list of strings
-    with multi-label data, or None when unlabelled), where it came from, and the input ``raw``
-    object (copied to prediction files). ``empty``: unlabelled input (``predict``) whose text is
-    empty once control and zero-width characters are removed: flagged, never labelled."""
-
-    text: str
-    text_pair: str | None = None
-    label: str | list[str] | None = None
-    file: str = ""
-    line: int = 0
-    raw: dict = field(default_factory=dict)
-    empty: bool = False
-
-
-@dataclass(frozen=True)
-class Columns:
-    """Field names: text, optional pair, label; ``multi_label``: labels are lists;
-    ``label_sep``: a string label is a list joined by this separator (``"a;b"``, multi-label
-    only); ``quoting``: ``csv`` (quoted fields, CSV rules) or ``none`` (a ``"`` is part of the
-    text; for unquoted TSV exports)."""
-
-    text: str = "text"
-    pair: str = "text_pair"
-    label: str = "label"
-    multi_label: bool = False
-    label_sep: str | None = None
-    quoting: str = "csv"
 
 
 @dataclass
@@ -402,42 +375,6 @@ def read_examples(path: str | Path, cols: Columns = Columns(), labelled: bool = 
     return ReadResult(out, bad, notes)
 
 
-def _load_hub(hub_id: str, splits: tuple[str, ...], cols: Columns) -> dict | None:
-    """Examples of a registered set from the Hugging Face hub (``datasets``), or None offline.
-
-    The text is the first of ``cols.text``, ``string``, ``sentence``, ``text`` the set has;
-    a ``ClassLabel`` label is turned into its name.
-    """
-    from bertkit.encoders import hub_reachable
-
-    if not hub_id or not hub_reachable():
-        return None
-    try:
-        import datasets
-
-        ds = datasets.load_dataset(hub_id)
-    except Exception:  # noqa: BLE001 - offline, unknown id, or a script-based set
-        return None
-    names = {"train": ("train",), "dev": ("validation", "dev", "valid"), "test": ("test",)}
-    out = {}
-    for split in splits:
-        name = next((n for n in names[split] if n in ds), None)
-        if name is None:
-            return None
-        part = ds[name]
-        text_col = next((c for c in (cols.text, "string", "sentence", "text")
-                         if c in part.column_names), None)
-        if text_col is None or cols.label not in part.column_names:
-            return None
-        label_names = getattr(part.features[cols.label], "names", None)
-        out[split] = [TextExample(row[text_col], None, normalize_label(
-                                      label_names[row[cols.label]] if label_names
-                                      else str(row[cols.label])), f"hub:{hub_id}/{name}", i + 1,
-                                  {"text": row[text_col]})
-                      for i, row in enumerate(part)]
-    return out
-
-
 def load_cls_data(data: str, splits: tuple[str, ...], cols: Columns = Columns(),
                   skip_bad_lines: bool = False, notes: list[str] | None = None
                   ) -> tuple[dict, dict, dict]:
@@ -455,8 +392,10 @@ def load_cls_data(data: str, splits: tuple[str, ...], cols: Columns = Columns(),
     """
     files = resolve_local(data, "cls", EXTENSIONS, splits)
     if files is None:
+        from bertkit.tasks.cls.hub import load_hub
+
         reg = entry("cls", data)
-        loaded = _load_hub(reg.hub_id if reg else "", splits, cols)
+        loaded = load_hub(reg.hub_id if reg else "", splits, cols)
         if loaded is None:
             root = data_root()
             where = f"BERTKIT_DATA={root} has no cls/{data}/" if root else "BERTKIT_DATA is not set"
@@ -471,87 +410,3 @@ def load_cls_data(data: str, splits: tuple[str, ...], cols: Columns = Columns(),
         if notes is not None:
             notes.extend(read.notes)
     return out, sources, bad
-
-
-def label_set(examples: list[TextExample]) -> list[str]:
-    """Sorted labels used by ``examples`` (multi-label lists flattened)."""
-    found: set[str] = set()
-    for ex in examples:
-        if isinstance(ex.label, list):
-            found.update(ex.label)
-        elif ex.label is not None:
-            found.add(ex.label)
-    return sorted(found)
-
-
-def check_known_labels(examples: list[TextExample], known: list[str], split: str,
-                       known_from: str = "the training labels") -> None:
-    """Refuse a label the model cannot predict (absent from the training labels).
-
-    Args:
-        known: the labels the model has.
-        known_from: where ``known`` came from, for the message (``"the model's labels"``, or
-            :func:`training_labels_source`'s words).
-
-    Raises:
-        BertkitError: naming the first such example's file and line, the label, where the known
-            labels came from, and the known labels.
-    """
-    allowed = set(known)
-    for ex in examples:
-        labels = ex.label if isinstance(ex.label, list) else [ex.label]
-        for lab in labels:
-            if lab is not None and lab not in allowed:
-                alike = [k for k in known if looks_alike(k) == looks_alike(lab)]
-                hint = (f" ({alike[0]!r} looks the same but differs in case or invisible "
-                        f"characters)" if alike else "")
-                raise BertkitError(f"label {lab!r} in {split} is not among {known_from}: the "
-                                   f"model could not predict it{hint}",
-                                   file=ex.file, line=ex.line,
-                                   expected="one of " + ", ".join(map(repr, known)))
-
-
-def training_labels_source(source: str, n_read: int, n_used: int) -> str:
-    """Words for where the training labels came from: ``source`` with all ``n_read`` examples,
-    and, when only the first ``n_used`` are trained on, that the limit did not narrow them."""
-    text = f"the labels of the training data ({source}, all {n_read} examples"
-    if n_used < n_read:
-        text += (f"; --max-train-samples {n_used} trains on the first {n_used} but takes the "
-                 f"labels from all")
-    return text + ")"
-
-
-def labels_missing_from(examples: list[TextExample], labels: list[str]) -> list[str]:
-    """The ``labels`` no example of ``examples`` has (e.g. beyond ``--max-train-samples``)."""
-    present = set(label_set(examples))
-    return [lab for lab in labels if lab not in present]
-
-
-SEPARATORS = (";", "|", ",")
-
-
-def delimited_labels(examples: list[TextExample], cols: Columns) -> str | None:
-    """A warning when string labels look like delimited lists (``"a;b"``) read as one label each,
-    so that every combination would become a class of its own; None when they do not.
-
-    A label looks delimited when it holds ``;`` or ``|`` between non-empty parts, or ``,``
-    between parts that are labels on their own elsewhere. No warning with ``cols.label_sep``.
-    """
-    if cols.label_sep:
-        return None
-    found = label_set(examples)
-    alone = set(found)
-    for sep in SEPARATORS:
-        joined = [lab for lab in found if sep in lab
-                  and all(part.strip() for part in lab.split(sep))
-                  and (sep != "," or any(part.strip() in alone for part in lab.split(sep)))]
-        if not joined:
-            continue
-        first = next(ex for ex in examples
-                     if set(joined) & set(ex.label if isinstance(ex.label, list) else [ex.label]))
-        how = "" if cols.multi_label else "--multi-label "
-        shown = ", ".join(repr(j) for j in joined[:3]) + (", ..." if len(joined) > 3 else "")
-        return (f"{len(joined)} label(s) look like {sep!r}-delimited lists ({shown}; first at "
-                f"{first.file}:{first.line}): each is read as one label, so every combination "
-                f"becomes a class of its own; for multi-label data pass {how}--label-sep '{sep}'")
-    return None

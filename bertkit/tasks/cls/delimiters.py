@@ -7,23 +7,8 @@ multi-label and the labels share one delimiter, the data is read split on it (an
 
 from __future__ import annotations
 
-from bertkit.tasks.cls.data import SEPARATORS, Columns, TextExample, label_set
-
-
-def joined_labels(examples: list[TextExample], sep: str) -> list[str]:
-    """The labels of ``examples`` that look like lists joined by ``sep``: non-empty parts, and
-    for ``,`` (common inside a label) at least one part that is a label on its own elsewhere
-    (the rule of :func:`bertkit.tasks.cls.data.delimited_labels`).
-
-    >>> xs = [TextExample("t", label="a;b"), TextExample("u", label="c")]
-    >>> joined_labels(xs, ";"), joined_labels(xs, ",")
-    (['a;b'], [])
-    """
-    found = label_set(examples)
-    alone = set(found)
-    return [lab for lab in found if sep in lab
-            and all(part.strip() for part in lab.split(sep))
-            and (sep != "," or any(part.strip() in alone for part in lab.split(sep)))]
+from bertkit.tasks.cls.examples import Columns, TextExample
+from bertkit.tasks.cls.labels import SEPARATORS, joined_labels, label_set  # noqa: F401
 
 
 def shared_delimiter(examples: list[TextExample], cols: Columns) -> tuple[str, list[str]] | None:

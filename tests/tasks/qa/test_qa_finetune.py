@@ -142,10 +142,10 @@ def test_v2_dev_threshold_pass_is_left_out_of_the_timed_prediction(tmp_path, tin
     import time as real_time
 
     import bertkit.tasks.driver as driver
-    import bertkit.tasks.qa.task as qa_task
+    import bertkit.tasks.qa.answer as qa_answer
 
     events = []
-    window_logits = qa_task.window_logits
+    window_logits = qa_answer.window_logits
 
     def logged(model, features, *args, **kwargs):
         events.append(("pass", len(features)))
@@ -157,7 +157,7 @@ def test_v2_dev_threshold_pass_is_left_out_of_the_timed_prediction(tmp_path, tin
             events.append(("clock", 0))
             return real_time.perf_counter()
 
-    monkeypatch.setattr(qa_task, "window_logits", logged)
+    monkeypatch.setattr(qa_answer, "window_logits", logged)
     monkeypatch.setattr(driver, "time", Clock)
     data = write_qa_dir(tmp_path / "v2", unanswerable=True)
     res = _finetune(data, tiny_encoder, tmp_path / "run")
