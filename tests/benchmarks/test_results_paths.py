@@ -64,3 +64,34 @@ def test_scripts_name_no_flat_results_file():
 
 def test_results_has_no_loose_files():
     assert not [p.name for p in RESULTS.iterdir() if p.is_file()]
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_anchor():
+    assert anchor("GPU check (one H200, issue 47)") == "gpu-check-one-h200-issue-47"
+    assert anchor("Extractive QA: the stock `run_qa.py` recipe") == "extractive-qa-the-stock-run_qapy-recipe"
+
+
+def test_links_of_the_readmes_resolve():
+    """Every section link (``#anchor``) and relative file link of README.md and
+    benchmarks/README.md names a heading or a file that exists (the index and the results table)."""
+    bench = ROOT / "benchmarks" / "README.md"
+    headings = {anchor(h) for h in re.findall(r"^#+ (.+)$", bench.read_text(encoding="utf-8"), re.M)}
+    bad, links = [], 0
+    for doc in (ROOT / "README.md", bench):
+        for target in re.findall(r"\]\(([^)\s]+)\)", doc.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://")):
+                continue
+            links += 1
+            path, _, frag = target.partition("#")
+            where = (doc.parent / path).resolve() if path else doc
+            if path and not where.exists():
+                bad.append(f"{doc.name}: {target} (no such file)")
+            elif frag and where == bench and frag not in headings:
+                bad.append(f"{doc.name}: {target} (no such section)")
+    assert links > 60
+    assert not bad, "\n".join(bad)
