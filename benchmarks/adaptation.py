@@ -60,7 +60,7 @@ from bertkit.workflows.adapt import (AdaptConfig, extend_stage,  # noqa: E402
 from bertkit.workflows.scores import score_summary, task_metrics  # noqa: E402
 from bertkit.workflows.task_text import task_text_lines  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "adaptation"
 FULL = {"dapt_steps": 300, "tapt_epochs": 10, "seeds": "1,2,3", "epochs": None, "batch_size": None,
         "max_train_samples": None, "max_eval_samples": None, "tapt_max_sentences": None,
         "pretrain_batch_size": 32}
@@ -210,7 +210,7 @@ def main() -> None:
     ap.add_argument("--device", default=None)
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--out-dir", default="runs/adaptation", help="Runs (resumable).")
-    ap.add_argument("--name", default=None, help="Log name under benchmarks/results/ "
+    ap.add_argument("--name", default=None, help="Log name under benchmarks/results/adaptation/ "
                     "(default: adaptation, or adaptation_reduced for a reduced budget).")
     args = ap.parse_args()
     os.environ.setdefault("BERTKIT_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -218,7 +218,7 @@ def main() -> None:
     reduced = any(getattr(args, k) != v for k, v in FULL.items()) or args.tasks != "ner,re" \
         or args.corpus is not None
     name = args.name or ("adaptation_reduced" if reduced else "adaptation")
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     log_path, lines = RESULTS / f"{name}.log", []
 
     def log(text: str = "") -> None:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _interleave import logger  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "adaptation"
 METRIC = {"ner": "f1", "re": "micro_f1", "dep": "las"}
 
 
@@ -130,7 +130,7 @@ def epoch_stats(seeds: dict[int, list[float]]) -> list[tuple[float, float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="+", type=Path, help="--out-dir folders of adaptation.py")
-    ap.add_argument("--name", default=None, help="log name under benchmarks/results/")
+    ap.add_argument("--name", default=None, help="log name under benchmarks/results/adaptation/")
     args = ap.parse_args()
     found = collect(args.dirs)  # every check before the log is written
     log = logger(RESULTS / f"{args.name}.log") if args.name else print

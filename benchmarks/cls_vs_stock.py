@@ -27,7 +27,7 @@ Usage:
         [--max-train 2000 --max-dev 400 --max-test 1000 --epochs 1 --batch-size 16 \\
          --max-length 128 --seeds 1,2,3 --stock-padding max_length|dynamic --threads 1] \\
         [--bertkit-recipe scicite-cls-minilm | --lr 1e-4] [--stock-lr 5e-5] [--isolate] [--json OUT]
-        [--name LOG]   # printed lines also go to benchmarks/results/<LOG>.log
+        [--name LOG]   # printed lines also go to benchmarks/results/cls_vs_stock/<LOG>.log
     python benchmarks/cls_vs_stock.py --data acl-arc --from-json OUT  # reprint a saved run
 """
 
@@ -47,7 +47,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "cls_vs_stock"
 
 from _interleave import load1, logger, read_split, side_order, spread, subset_dir  # noqa: E402
 from _stock import stock_training_args  # noqa: E402

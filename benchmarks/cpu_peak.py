@@ -25,7 +25,7 @@ The FLOPs count the model's arithmetic, not the work a kernel really does (paddi
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/cpu_peak.py --threads 1 [--repeat 5] [--seconds 0.5] \\
-        [--log benchmarks/results/cpu_peak_1thread.log] [--json OUT]
+        [--log benchmarks/results/cpu_peak/cpu_peak_1thread.log] [--json OUT]
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def main() -> None:
     ap.add_argument("--log", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    log = logger(args.log or Path(f"benchmarks/results/cpu_peak_{args.threads}thread.log"))
+    log = logger(args.log or Path(f"benchmarks/results/cpu_peak/cpu_peak_{args.threads}thread.log"))
     out = run(args.threads, args.repeat, args.seconds, args.shapes, log)
     if args.json:
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},

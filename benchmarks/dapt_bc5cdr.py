@@ -9,7 +9,7 @@ The default budget (``--steps 300`` of 32 x 128 tokens, about 30 minutes for eac
 on 2 CPU cores) is the issue's; ``--steps``, ``--max-train-samples`` etc. give reduced runs,
 which the output labels as such.
 
-    python benchmarks/dapt_bc5cdr.py --json benchmarks/results/dapt_bc5cdr.json
+    python benchmarks/dapt_bc5cdr.py --json benchmarks/results/dapt_bc5cdr/dapt_bc5cdr.json
     python benchmarks/dapt_bc5cdr.py --steps 8 --max-train-samples 300 --max-eval-samples 200 \
         --ner-epochs 1   # reduced
 """

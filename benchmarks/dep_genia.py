@@ -10,7 +10,7 @@ written, but only the held-out LAS picks the configuration reported).
 
 Usage:
     BERTKIT_DATA=../shared/data python benchmarks/dep_genia.py [--epochs 8] [--lr 1e-4 ...]
-        [--json benchmarks/results/dep_genia.json] [--output-dir runs/dep-genia-bench]
+        [--json benchmarks/results/dep_genia/dep_genia.json] [--output-dir runs/dep-genia-bench]
     python benchmarks/dep_genia.py --finish runs/dep-genia-bench/lr0.0002   # a run stopped early
 """
 
@@ -56,7 +56,7 @@ def main() -> None:
     ap.add_argument("--eisner", action="store_true", help="with --finish: also score Eisner")
     ap.add_argument("--max-test-samples", type=int, default=None, help="with --finish: check quickly")
     ap.add_argument("--output-dir", default="runs/dep-genia-bench")
-    ap.add_argument("--json", default="benchmarks/results/dep_genia.json")
+    ap.add_argument("--json", default="benchmarks/results/dep_genia/dep_genia.json")
     ap.add_argument("--finish", default=None, metavar="RUN_DIR",
                     help="score the best held-out epoch (checkpoints/best.pt) of a run that was "
                          "stopped before its last epoch, as the full run would")

@@ -22,7 +22,7 @@ over the repetitions with min-max, and each bertkit side's ratio to the stock si
 of the per-repetition ratios. Rates use CPU time of the timing thread (wall time too in the
 JSON), since the machine may be shared: the load average is recorded before and after.
 
-    python benchmarks/masking.py [--batches 50 --repeats 15] [--json benchmarks/results/masking.json] [--jit-cost]
+    python benchmarks/masking.py [--batches 50 --repeats 15] [--json benchmarks/results/masking/masking.json] [--jit-cost]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ table, made before issue 16 by the script as it was then (``git show
 07819f1:benchmarks/ner_vs_stock.py``, ``--seed S``: one run per seed, stock then bertkit).
 
 Usage:
-    python benchmarks/ner_seeds.py benchmarks/results/ner_vs_stock_pack_seed*.json
+    python benchmarks/ner_seeds.py benchmarks/results/ner_vs_stock/ner_vs_stock_pack_seed*.json
 
 Prints, per seed and as the mean over seeds: test entity F1 of both (seqeval default mode, as the
 stock recipe reports, and strict IOB2), the training-throughput ratio and the prediction-speed

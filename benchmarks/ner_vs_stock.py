@@ -56,7 +56,7 @@ recorded before and after every run (SHARED marks a run where it exceeded ``--th
 and figures are medians with min-max over seeds; differences and ratios are per seed (bertkit -
 stock within one seed), summarised the same way. Training seconds: ``Trainer.train()`` wall time
 for stock, bertkit's training loop time (dev evaluation excluded); prediction seconds: model and
-decoding on the tokenised test set. The printed lines go to ``benchmarks/results/<--name>.log``.
+decoding on the tokenised test set. The printed lines go to ``benchmarks/results/ner_vs_stock/<--name>.log``.
 
 Usage:
     BERTKIT_DATA=../shared/data python benchmarks/ner_vs_stock.py [--seeds 1,2,3 --threads 1
@@ -95,7 +95,7 @@ from bertkit.tasks.ner import NERConfig, finetune_ner  # noqa: E402
 from bertkit.tasks.ner.data import load_ner_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "benchmarks" / "results" / "ner_vs_stock"
 NAMES = {"stock": "stock HF recipe", "bertkit": "bertkit",
          "bertkit-argmax": "bertkit, argmax decoding", "bertkit-no-pack": "bertkit, no packing",
          "bertkit-batch-mean": "bertkit, batch-mean loss", "recipe": "bertkit default recipe"}

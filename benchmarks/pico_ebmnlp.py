@@ -28,7 +28,7 @@ from pathlib import Path
 SCIBERT_PICO = 71.18
 
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "pico_ebmnlp"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _interleave import load1, logger  # noqa: E402

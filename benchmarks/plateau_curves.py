@@ -17,11 +17,11 @@ budget), run as a user would run it, one stage at a time:
 ``run`` builds the configuration's vocabulary with ``bertkit vocab build`` into a work folder
 (kept there for the next configuration), runs the pretraining (SIGTERM at ``--max-minutes``:
 bertkit checkpoints and stops, the curve so far is kept), samples the 1-minute load average every
-minute, and writes ``results/plateau_<name>.json`` (command, settings, curve points: step, tokens
+minute, and writes ``results/plateau_curves/plateau_<name>.json`` (command, settings, curve points: step, tokens
 seen, training seconds, valid loss, accuracy, load). ``collect`` writes the same JSON from a run
 directory started by hand with the configuration's command (``command`` prints it). ``--merge``
 builds the "tokens to leave the plateau" table (tokens and minutes to reach 20% and 35%
-masked-token accuracy, final values) into ``results/plateau_curves.md``.
+masked-token accuracy, final values) into ``results/plateau_curves/plateau_curves.md``.
 
 ``run NAME --resume --max-minutes M`` continues a stopped run for M more minutes (the
 schedule is constant after the warm-up, so the curve is that of one longer run).
@@ -32,13 +32,13 @@ On a GPU, where the token budgets that this CPU cannot reach take minutes (GPU_S
     python benchmarks/gpu_check.py --prepare .gpu_carry
     python benchmarks/plateau_curves.py gpu-carry --carry .gpu_carry   # + whole corpus, vocab
     python3 benchmarks/gpu_check.py --carry .gpu_carry --only adapt --budget-s 600 \
-        --adapt-stages benchmarks/results/gpu_stages_plateau.json --keep-work $OUT/gpu_check
+        --adapt-stages benchmarks/results/plateau_curves/gpu_stages_plateau.json --keep-work $OUT/gpu_check
     python benchmarks/plateau_curves.py collect NAME --run-dir <logs.tar.gz>/gpu_check/plateau/NAME \
         --command-file ...   # then --merge
 
 Threads: one (``OMP_NUM_THREADS=1``), so another job can use the second core. Precision: fp32 on
 this machine: its CPU (AMD EPYC, AVX2, no AVX512-BF16 or AMX) ran a bf16 step 15x slower than
-fp32 (``results/plateau_precision_probe.log``).
+fp32 (``results/plateau_curves/plateau_precision_probe.log``).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+RESULTS = HERE / "results" / "plateau_curves"
 THRESHOLDS = (0.20, 0.35)  # masked-token accuracy: leaving the plateau, and the phase-1 gate
 GATE_MINUTES = 150  # phase 1: one run of at most 2.5 hours on this machine
 
@@ -250,7 +250,7 @@ def gpu_carry(carry: Path, work: Path) -> None:
     """Add ``<carry>/data/plateau/`` to a folder made by ``gpu_check.py --prepare``: the whole
     ``corpus/train.txt`` gzipped (about 6 MB), ``corpus/valid.txt`` and the GPU stages'
     vocabularies (built here by ``run``, so the GPU curve uses the same WordPiece vocabulary),
-    and write ``results/gpu_stages_plateau.json``."""
+    and write ``results/plateau_curves/gpu_stages_plateau.json``."""
     import gzip
     import shutil
 
@@ -339,7 +339,7 @@ def read_load(path: Path | None) -> list[list[float]]:
 
 def write_result(name: str, run_dir: Path, load: list[list[float]], command: list[str],
                  stopped: str | None) -> Path:
-    """Write ``results/plateau_<name>.json`` from a run directory; returns its path."""
+    """Write ``results/plateau_curves/plateau_<name>.json`` from a run directory; returns its path."""
     points, results = curve(run_dir, load)
     summary = {
         "name": name, "settings": CONFIGS.get(name), "command": shlex.join(command),
@@ -354,7 +354,7 @@ def write_result(name: str, run_dir: Path, load: list[list[float]], command: lis
                   "max": max((s[1] for s in load), default=None),
                   "samples": len(load)},
     }
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"plateau_{name}.json"
     out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out}")
@@ -469,7 +469,7 @@ def _minutes(seconds: float | None) -> str:
 
 
 def merge() -> Path:
-    """The "tokens to leave the plateau" table of every ``results/plateau_*.json``."""
+    """The "tokens to leave the plateau" table of every ``results/plateau_curves/plateau_*.json``."""
     rows = []
     for path in sorted(RESULTS.glob("plateau_*.json")):
         r = json.loads(path.read_text())
@@ -523,7 +523,7 @@ def main() -> None:
     ap.add_argument("--stopped", help="collect: how the run was stopped, if it was")
     ap.add_argument("--command-file", type=Path, help="collect: the command line the run was "
                                                       "started with (default: the configuration's)")
-    ap.add_argument("--merge", action="store_true", help="build results/plateau_curves.md")
+    ap.add_argument("--merge", action="store_true", help="build results/plateau_curves/plateau_curves.md")
     ap.add_argument("--carry", type=Path, default=Path(".gpu_carry"),
                     help="gpu-carry: the folder gpu_check.py --prepare made")
     args = ap.parse_args()

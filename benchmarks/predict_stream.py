@@ -20,7 +20,7 @@ Two parts:
 
 Usage (BC5CDR model from ``bertkit finetune ner --data bc5cdr -o runs/bc5cdr``):
     python benchmarks/predict_stream.py scale --model runs/bc5cdr --sizes 10000,1000000 \\
-        --work /tmp/predict-scale --json benchmarks/results/predict_stream_scale.json
+        --work /tmp/predict-scale --json benchmarks/results/predict_stream/predict_stream_scale.json
     python benchmarks/predict_stream.py speed --model runs/bc5cdr --repeat 5 --batch-tokens 4096
     python benchmarks/predict_stream.py scale --model runs/bc5cdr --dry-run
 """

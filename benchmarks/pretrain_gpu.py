@@ -27,7 +27,7 @@ model FLOPs per second over the GPU's dense bf16 peak (``--peak-tflops``; known:
 A100 312, L40S 362, L4 121, A10 125). The stock side's full-vocabulary projection at unmasked
 positions is work it does but not useful work, so it lowers its MFU.
 
-    python benchmarks/pretrain_gpu.py [--compile] [--steps 20] [--json benchmarks/results/pretrain_gpu.json]
+    python benchmarks/pretrain_gpu.py [--compile] [--steps 20] [--json benchmarks/results/gpu/pretrain_gpu.json]
     python benchmarks/pretrain_gpu.py --dry-run     # CPU check of the script: tiny model, 2 steps
 """
 

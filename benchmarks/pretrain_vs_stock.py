@@ -19,7 +19,7 @@ figures are medians over ``--steps`` steps with min-max: seconds per step, real 
 tokens per second, and the milliseconds spent getting the batch. The load average is recorded
 before and after, as the machine may be shared.
 
-    python benchmarks/pretrain_vs_stock.py --steps 20 --batch-size 8 --json benchmarks/results/pretrain_vs_stock.json
+    python benchmarks/pretrain_vs_stock.py --steps 20 --batch-size 8 --json benchmarks/results/pretrain_vs_stock/pretrain_vs_stock.json
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def main() -> None:
     ap.add_argument("--log", type=Path, default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    log = logger(args.log or Path(f"benchmarks/results/profile_step_{args.threads}thread.log"))
+    log = logger(args.log or Path(f"benchmarks/results/cpu_peak/profile_step_{args.threads}thread.log"))
     from bertkit.encoders import quiet_transformers
 
     quiet_transformers()

@@ -5,7 +5,7 @@ A span decoder never proposes an answer longer than its cap (:mod:`bertkit.tasks
 a question whose every gold answer is longer scores 0 exact match whatever the model learns. The
 cap of ``recipes/finetune/covid-qa.yaml`` is chosen from the train and dev rows only.
 
-    python benchmarks/qa_answer_lengths.py --data covid-qa > benchmarks/results/qa_answer_lengths_covid-qa.log
+    python benchmarks/qa_answer_lengths.py --data covid-qa > benchmarks/results/qa_vs_stock/qa_answer_lengths_covid-qa.log
 
 Counts only (tokenisation, no model run): seconds on a CPU.
 """

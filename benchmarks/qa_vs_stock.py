@@ -55,7 +55,7 @@ Usage:
     BERTKIT_DATA=../shared/data python benchmarks/qa_vs_stock.py --data squad \\
         [--max-train-samples 2000 --max-eval-samples 500 --epochs 1 --batch-size 12 \\
          --lr 2e-4 --seeds 1,2,3 --dynamic-seeds 1 --threads 1] [--json OUT] \\
-        [--name LOG]   # printed lines also go to benchmarks/results/<LOG>.log
+        [--name LOG]   # printed lines also go to benchmarks/results/qa_vs_stock/<LOG>.log
     ... --lr-grid 5e-5,1e-4,2e-4 --seeds 1   # bertkit only, scored on dev: the lr check
     ... --seeds 2 --json S2.json; ... --merge S1.json S2.json S3.json --json ALL.json
                                              # seeds run as stages, summarised together
@@ -78,7 +78,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "qa_vs_stock"
 
 from _interleave import (load1, logger, read_same_settings, read_split, shared_note,  # noqa: E402
                          side_order, spread)

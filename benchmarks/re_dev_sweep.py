@@ -59,7 +59,7 @@ def main() -> None:
     ap.add_argument("--max-train", type=int, default=None, help="first N training pairs only")
     ap.add_argument("--max-dev", type=int, default=None, help="first N dev pairs only")
     ap.add_argument("--name", default="re_dev_sweep",
-                    help="log benchmarks/results/<name>.log (an absolute path goes there)")
+                    help="log benchmarks/results/re_vs_stock/<name>.log (an absolute path goes there)")
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
                     help="rank the points of these --json files together (no training)")

@@ -23,7 +23,7 @@ Sides (``--sides``, any subset; the ``-tuned`` ones only with their learning rat
   stock-tuned    stock at its own dev-tuned learning rate ``--stock-tuned-lr``.
   stock-grouped-tuned  stock-grouped at ``--stock-tuned-lr`` (the sweep can tune it on
                  stock-grouped, which trains 2.4x faster than random batches and scored the
-                 same at 5e-5: ``results/re_vs_stock_interleaved.log``).
+                 same at 5e-5: ``results/re_vs_stock/re_vs_stock_interleaved.log``).
   bertkit-tuned  bertkit at its own dev-tuned learning rate ``--bertkit-tuned-lr``.
                  Choose both on dev only with ``benchmarks/re_dev_sweep.py`` (test never printed).
 
@@ -39,19 +39,19 @@ ratio of the medians. Training throughput: training pairs per second of training
 its per-epoch training records, dev evaluation excluded; the Trainer's ``train()`` wall time for
 stock). ChemProt has no negative label: micro-F1 = accuracy.
 
-The log goes to ``benchmarks/results/<--name>.log`` (an absolute ``--name`` path goes there);
+The log goes to ``benchmarks/results/re_vs_stock/<--name>.log`` (an absolute ``--name`` path goes there);
 a run below the full budget is labelled REDUCED.
 
 Usage (full budget):
     BERTKIT_DATA=../shared/data python benchmarks/re_vs_stock.py --threads 1 \\
-        --stock-tuned-lr LR --bertkit-tuned-lr LR --json benchmarks/results/re_vs_stock.json
+        --stock-tuned-lr LR --bertkit-tuned-lr LR --json benchmarks/results/re_vs_stock/re_vs_stock.json
 The full budget takes hours (one stock run of 3 epochs is about 42 minutes of training on one
 thread here, 17 with length-grouped batches, bertkit's about 18:
-results/re_vs_stock_interleaved.log): run one seed per process (side by side on two cores, or in
+results/re_vs_stock/re_vs_stock_interleaved.log): run one seed per process (side by side on two cores, or in
 several sessions), each with its own ``--json``, then print the summary over all of them:
     ... re_vs_stock.py --threads 1 --seeds 1 --name re_vs_stock_seed1 \
-        --json benchmarks/results/re_vs_stock_seed1.json      # likewise seeds 2 and 3
-    ... re_vs_stock.py --merge benchmarks/results/re_vs_stock_seed{1,2,3}.json
+        --json benchmarks/results/re_vs_stock/re_vs_stock_seed1.json      # likewise seeds 2 and 3
+    ... re_vs_stock.py --merge benchmarks/results/re_vs_stock/re_vs_stock_seed{1,2,3}.json
 Each seed's sides still alternate within its own run; the merge refuses files run with other
 settings or repeating a seed of a side, and leaves out (saying so) a side that lacks a seed. The
 ``--json`` file is rewritten after every run, so a run cut off part-way keeps what it finished.
@@ -86,7 +86,7 @@ from bertkit.metrics.re import relation_scores  # noqa: E402
 from bertkit.tasks.re import REConfig, finetune_re  # noqa: E402
 from bertkit.tasks.re.data import LAYOUT  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "re_vs_stock"
 SIDES = ("stock", "stock-grouped", "bertkit", "stock-tuned", "stock-grouped-tuned", "bertkit-tuned")
 FULL = {"epochs": 3, "batch_size": 32, "max_train": None, "max_dev": None, "max_test": None}
 BERTKIT_RECIPE = {"warmup": 0.1, "weight_decay": 0.01, "max_grad_norm": 1.0}  # + lr, epochs
@@ -277,7 +277,7 @@ def main() -> None:
     ap.add_argument("--max-dev", type=int, default=None, help="first N dev pairs only")
     ap.add_argument("--max-test", type=int, default=None, help="first N test pairs only")
     ap.add_argument("--name", default="re_vs_stock",
-                    help="log benchmarks/results/<name>.log (an absolute path goes there)")
+                    help="log benchmarks/results/re_vs_stock/<name>.log (an absolute path goes there)")
     ap.add_argument("--json", type=Path, default=None, help="also write all figures here")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
                     help="only summarise the --json files of earlier runs with the same settings "

@@ -38,7 +38,7 @@ dependency whose heavy output is gone from ``--work`` (/tmp may be wiped between
 encoder is rebuilt deterministically from its settings and seed). A pretraining stopped at
 ``--max-minutes`` (SIGTERM: bertkit checkpoints and stops) continues with ``--resume`` on the
 next ``run``. Each stage writes ``results/reproduce/<stage>.json`` (metrics only, never weights)
-with the command lines and the machine's load; ``merge`` writes ``results/reproduce.md``: the
+with the command lines and the machine's load; ``merge`` writes ``results/reproduce/reproduce.md``: the
 encoders x tasks table (mean and sd over seeds 1, 2, 3), the intrinsic MLM table and the verdict
 of each of the issue's goals ("met", "not met" or "not measured yet").
 
@@ -73,7 +73,7 @@ from plateau_curves import CONFIGS, CORPUS_FILES, _flags, crossing, curve  # noq
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "reproduce"
-MERGED = HERE / "results" / "reproduce.md"
+MERGED = RESULTS / "reproduce.md"
 # The pretraining recipe, in two phases like BERT's own (Devlin et al. 2019, §A.2: 90% of the
 # steps at 128 positions, then 512). Phase A (the "-seq64" stage): plateau_curves configuration
 # l, sequences of 64 (the phase-1b run that took G off the plateau), for SHORT_TOKENS of the
@@ -753,11 +753,10 @@ def _recipe_lr(items: list[str]) -> dict[str, float]:
 
 
 def use_results(results: Path) -> None:
-    """Read and write stage results in ``results`` (the merged table beside them: the committed
-    ``results/reproduce.md`` for the default, else ``results/reproduce.md``)."""
+    """Read and write stage results in ``results`` (the merged table in the same folder:
+    ``results/reproduce/reproduce.md`` for the default, else ``<results>/reproduce.md``)."""
     global RESULTS, MERGED
-    if results.resolve() != (HERE / "results" / "reproduce").resolve():
-        RESULTS, MERGED = results, results / "reproduce.md"
+    RESULTS, MERGED = results, results / "reproduce.md"
 
 
 def main() -> None:

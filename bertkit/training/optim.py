@@ -59,7 +59,7 @@ def build_optimizer(model: nn.Module, lr: float, weight_decay: float,
 
     On a CPU the fused kernel updates each tensor in one pass instead of a dozen element-wise
     operators per tensor (the default for-loop implementation): a MiniLM NER training step on
-    one thread took 0.89x the CPU time (benchmarks/results/profile_step_1thread.log); the updates
+    one thread took 0.89x the CPU time (benchmarks/results/cpu_peak/profile_step_1thread.log); the updates
     agree to rounding (tests/training/test_loop.py).
     """
     fused = device.type in ("cuda", "cpu") and not sharded

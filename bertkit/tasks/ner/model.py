@@ -10,7 +10,7 @@ the CRF's transitions carry the ``B-``/``I-`` distinction and the emissions alon
 ``B-`` (issue 18). The price, on 400 BC5CDR training sentences with MiniLM: bertkit's own F1
 45.19 with the term vs 65.83 without after 2 epochs, 71.92 vs 73.79 after 4, for entity
 agreement between the pipeline and bertkit of 96.83 vs 46.76 and 95.08 vs 79.28
-(``benchmarks/results/ner_crf_token_loss.log``). ``TOKEN_LOSS_WEIGHT`` sets the term's weight.
+(``benchmarks/results/ner_vs_stock/ner_crf_token_loss.log``). ``TOKEN_LOSS_WEIGHT`` sets the term's weight.
 Decoding in bertkit is constrained Viterbi over word-level scores, so every output is valid IOB2
 (with a CRF: its learned transitions; without: log-softmax scores and the IOB2 constraints only).
 """

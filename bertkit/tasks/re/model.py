@@ -13,7 +13,7 @@ Saved forms:
   ~1e-6 relative) while loading with ``AutoModelForSequenceClassification.from_pretrained(path)``
   and ``pipeline("text-classification", model=path)``: no remote code, no bertkit. Training the
   standard class directly (through the checkpoint's pooler) scored 21.5 dev micro-F1 points lower
-  on a short ChemProt run with the packaged MiniLM (``benchmarks/results/re_cls_export.log``).
+  on a short ChemProt run with the packaged MiniLM (``benchmarks/results/re_vs_stock/re_cls_export.log``).
   Another architecture with ``cls`` pooling trains its own ``*ForSequenceClassification``
   directly.
 * ``entity-start``: the custom class, which no standard class computes; its ``model/`` carries
