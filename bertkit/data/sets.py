@@ -157,7 +157,8 @@ for _name, _desc, _license in [
     ("covid-qa", "COVID-QA (Moller et al., 2020): questions over whole scientific papers",
      "apache-2.0"),
 ]:
-    register(DatasetEntry("qa", _name, "", _desc, license=_license))
+    register(DatasetEntry("qa", _name, "", _desc, license=_license,
+                          recipe="squad-qa-minilm" if _name == "squad" else ""))
 
 
 # coreference: coref/<name>/{train,dev,test}/*.conll (CoNLL-2012, one document a file) under

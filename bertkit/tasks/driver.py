@@ -21,6 +21,7 @@ as SciBERT reports the mean over seeds (Beltagy et al. 2019, §4).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from fractions import Fraction
@@ -200,6 +201,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     from bertkit.training import train
     from bertkit.training.devices import is_main_process, make_runtime, rank, seed_everything
     from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
+    from bertkit.training.tracking import start_tracking
 
     cfg.data = canonical_data(cfg.data)
     model_name = resolve_model_source(cfg.model or default_model())
@@ -228,34 +230,40 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
             console.print(f"note: {data.note}", highlight=False, markup=False)
         if prepared.summary:
             console.print(prepared.summary, highlight=False, markup=False)
-    result = train(prepared.model, prepared.batches, cfg, runtime, run_dir,
-                   evaluate=prepared.evaluate,
-                   select_metric=prepared.select_metric or task.select_metric,
-                   console=console if main else None,
-                   score_scale=score_scale(task, prepared.select_metric or task.select_metric))
-    if not main:
-        return {"task": task.name, "rank": rank(), "steps": result.steps}
-    chosen = prepared.choose(prepared.model)  # decisions on dev: not in predict_seconds
-    start = time.perf_counter()  # forward passes and decoding (as Trainer.predict)
-    scored = prepared.test(prepared.model, console)
-    predict_seconds = time.perf_counter() - start
-    with atomic_path(run_dir / "model") as tmp:
-        prepared.save(prepared.model, tmp)
-    n_train = len(data.splits["train"])
-    results = {
-        "task": task.name, "data": cfg.data, "model": model_name,
-        "best_epoch": result.best_epoch, "dev": result.best_record, "test": scored.metrics,
-        "train_seconds": result.train_seconds,
-        f"train_{task.unit}_per_second": cfg.examples_trained(n_train, result.steps)
-        / max(result.train_seconds, 1e-9),
-        "predict_seconds": predict_seconds, "steps": result.steps,
-        "select_metric": prepared.select_metric or task.select_metric,
-        **data.info, **prepared.results, **({"chosen_on_dev": chosen} if chosen else {}),
-    }
-    write_json(run_dir / "results.json", results)
-    write_model_card(run_dir / "model", results, task.card, cfg)  # model/README.md
-    scored.write(run_dir)  # predictions and plots last: the model and results are kept already
-    return results
+    tracker = start_tracking(cfg, run_dir, settings, f"finetune {task.name}",
+                                        console) if main else None
+    with tracker or contextlib.nullcontext():  # an error ends the MLflow run as failed
+        result = train(prepared.model, prepared.batches, cfg, runtime, run_dir,
+                       evaluate=prepared.evaluate,
+                       select_metric=prepared.select_metric or task.select_metric,
+                       console=console if main else None,
+                       score_scale=score_scale(task, prepared.select_metric or task.select_metric),
+                       tracker=tracker)
+        if not main:
+            return {"task": task.name, "rank": rank(), "steps": result.steps}
+        chosen = prepared.choose(prepared.model)  # decisions on dev: not in predict_seconds
+        start = time.perf_counter()  # forward passes and decoding (as Trainer.predict)
+        scored = prepared.test(prepared.model, console)
+        predict_seconds = time.perf_counter() - start
+        with atomic_path(run_dir / "model") as tmp:
+            prepared.save(prepared.model, tmp)
+        n_train = len(data.splits["train"])
+        results = {
+            "task": task.name, "data": cfg.data, "model": model_name,
+            "best_epoch": result.best_epoch, "dev": result.best_record, "test": scored.metrics,
+            "train_seconds": result.train_seconds,
+            f"train_{task.unit}_per_second": cfg.examples_trained(n_train, result.steps)
+            / max(result.train_seconds, 1e-9),
+            "predict_seconds": predict_seconds, "steps": result.steps,
+            "select_metric": prepared.select_metric or task.select_metric,
+            **data.info, **prepared.results, **({"chosen_on_dev": chosen} if chosen else {}),
+        }
+        write_json(run_dir / "results.json", results)
+        write_model_card(run_dir / "model", results, task.card, cfg)  # model/README.md
+        scored.write(run_dir)  # predictions and plots last: the model and results are kept already
+        if tracker is not None:  # --report-to mlflow: results, curves and model card
+            tracker.finish(run_dir, results)
+        return results
 
 
 def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:

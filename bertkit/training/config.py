@@ -11,7 +11,7 @@ from bertkit.options import option
 from bertkit.training.devices import PRECISIONS
 
 
-REPORT_TO = ("none", "tensorboard")
+REPORT_TO = ("none", "tensorboard", "mlflow")
 """Where ``--report-to`` sends metrics besides ``metrics.jsonl``."""
 SCHEDULES = ("linear", "constant", "cosine")
 """``--lr-schedule`` after the warm-up (:func:`bertkit.training.optim.decay`)."""
@@ -47,7 +47,8 @@ class TrainConfig:
             0: after each epoch.
         skip_nonfinite: skip up to this many batches whose loss is not finite (each reported
             with its source lines); 0: the first one stops the run.
-        report_to: ``none`` or ``tensorboard`` (event files in the run directory's ``tensorboard/``).
+        report_to: ``none``, ``tensorboard`` (event files in the run directory's ``tensorboard/``)
+            or ``mlflow`` (an MLflow run through MLflow's client: :mod:`bertkit.training.tracking`).
         fsdp: in a multi-process run, shard parameters, gradients and optimiser state (FSDP2,
             see :mod:`bertkit.training.fsdp`) instead of keeping DDP replicas; ignored by one
             process.
@@ -82,9 +83,10 @@ class TrainConfig:
                              "after each epoch).")
     skip_nonfinite: int = option(0, min=0, help="Skip up to N batches with a non-finite loss "
                                  "(each reported with its source lines) instead of stopping.")
-    report_to: str = option("none", choices=REPORT_TO, help=f"{REPORT_TO[0]}, or "
-                            f"{' or '.join(REPORT_TO[1:])} (event files in the run directory's "
-                            "tensorboard/ folder).")
+    report_to: str = option("none", choices=REPORT_TO, help="none, tensorboard (event files in "
+                            "the run directory's tensorboard/ folder) or mlflow (MLflow's client: "
+                            "settings, metrics, curves and model card in $MLFLOW_TRACKING_URI, "
+                            "else ./mlruns; needs bertkit[mlflow]).")
     fsdp: bool = option(False, flags=("--fsdp/--no-fsdp",), help="Under torchrun/accelerate: "
                         "shard parameters, gradients and optimiser state over the processes "
                         "(FSDP2) instead of DDP replicas.")
@@ -110,6 +112,10 @@ class TrainConfig:
             if importlib.util.find_spec("tensorboard") is None:
                 raise BertkitError("--report-to tensorboard needs the tensorboard package",
                                    expected="`pip install tensorboard` (or bertkit[tensorboard])")
+        if self.report_to == "mlflow":
+            from bertkit.training.tracking import require_mlflow
+
+            require_mlflow()
 
     def check_ranges(self) -> None:
         """Check the loop settings' ranges (what :func:`~bertkit.training.loop.train` needs).

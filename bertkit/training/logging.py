@@ -22,15 +22,23 @@ class MetricsLog:
         keep_until_step: on resume, drop records after this optimiser step (they are redone).
         tensorboard: also write each numeric field as a TensorBoard scalar (``train/loss``,
             ``dev/f1``, ...) to event files in ``path``'s folder.
+        mlflow: also log each record with a step to this MLflow run
+            (:class:`~bertkit.training.tracking.MlflowRun`, same names as TensorBoard's).
+        own: that run when the log opened it (:func:`open_metrics_log`): an error leaving
+            the ``with`` block ends it failed, :meth:`finish_tracking` ends it finished.
+
+    As a context manager it closes on exit.
 
     Raises:
         BertkitError: ``tensorboard`` asked for but the ``tensorboard`` package is missing.
     """
 
     def __init__(self, path: Path | None, keep_until_step: int | None = None,
-                 tensorboard: bool = False) -> None:
+                 tensorboard: bool = False, mlflow: Any = None, own: Any = None) -> None:
         self.path = path
         self._writer = None
+        self._mlflow = mlflow if path is not None else None
+        self._own = own
         if tensorboard and path is not None:
             try:
                 from torch.utils.tensorboard import SummaryWriter
@@ -61,6 +69,22 @@ class MetricsLog:
                         "step", "epoch", "time_s"):
                     self._writer.add_scalar(f"{group}/{key}", value, record["step"])
             self._writer.flush()
+        if self._mlflow is not None:
+            self._mlflow.log_record(record)
+
+    def __enter__(self) -> MetricsLog:
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        self.close()
+        if exc is not None and self._own is not None:
+            self._own.__exit__(kind, exc, tb)  # FAILED, or KILLED for a stopped run
+        return False
+
+    def finish_tracking(self, run_dir: Path) -> None:
+        """End the MLflow run this log opened (with ``curves.png``); nothing otherwise."""
+        if self._own is not None:
+            self._own.finish(run_dir)
 
     def close(self) -> None:
         if self._writer is not None:
@@ -69,6 +93,34 @@ class MetricsLog:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+
+def open_metrics_log(cfg: Any, out: Any, keep_until_step: int | None, tracker: Any = None,
+                     console: Console | None = None) -> MetricsLog:
+    """The run's :class:`MetricsLog` (``metrics.jsonl``; a log to nowhere off the main process)
+    with TensorBoard or MLflow as ``cfg.report_to`` says.
+
+    Args:
+        cfg: the run's settings (a :class:`~bertkit.training.config.TrainConfig`).
+        out: the run's :class:`~bertkit.training.rundir.RunWriter`.
+        keep_until_step: on resume, the checkpoint's step (later records are dropped).
+        tracker: the caller's open :class:`~bertkit.training.tracking.MlflowRun`; None with
+            ``report_to == "mlflow"``: the log opens one itself (``cfg`` as its parameters,
+            tag ``bertkit.command: train``), ended by :meth:`MetricsLog.finish_tracking`.
+
+    Raises:
+        BertkitError: a missing tensorboard or mlflow package, an unreachable MLflow store.
+    """
+    if not out.main:
+        return MetricsLog(None)
+    own = None
+    if cfg.report_to == "mlflow" and tracker is None:  # train() called alone
+        from bertkit.config import to_dict
+        from bertkit.training.tracking import start_tracking
+
+        tracker = own = start_tracking(cfg, out.root, to_dict(cfg), "train", console)
+    return MetricsLog(out.path("metrics.jsonl"), keep_until_step,
+                      tensorboard=cfg.report_to == "tensorboard", mlflow=tracker, own=own)
 
 
 def make_progress(console: Console | None = None, disable: bool = False) -> Progress:

@@ -2,13 +2,11 @@
 
 It knows no task: it receives a model whose ``forward(**batch)`` returns a dict with a scalar
 ``"loss"`` (and optionally loss components ``*_loss``, logged separately), a :class:`BatchSource`
-and, optionally, an evaluation function run after each epoch or every N steps. Training runs for
-a number of epochs or, with ``max_steps``, a number of optimiser steps.
-Features: AdamW with linear warm-up/decay, gradient accumulation and clipping, bf16/fp16 autocast,
-checkpoints every N steps and at each epoch end (atomic), exact resume (weights, optimiser,
-scheduler, RNG, data position), best-epoch selection on dev, metrics.jsonl and a rich progress bar;
-DDP or FSDP across processes (:mod:`~bertkit.training.distributed`,
-:mod:`~bertkit.training.fsdp`), SIGINT/SIGTERM checkpoint-and-exit, non-finite loss handling.
+and, optionally, an evaluation function run after each epoch or every N steps; it trains for a
+number of epochs or, with ``max_steps``, optimiser steps. AdamW with linear warm-up/decay,
+accumulation, clipping, bf16/fp16 autocast, atomic checkpoints, exact resume (weights, optimiser,
+schedule, RNG, data position), best-epoch selection, metrics.jsonl (and TensorBoard or MLflow),
+a progress bar, DDP or FSDP, SIGINT/SIGTERM checkpoint-and-exit, non-finite loss handling.
 
 :func:`train` is the algorithm (as nanoGPT's ``train.py`` and torchtune's recipes: the loop
 visible at a glance); each step it takes is a plain function below, tested on its own:
@@ -22,7 +20,6 @@ visible at a glance); each step it takes is a plain function below, tested on it
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -38,7 +35,7 @@ from bertkit.training.devices import Runtime, seed_everything
 from bertkit.training.distributed import (barrier, broadcast_flag, init_distributed,
                                           is_distributed, reduce_batch, shard_batch, wrap_model)
 from bertkit.training.fsdp import load_full_state, shard_model
-from bertkit.training.logging import MetricsLog, PlainProgress, make_progress
+from bertkit.training.logging import PlainProgress, make_progress, open_metrics_log
 from bertkit.training.optim import (build_optimizer, build_scheduler, load_optimizer_state,
                                     warmup_steps)
 from bertkit.training.report import _draw_curves, _where, describe_eval, torch_world_size
@@ -58,6 +55,7 @@ def train(
     select_metric: str | None = "f1",
     console: Console | None = None,
     score_scale: float = 100.0,
+    tracker: Any = None,
 ) -> TrainResult:
     """Train ``model`` on ``data`` for ``cfg.epochs`` epochs (or ``cfg.max_steps`` steps).
 
@@ -77,6 +75,8 @@ def train(
             line every 30 s (:class:`PlainProgress`).
         score_scale: dev scores are printed as ``score_scale * value`` with two decimals:
             100 for scores in [0, 1], 1 for scores already in points (SQuAD's EM/F1).
+        tracker: the caller's open MLflow run (``--report-to mlflow``), which gets every record
+            of ``metrics.jsonl``; None: see :func:`~bertkit.training.logging.open_metrics_log`.
 
     Returns:
         a :class:`TrainResult`. On return, the model holds the best (or last) weights.
@@ -93,14 +93,13 @@ def train(
     if parts.out.main:  # after a resume's checkpoint is found: a failed resume records nothing
         write_run_environment(parts.out.path("environment.json"), runtime, cfg.seed,
                               torch_world_size(), cfg.resume)
-    parts.log = MetricsLog(parts.out.path("metrics.jsonl") if parts.out.main else None,
-                           keep_until_step=state.step if cfg.resume else None,
-                           tensorboard=cfg.report_to == "tensorboard")
+    parts.log = open_metrics_log(cfg, parts.out, state.step if cfg.resume else None, tracker,
+                                 console)  # metrics.jsonl, and TensorBoard or MLflow
     accum, stop_seen = cfg.gradient_accumulation, False
     progress = make_progress(console, disable=not parts.out.main)
     plain = PlainProgress(console if parts.out.main else None, parts.total_steps, parts.n_epochs,
                           start_step=state.step)  # into a file: a line every 30 s
-    with contextlib.closing(parts.log), progress, StopRequest() as stop:
+    with parts.log, progress, StopRequest() as stop:
         bar = progress.add_task("train", total=parts.total_steps, completed=state.step, rate="")
         for epoch in range(state.epoch, parts.n_epochs):
             if state.step >= parts.total_steps:
@@ -342,6 +341,7 @@ def finish(parts: Parts, state: TrainState, keep_best: bool) -> TrainResult:
     if parts.out.main:
         parts.model.to(parts.runtime.device)
         _draw_curves(parts.out.root, parts.console)
+        parts.log.finish_tracking(parts.out.root)  # an MLflow run the loop opened itself
         if keep_best and best.is_file():
             parts.model.load_state_dict(torch.load(best, map_location=parts.runtime.device,
                                                    weights_only=True))

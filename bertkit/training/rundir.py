@@ -105,7 +105,8 @@ RUN_MARKERS = ("results.json", "metrics.jsonl", "checkpoints", "model")
 is a run that failed while starting (bad data, a model that did not load): it may be reused."""
 
 RUN_FILES = ("config.yaml", "environment.json", "results.json", "metrics.jsonl", "checkpoints",
-             "model", "tensorboard", "curves.png", "test_predictions.*", "test_confusion.*")
+             "model", "tensorboard", "mlflow.json", "curves.png", "test_predictions.*",
+             "test_confusion.*")
 """What a run writes in its directory: ``--overwrite`` removes these (and nothing else) first, so
 the new run never mixes with the old one's checkpoints, metrics or results."""
 

@@ -8,6 +8,7 @@ optionally BERT's next-sentence prediction (``nsp``) on sentence pairs.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import torch
@@ -31,6 +32,7 @@ from bertkit.training.devices import is_main_process, rank
 from bertkit.training.distributed import main_process_first
 from bertkit.training.prefetch import Prefetcher
 from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
+from bertkit.training.tracking import start_tracking
 
 
 PSEUDO_DOCUMENT_SENTENCES = 64  # sentences per pseudo-document of a one-document corpus (NSP)
@@ -185,42 +187,46 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     batches = pairs or PretrainBatches(sequences, cfg.batch_size, masker, cfg.seed, sbo=cfg.use_sbo)
     if cfg.prefetch:  # read and mask ahead of the step; same batches, same order
         batches = Prefetcher(batches, cfg.prefetch)
-    result = train(model, batches, cfg, runtime, run_dir, evaluate=evaluate if valid else None,
-                   select_metric=None, console=console)
-    if not main:
-        return {"task": "pretrain", "rank": rank(), "steps": result.steps}
-    last = result.last_train or {}
-    tokens = result.steps * cfg.batch_size * cfg.gradient_accumulation * cfg.max_seq_length
-    meta = {"masking": cfg.masking, "max_seq_length": cfg.max_seq_length, "steps": result.steps,
-            "base_model": cfg.model, "config": cfg.config, "vocab": cfg.vocab,
-            "corpus": cfg.corpus,  # provenance: the contamination check reads it
-            "sbo_weight": cfg.sbo_weight if cfg.use_sbo else None, "nsp": cfg.nsp,
-            "short_seq_prob": cfg.short_seq_prob if cfg.nsp else None}
-    with atomic_path(run_dir / "model") as tmp:
-        model.save(tmp, tokenizer, meta)
-    results = {
-        "task": "pretrain", "corpus": cfg.corpus, "model": cfg.model, "config": cfg.config,
-        "vocab": cfg.vocab, "masking": cfg.masking, "sbo": cfg.use_sbo, "nsp": cfg.nsp,
-        "steps": result.steps, "dropout": cfg.dropout, "max_tokens": cfg.max_tokens,
-        "train_tokens": result.train_tokens,
-        "train": {k: last[k] for k in ("loss", "mlm_loss", "sbo_loss", "nsp_loss") if k in last},
-        "valid": result.history[-1] if result.history else None,
-        "valid_initial": initial,
-        "corpus_tokens": int(len(stream.ids)),
-        "skipped_lines": {"corpus": stream.skipped_lines,
-                          "valid": vstream.skipped_lines if cfg.valid else 0},
-        "sequences": n_pairs if pairs else len(sequences), "documents": n_documents,
-        "pseudo_documents": pseudo, "nsp_lines_cut": lines_cut,
-        "new_mlm_head": info["new_mlm_head"], "parameters": info["parameters"],
-        "train_seconds": result.train_seconds,
-        "data_wait_share": (batches.total_wait / max(batches.total_step, 1e-12)
-                            if isinstance(batches, Prefetcher) and batches.total_step else None),
-        "tokens_per_second": tokens / max(result.train_seconds, 1e-9),
-        "device": str(runtime.device), "precision": runtime.precision,
-        "torch_threads": torch.get_num_threads(),
-    }
-    write_json(run_dir / "results.json", results)
-    from bertkit.modelcard import write_model_card
+    tracker = start_tracking(cfg, run_dir, settings, "pretrain", console) if main else None
+    with tracker or contextlib.nullcontext():  # an error ends the MLflow run as failed
+        result = train(model, batches, cfg, runtime, run_dir, evaluate=evaluate if valid else None,
+                       select_metric=None, console=console, tracker=tracker)
+        if not main:
+            return {"task": "pretrain", "rank": rank(), "steps": result.steps}
+        last = result.last_train or {}
+        tokens = result.steps * cfg.batch_size * cfg.gradient_accumulation * cfg.max_seq_length
+        meta = {"masking": cfg.masking, "max_seq_length": cfg.max_seq_length, "steps": result.steps,
+                "base_model": cfg.model, "config": cfg.config, "vocab": cfg.vocab,
+                "corpus": cfg.corpus,  # provenance: the contamination check reads it
+                "sbo_weight": cfg.sbo_weight if cfg.use_sbo else None, "nsp": cfg.nsp,
+                "short_seq_prob": cfg.short_seq_prob if cfg.nsp else None}
+        with atomic_path(run_dir / "model") as tmp:
+            model.save(tmp, tokenizer, meta)
+        results = {
+            "task": "pretrain", "corpus": cfg.corpus, "model": cfg.model, "config": cfg.config,
+            "vocab": cfg.vocab, "masking": cfg.masking, "sbo": cfg.use_sbo, "nsp": cfg.nsp,
+            "steps": result.steps, "dropout": cfg.dropout, "max_tokens": cfg.max_tokens,
+            "train_tokens": result.train_tokens,
+            "train": {k: last[k] for k in ("loss", "mlm_loss", "sbo_loss", "nsp_loss") if k in last},
+            "valid": result.history[-1] if result.history else None,
+            "valid_initial": initial,
+            "corpus_tokens": int(len(stream.ids)),
+            "skipped_lines": {"corpus": stream.skipped_lines,
+                              "valid": vstream.skipped_lines if cfg.valid else 0},
+            "sequences": n_pairs if pairs else len(sequences), "documents": n_documents,
+            "pseudo_documents": pseudo, "nsp_lines_cut": lines_cut,
+            "new_mlm_head": info["new_mlm_head"], "parameters": info["parameters"],
+            "train_seconds": result.train_seconds,
+            "data_wait_share": (batches.total_wait / max(batches.total_step, 1e-12)
+                                if isinstance(batches, Prefetcher) and batches.total_step else None),
+            "tokens_per_second": tokens / max(result.train_seconds, 1e-9),
+            "device": str(runtime.device), "precision": runtime.precision,
+            "torch_threads": torch.get_num_threads(),
+        }
+        write_json(run_dir / "results.json", results)
+        from bertkit.modelcard import write_model_card
 
-    write_model_card(run_dir / "model", results, CARD, cfg)  # model/README.md
-    return results
+        write_model_card(run_dir / "model", results, CARD, cfg)  # model/README.md
+        if tracker is not None:  # --report-to mlflow: results, curves and model card
+            tracker.finish(run_dir, results)
+        return results
