@@ -13,9 +13,9 @@
 Where: ``$MLFLOW_TRACKING_URI`` when set (a server, ``sqlite:///...``, a ``file:`` folder),
 else a local file store ``mlruns/`` in the current working directory (MLflow's classic default:
 every run started from one folder lands in one store, so ``mlflow ui`` there compares them).
-MLflow 3 keeps that file store in maintenance mode and refuses it unless
-``MLFLOW_ALLOW_FILE_STORE`` is true: bertkit sets that variable (when unset) for its default store
-only. The experiment is ``$MLFLOW_EXPERIMENT_NAME``, else ``bertkit``; the run's name is the run
+MLflow 3 keeps file stores in maintenance mode and refuses them unless
+``MLFLOW_ALLOW_FILE_STORE`` is true: bertkit sets that variable (when unset) for a file store
+(its default, or a ``file:`` URI the user gives) only. The experiment is ``$MLFLOW_EXPERIMENT_NAME``, else ``bertkit``; the run's name is the run
 directory's name (``seed-N`` runs: ``<parent>/seed-N``).
 
 The MLflow run's id is kept in the run directory (``mlflow.json``), so ``--resume`` continues the
@@ -63,12 +63,16 @@ def require_mlflow() -> None:
 
 
 def tracking_uri() -> str:
-    """``$MLFLOW_TRACKING_URI``, else the ``file:`` URI of ``./mlruns`` (module docstring)."""
-    uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
-    if uri:
-        return uri
-    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 refuses it otherwise
-    return (Path.cwd() / "mlruns").resolve().as_uri()
+    """``$MLFLOW_TRACKING_URI``, else the ``file:`` URI of ``./mlruns`` (module docstring). For a
+    file store (either), ``MLFLOW_ALLOW_FILE_STORE`` is set to true when unset (MLflow 3
+    refuses a file store otherwise)."""
+    from urllib.parse import urlparse
+
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip() or \
+        (Path.cwd() / "mlruns").resolve().as_uri()
+    if urlparse(uri).scheme in ("", "file"):
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    return uri
 
 
 def numbers(record: dict[str, Any], prefix: str = "") -> dict[str, float]:

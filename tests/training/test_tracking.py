@@ -23,6 +23,8 @@ def quiet_mlflow(monkeypatch):
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "")  # bertkit sets it; restored afterwards
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
 
 
 def _one_run(uri: str, experiment: str = "bertkit"):

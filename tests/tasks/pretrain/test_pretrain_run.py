@@ -133,3 +133,31 @@ def test_cli_from_scratch_and_errors(corpus, tmp_path):
     bad = CliRunner().invoke(app, ["pretrain", "--corpus", str(tmp_path / "missing.txt"),
                                    "-o", str(tmp_path / "x")])
     assert bad.exit_code == 1 and "corpus file not found" in bad.output
+
+
+def test_pretrain_report_to_mlflow(corpus, tiny_encoder, tmp_path, monkeypatch):
+    """``pretrain --report-to mlflow`` (issue 46): settings, losses, validation and results in a
+    real local MLflow store, the model card as an artefact."""
+    pytest.importorskip("mlflow")
+    from mlflow import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "")  # bertkit sets it for a file: URI
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "store").as_uri())
+    run = tmp_path / "run"
+    res = pretrain(_cfg(corpus, tiny_encoder, run, max_steps=4, eval_steps=2, report_to="mlflow"))
+    client = MlflowClient(tracking_uri=(tmp_path / "store").as_uri())
+    found = client.get_run(json.loads((run / "mlflow.json").read_text())["run_id"])
+    assert found.info.status == "FINISHED" and found.data.tags["bertkit.command"] == "pretrain"
+    assert (found.data.params["masking"], found.data.params["max_steps"]) == ("span", "4")
+    history = client.get_metric_history(found.info.run_id, "train/sbo_loss")
+    assert [m.step for m in history] == [1, 2, 3, 4]
+    assert [m.value for m in history] == pytest.approx([r["sbo_loss"] for r in _records(run)])
+    evals = [r for r in _records(run, "eval")]
+    group = evals[0].get("split") or "eval"
+    assert [m.step for m in client.get_metric_history(found.info.run_id, f"{group}/loss")] == [2, 4]
+    assert found.data.metrics["results/valid/perplexity"] == pytest.approx(
+        res["valid"]["perplexity"])
+    paths = {a.path for a in client.list_artifacts(found.info.run_id, "model")}
+    assert paths == {"model/README.md"}
