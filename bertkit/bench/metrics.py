@@ -209,7 +209,7 @@ METRICS: dict[str, MetricSpec] = {m.name: m for m in (
                lambda d, r: _label_stats(d, r, True), _macro_score),
     MetricSpec("accuracy", "accuracy", ("cls", "re"), "accuracy over all test items",
                _accuracy_stats, _ratio),
-    MetricSpec("pearson", "pearson", None, "Pearson correlation of predicted and gold scores "
+    MetricSpec("pearson", "pearson", ("sim",), "Pearson correlation of predicted and gold scores "
                "(BLURB's similarity metric)", _pearson_stats, _pearson),
     MetricSpec("hoc_f1", "hoc_f1", ("cls",), "BLURB's HoC score: micro-F1 over the document x "
                "hallmark indicators, as BLURB's code computes it", _hoc_stats, _micro_score),

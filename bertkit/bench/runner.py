@@ -194,8 +194,15 @@ class Runner:
         text = recipe_text(stage.task.task, stage_recipe(self.suite, stage, self.budget))
         with tempfile.TemporaryDirectory() as tmp:  # nothing written before the checks pass
             (Path(tmp) / recipe.name).write_text(text, encoding="utf-8")
-            settings, sources = finetune_settings(stage.task.task, Path(tmp) / recipe.name,
-                                                  run_dir)
+            try:
+                settings, sources = finetune_settings(stage.task.task, Path(tmp) / recipe.name,
+                                                      run_dir)
+            except BertkitError as e:  # name the suite's line, not the temporary recipe
+                where = str(Path(tmp) / recipe.name)
+                raise BertkitError(
+                    f"task {stage.task.name} (its defaults, recipe or lite settings): "
+                    + e.message.replace(f" in {where}", "").replace(where, "the recipe"),
+                    file=self.suite.path, line=stage.task.line, expected=e.expected) from None
         if not result.is_file():
             if not recipe.is_file() or recipe.read_text(encoding="utf-8") != text:
                 write_text(recipe, text)

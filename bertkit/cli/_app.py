@@ -5,6 +5,8 @@ Each command group lives in its own file and registers commands on the sub-app d
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from bertkit import __version__
@@ -212,5 +214,8 @@ def user_errors(fn):
             Console(stderr=True).print(("" if stopped else "[bold red]error:[/] ") +
                                        escape(str(exc)), highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:  # elsewhere a Ctrl-C ended silently with status 130
+            print("bertkit: interrupted (Ctrl-C)", file=sys.stderr)
+            raise typer.Exit(130) from None
 
     return wrapper

@@ -174,6 +174,12 @@ def read_conll2012(path: str | Path, labelled: bool = True) -> list[CorefDocumen
         if len(fields) < 2:
             raise BertkitError("token line with one column", file=path, line=line_no,
                                expected="columns with the coreference column last")
+        if doc.rows and (len(fields) >= 5) != (len(doc.rows[0]) >= 5):  # the word's column
+            raise BertkitError(f"token line with {len(fields)} columns where line "
+                               f"{doc.token_lines[0]} of document {doc.name!r} has "
+                               f"{len(doc.rows[0])}", file=path, line=line_no,
+                               expected="the same layout on every token line of a document "
+                               "(the word in column 4 of 5 or more, else in column 1)")
         last, ok = _coref_field(fields)
         if labelled and not ok:
             elsewhere = any(_coref_field([f])[1] and f.strip() not in ("", "-")

@@ -267,6 +267,12 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
         if last is None and start.index == 0:
             raise BertkitError("no text found", file=Path(input_path),
                                expected="one record a line, or CoNLL sentences")
+    except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on (not a silent 130)
+        if not (to_file and (done or opts.resume)):
+            raise
+        raise BertkitError(f"stopped (Ctrl-C) after {done} records; they are kept in {part} "
+                           f"({spath.name}): run the same command with --resume to continue",
+                           exit_code=130) from None
     finally:
         sink.close()
         progress.close()

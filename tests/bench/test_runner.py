@@ -83,6 +83,21 @@ def test_a_rerun_with_other_settings_is_refused_and_nothing_is_lost(tmp_path, ti
     assert len(_calls(fake)) == 2
 
 
+@pytest.mark.parametrize("old, new, words", [
+    ("max_train_samples: 8}", "max_train_samples: 8, epochz: 1}", "unknown option 'epochz'"),
+    ("lr: 1.0e-4}", "lr: fast}", "option 'lr' has the value 'fast'"),
+])
+def test_a_bad_setting_names_the_suite_line_not_a_temporary_file(tmp_path, tiny_encoder, fake,
+                                                                 old, new, words):
+    suite, out = _suite(tmp_path, SUITE.replace(old, new)), tmp_path / "out"
+    with pytest.raises(BertkitError) as err:
+        Runner(suite, resolve_all([f"a={tiny_encoder}"]), out, budget="lite").run()
+    assert err.value.file == str(suite.path) and err.value.line == 6
+    assert words in err.value.message and "task ner-a" in err.value.message
+    assert "tmp" not in err.value.message.replace(str(tmp_path), "")
+    assert _calls(fake) == [] and not (out / "stages").exists()
+
+
 def test_another_encoder_under_a_known_name_is_refused(tmp_path, tiny_encoder, still_encoder,
                                                        fake):
     out = tmp_path / "out"

@@ -54,6 +54,7 @@ def test_a_suite_parses_with_its_lines(tmp_path):
     ("protocol: dev-grid", "protocol: best", 2, "unknown protocol 'best'"),
     ("defaults: {epochs: 1}", "defaults: {epochs: 1}\nepochs: 3", 6, "unknown key 'epochs'"),
     ("metric: macro_f1", "metric: las", 9, "metric las does not apply to task 'cls'"),
+    ("metric: entity_f1", "metric: pearson", 7, "metric pearson does not apply to task 'ner'"),
     ("scores: {bc5cdr: 90.0}", "scores: {bc2gm: 90.0}", 13, "unknown task 'bc2gm'"),
     ("name: cite, ", "name: bc5cdr, ", 9, "two tasks named 'bc5cdr'"),
     ("seeds: 2", "seeds: 2\nseeds: 3", 4, "'seeds' appears twice"),

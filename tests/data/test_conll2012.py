@@ -65,6 +65,7 @@ def test_two_documents_and_unlabelled(tmp_path):
     ("#begin document (e); part 0\n\n#end document\n", 1, "no tokens"),
     (DOC.replace("tale\t0\t1\told\t_\t", "tale\t0\t1\told\t(0)\tx"), 3, "another column"),
     (DOC.replace("tale\t0\t1\told\t_\t", "tale\t0\t1\told\t_\t(a"), 3, "not a coreference"),
+    (DOC.replace("tale\t0\t1\told\t_\t", "tale\t0\t1\told"), 3, "4 columns where line 2"),
     ("tale\t0\t0\tThe\t_\t-\n", 1, "outside a document"),
     ("", None, "no documents"),
 ])

@@ -85,6 +85,42 @@ def test_resume_after_a_crash_gives_the_same_bytes(tmp_path, ner_model, name, fm
         assert [json.loads(x)["line"] for x in lines] == list(range(1, 51))
 
 
+def test_ctrl_c_says_what_is_kept_and_how_to_resume(tmp_path, ner_model):
+    inp = text_input(tmp_path / "in.txt", 30)
+    whole = tmp_path / "whole.conll"
+    stream_predict(_pred(ner_model, inp), str(inp), whole, StreamOptions(chunk_size=6))
+    pred, out = _pred(ner_model, inp), tmp_path / "out.conll"
+    inner, seen = pred.predict, [0]
+
+    def predict(records):  # Ctrl-C while the third chunk is predicted
+        seen[0] += 1
+        if seen[0] > 2:
+            raise KeyboardInterrupt
+        return inner(records)
+
+    pred.predict = predict
+    with pytest.raises(BertkitError) as err:
+        stream_predict(pred, str(inp), out, StreamOptions(chunk_size=6))
+    assert err.value.exit_code == 130
+    assert "after 12 records" in err.value.message and "--resume" in err.value.message
+    assert part_path(out).exists() and state_path(out).exists() and not out.exists()
+    stream_predict(_pred(ner_model, inp), str(inp), out, StreamOptions(chunk_size=6, resume=True))
+    assert out.read_bytes() == whole.read_bytes()
+
+
+def test_ctrl_c_before_anything_is_written_leaves_nothing(tmp_path, ner_model):
+    inp, out = text_input(tmp_path / "in.txt", 10), tmp_path / "out.conll"
+    pred = _pred(ner_model, inp)
+
+    def predict(records):
+        raise KeyboardInterrupt
+
+    pred.predict = predict
+    with pytest.raises(KeyboardInterrupt):
+        stream_predict(pred, str(inp), out, StreamOptions(chunk_size=6))
+    assert not part_path(out).exists() and not state_path(out).exists()
+
+
 def test_resume_refuses_another_input_or_model(tmp_path, ner_model, tiny_encoder, tokenizer):
     inp = text_input(tmp_path / "in.txt", 30)
     out = tmp_path / "out.conll"

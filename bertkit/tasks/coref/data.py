@@ -108,6 +108,11 @@ def text_document(text: str, name: str, pre_tokenize) -> tuple[CorefDocument, li
     return CorefDocument(name, sentences), offsets
 
 
+# a file named so is read as CoNLL-2012 (a missing #begin document is then an error naming the
+# line, not a silent reading of the columns as plain text)
+CONLL_SUFFIXES = (".conll", ".gold_conll", ".auto_conll", ".v4_gold_conll")
+
+
 def read_predict_input(path: Path, input_format: str, pre_tokenize
                        ) -> tuple[list[CorefDocument], list[str] | None, list | None, str]:
     """Read ``predict`` input.
@@ -126,7 +131,8 @@ def read_predict_input(path: Path, input_format: str, pre_tokenize
     fmt = input_format
     if fmt == "auto":
         first = next((t for _, t in read_lines(path, old_mac=False) if t.strip()), "")
-        fmt = ("conll" if first.startswith("#begin document") else
+        conll = first.startswith("#begin document") or path.suffix in CONLL_SUFFIXES
+        fmt = ("conll" if conll else
                "jsonl" if path.suffix == ".jsonl" or first.lstrip().startswith("{") else "text")
     if fmt == "conll":
         return read_conll2012(path, labelled=False), None, None, fmt

@@ -101,3 +101,12 @@ def test_bad_predict_input_exits_1(run_dir, tmp_path):
                               "-o", str(keep), "--device", "cpu"])
     assert res.exit_code == 1 and "no tokens" in res.output
     assert keep.read_text(encoding="utf-8") == "precious\n"  # nothing already written lost
+
+
+def test_a_conll_file_without_a_document_header_is_refused_not_read_as_text(run_dir, tmp_path):
+    headless = tmp_path / "headless.conll"  # columns only: was tagged as one plain-text document
+    headless.write_text("x\t0\t0\tHello\t-\nx\t0\t1\tworld\t-\n", encoding="utf-8")
+    res = runner.invoke(app, ["predict", "coref", "-m", str(run_dir), "-i", str(headless),
+                              "--device", "cpu"])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 1 and "headless.conll:1:" in out and "outside a document" in out
