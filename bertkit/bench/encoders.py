@@ -119,8 +119,10 @@ def resolve(name: str, model: str) -> Encoder:
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        hint = (f"; {path / 'model'} holds one: a run directory's model is its model/ folder"
+                if (path / "model" / "config.json").is_file() else "")
         raise BertkitError(f"encoder {name}: {model} is not an encoder (no readable "
-                           "config.json)", file=path,
+                           f"config.json){hint}", file=path,
                            expected="a transformers model directory") from None
     if "model_type" not in config or not any((path / w).is_file() for w in WEIGHTS):
         raise BertkitError(f"encoder {name}: {model} is not an encoder (no model_type or no "

@@ -49,3 +49,16 @@ def test_a_bertkit_pretrained_encoder_names_its_corpora_through_its_parent(tmp_p
     enc = resolve("G+D", str(dapt))
     assert enc.corpora == (str(tmp_path / "science.txt"), str(tmp_path / "general.txt"))
     assert resolve("plain", tiny_encoder).corpora == ()
+
+
+def test_a_run_directory_as_encoder_points_at_its_model_folder(tmp_path):
+    """`--encoder a=RUN` (a finetune/pretrain run directory) names RUN/model in the refusal."""
+    import pytest
+
+    from bertkit.bench.encoders import resolve
+    from bertkit.errors import BertkitError
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text('{"model_type": "bert"}')
+    with pytest.raises(BertkitError, match="model/ folder"):
+        resolve("a", str(tmp_path))
