@@ -22,10 +22,17 @@ def expand(text: str) -> list[str]:
 
 
 def named(path: Path) -> list[str]:
-    """The results paths ``path`` names (trailing punctuation stripped), relative to ``results/``."""
+    """The results paths ``path`` names (trailing punctuation stripped), relative to ``results/``.
+
+    A bare ``results/x`` counts only in benchmarks/README.md (relative to benchmarks/); elsewhere
+    it is something else (an MLflow metric ``results/test/f1``), and only
+    ``benchmarks/results/x`` names a log."""
     found = []
+    bare_ok = path == ROOT / "benchmarks" / "README.md"
     for m in PATH.finditer(path.read_text(encoding="utf-8")):
         ref = m.group(0).rstrip(".,;:")
+        if not bare_ok and not ref.startswith("benchmarks/"):
+            continue
         ref = ref.removeprefix("benchmarks/").removeprefix("results/")
         if ref and not PLACEHOLDER.search(ref):
             found.append(ref)
