@@ -31,6 +31,27 @@ here\tO
 """
 
 
+HIDE_BERTKIT = r'''
+import sys
+
+class HideBertkit:
+    def find_spec(self, name, path=None, target=None):
+        if name == "bertkit" or name.startswith("bertkit."):
+            raise ImportError("bertkit is hidden in this test")
+        return None
+
+sys.meta_path.insert(0, HideBertkit())
+try:
+    import bertkit  # noqa: F401
+    sys.exit("bertkit is importable")
+except ImportError:
+    pass
+'''
+"""Python source that, run first in a fresh interpreter (``python -c``), makes ``import bertkit``
+fail (the editable install would otherwise find it): for tests of code a saved model's card
+promises runs without bertkit."""
+
+
 def write_ner_dir(root: Path, train: str = TRAIN, dev: str = TRAIN, test: str = TRAIN) -> Path:
     """A data directory with train/dev/test.tsv."""
     root.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ import pytest
 import torch
 import yaml
 
-from tests.conftest import write_ner_dir
+from tests.conftest import HIDE_BERTKIT, write_ner_dir
 from tests.tasks.dep.conftest import write_dep_dir
 from tests.tasks.pretrain.conftest import write_corpus
 from tests.tasks.re.conftest import write_re_dir
@@ -29,21 +29,8 @@ MASK_TEXT = "the protein [MASK] inhibitor reduced phosphorylation ."
 
 # Run with `python -c` in a fresh interpreter: a meta-path finder makes `import bertkit` fail (the
 # editable install would otherwise find it), and every load passes trust_remote_code=False.
-LOADER = r'''
-import json, sys
-
-class HideBertkit:
-    def find_spec(self, name, path=None, target=None):
-        if name == "bertkit" or name.startswith("bertkit."):
-            raise ImportError("bertkit is hidden in this test")
-        return None
-
-sys.meta_path.insert(0, HideBertkit())
-try:
-    import bertkit  # noqa: F401
-    sys.exit("bertkit is importable")
-except ImportError:
-    pass
+LOADER = HIDE_BERTKIT + r'''
+import json
 
 import torch
 from transformers import (AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification,

@@ -1,4 +1,4 @@
-"""Loading a registered NER set from the Hugging Face hub (only where a network exists)."""
+"""Loading a registered set from the Hugging Face hub (only where a network exists)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ from bertkit.data.tagging import detect_scheme, parse_tag, to_iob2
 _HUB_SPLITS = {"train": ("train",), "dev": ("validation", "dev", "valid"), "test": ("test",)}
 
 
-def load_hub_ner(hub_id: str, splits: tuple[str, ...]) -> dict[str, list[Sentence]] | None:
-    """Sentences of ``hub_id`` (``tokens`` + ``ner_tags``/``tags`` columns) per split, in IOB2.
-
-    Returns None when the hub cannot be reached or the set has no such columns, so that the
-    caller can report what to set instead.
+def hub_splits(hub_id: str, splits: tuple[str, ...]) -> dict | None:
+    """``{split: (hub split name, datasets.Dataset)}`` of the hub set ``hub_id`` for ``splits``
+    (``dev`` read from ``validation``, ``dev`` or ``valid``); None when the hub cannot be reached,
+    the set does not load, or a split is missing, so that the caller can say what to set instead.
     """
     from bertkit.encoders import hub_reachable
 
-    if not hub_reachable():
+    if not hub_id or not hub_reachable():
         return None
     try:
         import datasets
@@ -29,7 +28,21 @@ def load_hub_ner(hub_id: str, splits: tuple[str, ...]) -> dict[str, list[Sentenc
         name = next((n for n in _HUB_SPLITS[split] if n in ds), None)
         if name is None:
             return None
-        part = ds[name]
+        out[split] = (name, ds[name])
+    return out
+
+
+def load_hub_ner(hub_id: str, splits: tuple[str, ...]) -> dict[str, list[Sentence]] | None:
+    """Sentences of ``hub_id`` (``tokens`` + ``ner_tags``/``tags`` columns) per split, in IOB2.
+
+    Returns None when the hub cannot be reached or the set has no such columns, so that the
+    caller can report what to set instead.
+    """
+    parts = hub_splits(hub_id, splits)
+    if parts is None:
+        return None
+    out = {}
+    for split, (name, part) in parts.items():
         column = next((c for c in ("ner_tags", "tags") if c in part.column_names), None)
         if column is None or "tokens" not in part.column_names:
             return None

@@ -4,6 +4,7 @@ set is not under ``$BERTKIT_DATA`` and the hub can be reached. Moved out of
 
 from __future__ import annotations
 
+from bertkit.data.hub import hub_splits
 from bertkit.data.text import normalize_label
 from bertkit.tasks.cls.examples import Columns, TextExample
 
@@ -14,23 +15,11 @@ def load_hub(hub_id: str, splits: tuple[str, ...], cols: Columns) -> dict | None
     The text is the first of ``cols.text``, ``string``, ``sentence``, ``text`` the set has;
     a ``ClassLabel`` label is turned into its name.
     """
-    from bertkit.encoders import hub_reachable
-
-    if not hub_id or not hub_reachable():
+    parts = hub_splits(hub_id, splits)
+    if parts is None:
         return None
-    try:
-        import datasets
-
-        ds = datasets.load_dataset(hub_id)
-    except Exception:  # noqa: BLE001 - offline, unknown id, or a script-based set
-        return None
-    names = {"train": ("train",), "dev": ("validation", "dev", "valid"), "test": ("test",)}
     out = {}
-    for split in splits:
-        name = next((n for n in names[split] if n in ds), None)
-        if name is None:
-            return None
-        part = ds[name]
+    for split, (name, part) in parts.items():
         text_col = next((c for c in (cols.text, "string", "sentence", "text")
                          if c in part.column_names), None)
         if text_col is None or cols.label not in part.column_names:

@@ -65,7 +65,9 @@ def test_csv_columns_class_weights_windows(tmp_path, tiny_encoder):
     assert results["test"]["support"] == 6  # one prediction per text, not per window
 
 
-def test_multi_label_thresholds_saved(tmp_path, tiny_encoder):
+def _finetune_multi_label(tmp_path, encoder):
+    """``finetune cls --multi-label`` on TEXTS, every other text also labelled Cites; the run
+    directory."""
     d = tmp_path / "ml"
     d.mkdir()
     rows = [{"text": t, "label": [lab] + (["Cites"] if i % 2 else [])}
@@ -73,9 +75,14 @@ def test_multi_label_thresholds_saved(tmp_path, tiny_encoder):
     for split in ("train", "dev", "test"):
         (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     run = tmp_path / "run"
-    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", encoder,
                               "-o", str(run), "--multi-label", *FAST])
     assert res.exit_code == 0, res.output
+    return run
+
+
+def test_multi_label_thresholds_saved(tmp_path, tiny_encoder):
+    run = _finetune_multi_label(tmp_path, tiny_encoder)
     meta = json.loads((run / "model" / "bertkit.json").read_text())
     assert meta["multi_label"] and len(meta["thresholds"]) == 4
     assert all(0 < t < 1 for t in meta["thresholds"])
@@ -116,16 +123,7 @@ def test_multi_label_thresholds_are_chosen_on_dev_before_the_timed_test(tmp_path
         return real(*args, **kwargs)
 
     monkeypatch.setattr(cls_task, "best_thresholds", slow)
-    d = tmp_path / "ml"
-    d.mkdir()
-    rows = [{"text": t, "label": [lab] + (["Cites"] if i % 2 else [])}
-            for i, (t, lab) in enumerate(TEXTS)]
-    for split in ("train", "dev", "test"):
-        (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    run = tmp_path / "run"
-    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
-                              "-o", str(run), "--multi-label", *FAST])
-    assert res.exit_code == 0, res.output
+    run = _finetune_multi_label(tmp_path, tiny_encoder)
     results = json.loads((run / "results.json").read_text())
     assert results["predict_seconds"] < 1.5  # the threshold pass is not in the timed test
     chosen = results["chosen_on_dev"]["thresholds"]

@@ -13,23 +13,9 @@ from safetensors.torch import load_file, save_file
 
 from bertkit.data.conll2012 import CorefDocument
 from bertkit.tasks.coref.card import USAGE
+from tests.conftest import HIDE_BERTKIT
 
-HIDE = r'''
-import sys
-
-class HideBertkit:
-    def find_spec(self, name, path=None, target=None):
-        if name == "bertkit" or name.startswith("bertkit."):
-            raise ImportError("bertkit is hidden in this test")
-        return None
-
-sys.meta_path.insert(0, HideBertkit())
-try:
-    import bertkit  # noqa: F401
-    sys.exit("bertkit is importable")
-except ImportError:
-    pass
-'''
+HIDE = HIDE_BERTKIT
 
 SENTENCES = [["Anna", "met", "her", "brother", "in", "Paris", "."],
              ["She", "smiled", "and", "he", "waved", "at", "her", "."],
