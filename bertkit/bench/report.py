@@ -13,7 +13,6 @@ from pathlib import Path
 
 from bertkit.bench import stats
 from bertkit.bench.metrics import METRICS, task_scale
-from bertkit.bench.runner import LITE_NOTE
 from bertkit.bench.suite import FAMILIES
 from bertkit.errors import BertkitError
 from bertkit.io import write_json, write_text

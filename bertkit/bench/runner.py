@@ -195,8 +195,7 @@ class Runner:
         with tempfile.TemporaryDirectory() as tmp:  # nothing written before the checks pass
             (Path(tmp) / recipe.name).write_text(text, encoding="utf-8")
             try:
-                settings, sources = finetune_settings(stage.task.task, Path(tmp) / recipe.name,
-                                                      run_dir)
+                settings, sources = finetune_settings(stage.task.task, Path(tmp) / recipe.name)
             except BertkitError as e:  # name the suite's line, not the temporary recipe
                 where = str(Path(tmp) / recipe.name)
                 raise BertkitError(
@@ -303,7 +302,7 @@ class Runner:
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED, timeout=1.0)
                     for fut in done:
-                        stage = pending.pop(fut)
+                        pending.pop(fut)
                         try:
                             fut.result()
                             progress.finished()

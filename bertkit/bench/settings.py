@@ -26,15 +26,14 @@ def recipe_text(task: str, settings: dict[str, Any]) -> str:
                           sort_keys=False)
 
 
-def finetune_settings(task: str, recipe_file: Path, output_dir: Path
-                      ) -> tuple[dict[str, Any], dict[str, str]]:
-    """The settings ``bertkit finetune TASK --recipe RECIPE_FILE -o OUTPUT_DIR`` will train with.
+def finetune_settings(task: str, recipe_file: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The settings ``bertkit finetune TASK --recipe RECIPE_FILE`` will train with (the run
+    directory is not compared: :data:`NOT_COMPARED`).
 
     Args:
         task: a registered task kind (``ner``).
         recipe_file: the stage's recipe (:func:`recipe_text`: data, model, seed, the suite's
             recipe and caps).
-        output_dir: the run directory.
 
     Returns:
         ``(settings, sources)``: every setting (less :data:`NOT_COMPARED`) and where each that

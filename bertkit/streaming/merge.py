@@ -60,7 +60,7 @@ def _check(states: list[dict], shards: list[Path]) -> None:
         for key in ("input", "model"):
             if st[key] != first[key]:
                 raise BertkitError(f"made from another {key} than {shards[0].name}", file=path,
-                                   expected=f"shards of one input and one model")
+                                   expected="shards of one input and one model")
         same = {k: v for k, v in st["settings"].items() if k != "shard"}
         if same != {k: v for k, v in first["settings"].items() if k != "shard"}:
             raise BertkitError(f"made with other settings than {shards[0].name}", file=path,

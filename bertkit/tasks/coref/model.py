@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 

@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 from rich.console import Console
 
 from bertkit.data.conll2012 import CorefDocument, format_conll2012
