@@ -86,7 +86,7 @@ class TrainConfig:
     report_to: str = option("none", choices=REPORT_TO, help="none, tensorboard (event files in "
                             "the run directory's tensorboard/ folder) or mlflow (MLflow's client: "
                             "settings, metrics, curves and model card in $MLFLOW_TRACKING_URI, "
-                            "else ./mlruns; needs bertkit[mlflow]).")
+                            "else ./mlruns; needs the extra bertkit\\[mlflow]).")
     fsdp: bool = option(False, flags=("--fsdp/--no-fsdp",), help="Under torchrun/accelerate: "
                         "shard parameters, gradients and optimiser state over the processes "
                         "(FSDP2) instead of DDP replicas.")
