@@ -41,6 +41,8 @@ class Option:
         type: the value type (``evaluate``/``predict`` options; a field's comes from its
             annotation).
         default: the default of an ``evaluate``/``predict`` option (:data:`REQUIRED`: none).
+        positional: an argument (``vocab compare A B``), not an option; ``flags`` unused.
+        case_sensitive: False: ``choices`` are matched in any case (``--normalize NFKC``).
     """
 
     help: str
@@ -53,15 +55,18 @@ class Option:
     name: str | None = None
     type: Any = None
     default: Any = None
+    positional: bool = False
+    case_sensitive: bool = True
 
     def named(self, name: str) -> "Option":
         """This option with ``name`` set (and its flags, when none were given)."""
-        return dataclasses.replace(self, name=name,
-                                   flags=self.flags or ("--" + name.replace("_", "-"),))
+        flags = self.flags or (() if self.positional else ("--" + name.replace("_", "-"),))
+        return dataclasses.replace(self, name=name, flags=flags)
 
 
 def option(default: Any = dataclasses.MISSING, **kwargs: Any):
-    """A dataclass field that is also a ``finetune`` option (``kwargs``: :class:`Option`'s)."""
+    """A dataclass field that is also a command-line option (``kwargs``: :class:`Option`'s);
+    without ``default`` the option is required."""
     return field(default=default, metadata={"option": Option(**kwargs)})
 
 

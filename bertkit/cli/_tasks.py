@@ -39,9 +39,14 @@ def _value_type(opt: Option, hint: Any = None) -> Any:
 
 
 def _typer_option(opt: Option, task: str, kind: Any, help_text: str | None = None) -> Any:
+    """The ``typer.Option`` (or ``typer.Argument``, for a positional one) of ``opt``."""
     extra = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}
-    return typer.Option(*opt.flags, help=help_text if help_text is not None else _help(opt, task),
-                        **extra)
+    if not opt.case_sensitive:
+        extra["case_sensitive"] = False
+    text = help_text if help_text is not None else _help(opt, task)
+    if opt.positional:
+        return typer.Argument(help=text, show_default=False, **extra)
+    return typer.Option(*opt.flags, help=text, **extra)
 
 
 def settings_parameters(config_class: type, task: str = "",
@@ -51,7 +56,7 @@ def settings_parameters(config_class: type, task: str = "",
     loop's last; ``skip`` leaves some out). Each defaults to None (not given: the recipe's or
     the dataclass's value stands); ``--help`` shows the field's default
     (:func:`bertkit.options.shown_default`) or the option's ``shown`` text, so no default is
-    written twice."""
+    written twice. A field without a default is a required option (or argument)."""
     hints = typing.get_type_hints(config_class)
     defaults = {f.name: f.default for f in dataclasses.fields(config_class)}
     params = []
@@ -59,12 +64,15 @@ def settings_parameters(config_class: type, task: str = "",
         kind = _value_type(opt, hints[opt.name])
         if opt.repeat:
             kind = list[Path] if kind in (str, Path) else list[kind]
+        required = defaults[opt.name] is dataclasses.MISSING
         shown = opt.shown if opt.shown is not None else \
-            shown_default(opt.name, defaults[opt.name], opt.flags)
+            None if required else shown_default(opt.name, defaults[opt.name], opt.flags)
         text = _help(opt, task) + (f" \\[default: {shown}]" if shown else "")
         params.append(inspect.Parameter(
-            opt.name, inspect.Parameter.KEYWORD_ONLY, default=None,
-            annotation=Annotated[Optional[kind], _typer_option(opt, task, kind, text)]))
+            opt.name, inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if required else None,
+            annotation=Annotated[kind if required else Optional[kind],
+                                 _typer_option(opt, task, kind, text)]))
     return params
 
 
@@ -95,6 +103,19 @@ def settings_command(config_class: type, body: Callable[..., Any], doc: str, tas
 
     def run(recipe=None, **values):
         return body(settings_values(config_class, values), recipe)
+
+    return command(run, params, doc)
+
+
+def declared_command(config_class: type, body: Callable[[Any], Any], doc: str) -> Callable:
+    """A command whose options and arguments are ``config_class``'s declared fields (a settings
+    class without recipe layers, such as :class:`bertkit.vocab.settings.VocabBuildSettings`):
+    ``body(settings)`` runs it with the class built from the given values (an option not given
+    keeps the field's default)."""
+    params = settings_parameters(config_class)
+
+    def run(**values):
+        return body(config_class(**{k: v for k, v in values.items() if v is not None}))
 
     return command(run, params, doc)
 
