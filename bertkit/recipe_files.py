@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from bertkit.errors import BertkitError
+from bertkit.options import option
 
 
 def recipe_dirs() -> list[Path]:
@@ -107,3 +109,20 @@ def load_recipe(path: str | Path, command: str | None = None) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise BertkitError("'settings' must be a mapping of option names to values", file=path)
     return {str(k).replace("-", "_"): expand_vars(str(k), v, path) for k, v in data.items()}
+
+
+@dataclass(kw_only=True)
+class RunSettings:
+    """``bertkit run``: the recipe, its ``--set`` overrides and the run directory (declared once,
+    :mod:`bertkit.options`; the command is generated from them)."""
+
+    recipe: str = option(help="Recipe file or name (see `bertkit recipes`).", positional=True)
+    set_: list[str] | None = option(
+        None, help="Override a setting: key=value (every stage that has it) or stage.key=value. "
+                   "The value is read as the setting's type; quote it to pass text (key='1'). "
+                   "Repeatable.", flags=("--set",), repeat=True, type=str)
+    output_dir: Path | None = option(
+        None, help="Run directory (one sub-folder per stage for multi-stage recipes). Rerunning "
+                   "the same command there continues: finished stages are kept, a stopped one "
+                   "resumes from its last checkpoint.", flags=("--output-dir", "-o"),
+        shown="runs/<recipe>-<time>")

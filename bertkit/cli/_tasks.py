@@ -62,8 +62,9 @@ def settings_parameters(config_class: type, task: str = "",
     params = []
     for opt in field_options(config_class, skip):
         kind = _value_type(opt, hints[opt.name])
-        if opt.repeat:
-            kind = list[Path] if kind in (str, Path) else list[kind]
+        if opt.repeat:  # a comma-joined text setting takes paths, unless a type is declared
+            kind = list[opt.type] if opt.type is not None else \
+                list[Path] if kind in (str, Path) else list[kind]
         required = defaults[opt.name] is dataclasses.MISSING
         shown = opt.shown if opt.shown is not None else \
             None if required else shown_default(opt.name, defaults[opt.name], opt.flags)

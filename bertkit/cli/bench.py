@@ -3,52 +3,42 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Optional
 
 import typer
 
+from bertkit.bench.run_settings import BenchRunSettings
 from bertkit.cli._app import bench_app, make_console, user_errors
+from bertkit.cli._tasks import declared_command
 
 
-@bench_app.command("run")
-@user_errors
-def run_cli(
-    suite: Annotated[str, typer.Argument(help="A shipped suite (bertkit bench list) or a suite YAML file.")],
-    encoder: Annotated[list[str], typer.Option("--encoder", "-e", help="NAME=MODEL: an encoder to judge (a model directory, a cached hub id, or 'minilm' for the packaged MiniLM-L6-H384). Repeatable; names must differ.")],
-    output_dir: Annotated[Path, typer.Option("--output-dir", "-o", help="Results folder. Rerun into it: finished stages are kept (refused if their settings or encoder differ).")],
-    seeds: Annotated[Optional[int], typer.Option("--seeds", min=1, help="Run seeds 1..N per task. \\[default: the suite's seeds]")] = None,
-    budget: Annotated[Literal["full", "lite"], typer.Option("--budget", help="full: the suite's recipes as the papers run them; lite: each task capped as the suite says (training examples, epochs), not comparable with the published numbers.")] = "full",
-    protocol: Annotated[Optional[Literal["fixed", "dev-grid"]], typer.Option("--protocol", help="fixed: one recipe per task for every encoder; dev-grid: each encoder's learning rate chosen on dev from the suite's grid, then its seeds. \\[default: the suite's]")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Fine-tunes run side by side, each with cores/N threads (0: one per core, one thread each).")] = 0,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue stages that were stopped from their last checkpoint (without it they start again).")] = False,
-    report: Annotated[bool, typer.Option("--report/--no-report", help="Write the report when every stage has finished.")] = True,
-) -> None:
-    """Fine-tune every encoder on every task of a suite, seed by seed, each run a stage with its
-    own result file, then write the report (bertkit bench report). A stopped run (Ctrl-C) keeps
-    its finished stages: the same command with --resume continues."""
+def _run(s: BenchRunSettings) -> None:
     from bertkit.bench.encoders import resolve_all
     from bertkit.bench.runner import LITE_NOTE, Runner
-    from bertkit.bench.suite import PROTOCOLS, load_suite
-    from bertkit.errors import BertkitError
+    from bertkit.bench.suite import load_suite
 
-    if budget not in ("full", "lite"):
-        raise BertkitError(f"unknown budget {budget!r}", expected="full or lite")
-    if protocol is not None and protocol not in PROTOCOLS:
-        raise BertkitError(f"unknown protocol {protocol!r}", expected=" or ".join(PROTOCOLS))
-    loaded = load_suite(suite)
-    encoders = resolve_all(list(encoder))
+    loaded = load_suite(s.suite)
+    encoders = resolve_all(list(s.encoder))
     console = make_console()
-    runner = Runner(loaded, encoders, output_dir, budget, protocol,
-                    list(range(1, seeds + 1)) if seeds else None, jobs, resume, console)
+    runner = Runner(loaded, encoders, s.output_dir, s.budget, s.protocol,
+                    list(range(1, s.seeds + 1)) if s.seeds else None, s.jobs, s.resume, console)
     console.print(f"bench {loaded.name} ({loaded.path}): {len(loaded.tasks)} tasks x "
                   f"{len(encoders)} encoders x {len(runner.seeds)} seeds, protocol "
-                  f"{runner.protocol}, budget {budget}, {runner.jobs} job(s) of {runner.threads} "
-                  f"thread(s)" + (f"; {LITE_NOTE}" if budget == "lite" else ""), highlight=False)
+                  f"{runner.protocol}, budget {s.budget}, {runner.jobs} job(s) of "
+                  f"{runner.threads} thread(s)" + (f"; {LITE_NOTE}" if s.budget == "lite" else ""),
+                  highlight=False)
     counts = runner.run()
     console.print(f"stages: {counts['finished']} run, {counts['kept']} kept; results in "
-                  f"{output_dir}", highlight=False)
-    if report:
-        _report(output_dir, None, console)
+                  f"{s.output_dir}", highlight=False)
+    if s.report:
+        _report(s.output_dir, None, console)
+
+
+run_cli = bench_app.command("run")(user_errors(declared_command(BenchRunSettings, _run, """
+    Fine-tune every encoder on every task of a suite, seed by seed, each run a stage with its
+    own result file, then write the report (bertkit bench report). A stopped run (Ctrl-C) keeps
+    its finished stages: the same command with --resume continues.""")))
+run_cli.__name__ = "run_cli"
 
 
 def _report(out: Path, baseline: str | None, console) -> None:

@@ -12,23 +12,16 @@ from rich.console import Console
 from rich.table import Table
 
 from bertkit.cli._app import app, make_console, user_errors
+from bertkit.cli._tasks import declared_command
+from bertkit.recipe_files import RunSettings
 
 
-@app.command("run")
-@user_errors
-def run_cli(
-    recipe: Annotated[str, typer.Argument(help="Recipe file or name (see `bertkit recipes`).")],
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a setting: key=value (every stage that has it) or stage.key=value. The value is read as the setting's type; quote it to pass text (key='1'). Repeatable.")] = None,
-    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Run directory (one sub-folder per stage for multi-stage recipes). Rerunning the same command there continues: finished stages are kept, a stopped one resumes from its last checkpoint. \\[default: runs/<recipe>-<time>]")] = None,
-) -> None:
-    """Run a recipe: one command, or several stages in order (vocab build, pretraining phases,
-    fine-tuning), each with the settings the recipe gives and your --set overrides.
-    `bertkit recipes NAME` prints a recipe's settings."""
+def _run(s: RunSettings) -> None:
     from bertkit.recipes import apply_overrides, load, run_recipe
     from bertkit.training.rundir import RunStopped
 
-    rec = apply_overrides(load(recipe), list(set_ or []))
-    root = output_dir or Path("runs") / f"{rec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    rec = apply_overrides(load(s.recipe), list(s.set_ or []))
+    root = s.output_dir or Path("runs") / f"{rec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     console = make_console()
     console.print(f"recipe {rec.name} ({rec.path}): {rec.description}", highlight=False)
     try:
@@ -38,6 +31,13 @@ def run_cli(
             f"the same bertkit run command again with --output-dir {root}: finished stages are "
             f"kept and this one continues from step {stop.step}") from None
     console.print(f"done: {len(results)} stage(s) under {root}", highlight=False)
+
+
+run_cli = app.command("run")(user_errors(declared_command(RunSettings, _run, """
+    Run a recipe: one command, or several stages in order (vocab build, pretraining phases,
+    fine-tuning), each with the settings the recipe gives and your --set overrides.
+    `bertkit recipes NAME` prints a recipe's settings.""")))
+run_cli.__name__ = "run_cli"
 
 
 @app.command("recipes")

@@ -1,0 +1,43 @@
+"""The settings of ``bertkit bench run``, declared once (:mod:`bertkit.options`); the command is
+generated from them (:func:`bertkit.cli._tasks.declared_command`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertkit.bench.suite import PROTOCOLS
+from bertkit.options import option
+
+BUDGETS = ("full", "lite")
+
+
+@dataclass(kw_only=True)
+class BenchRunSettings:
+    """``bertkit bench run``: the suite, the encoders and how :class:`bertkit.bench.runner.Runner`
+    runs them."""
+
+    suite: str = option(help="A shipped suite (bertkit bench list) or a suite YAML file.",
+                        positional=True)
+    encoder: list[str] = option(
+        help="NAME=MODEL: an encoder to judge (a model directory, a cached hub id, or 'minilm' "
+             "for the packaged MiniLM-L6-H384). Repeatable; names must differ.",
+        flags=("--encoder", "-e"), repeat=True, type=str)
+    output_dir: Path = option(
+        help="Results folder. Rerun into it: finished stages are kept (refused if their settings "
+             "or encoder differ).", flags=("--output-dir", "-o"))
+    seeds: int | None = option(None, help="Run seeds 1..N per task.", min=1,
+                               shown="the suite's seeds")
+    budget: str = option("full", help="full: the suite's recipes as the papers run them; lite: "
+                         "each task capped as the suite says (training examples, epochs), not "
+                         "comparable with the published numbers.", choices=BUDGETS)
+    protocol: str | None = option(
+        None, help="fixed: one recipe per task for every encoder; dev-grid: each encoder's "
+                   "learning rate chosen on dev from the suite's grid, then its seeds.",
+        choices=PROTOCOLS, shown="the suite's")
+    jobs: int = option(0, help="Fine-tunes run side by side, each with cores/N threads (0: one "
+                       "per core, one thread each).", flags=("--jobs", "-j"), min=0)
+    resume: bool = option(False, help="Continue stages that were stopped from their last "
+                          "checkpoint (without it they start again).", flags=("--resume",))
+    report: bool = option(True, help="Write the report when every stage has finished.",
+                          flags=("--report/--no-report",))
