@@ -1,7 +1,10 @@
-"""Issue 46: every training command's options are declared once, on its settings class
-(:mod:`bertkit.options`), and generated from there: each option of ``finetune TASK``,
-``pretrain`` and ``adapt`` is a declared field, its help is the declared help, and ``--help``
-shows the class's own default (never one typed a second time)."""
+"""Issue 46: every command's options are declared once and generated from there. A settings
+class (:mod:`bertkit.options`) declares ``finetune TASK``, ``pretrain``, ``adapt``, ``vocab
+build|compare|extend``, ``run`` and ``bench run``: each option or argument is a declared field,
+its help is the declared help, and ``--help`` shows the class's own default (never one typed a
+second time). ``evaluate``/``predict TASK`` take the options the task's ``Commands`` declares,
+with those defaults. The few commands left (listing, plotting, merging) hold no default at all,
+and a command in none of these groups fails."""
 
 from __future__ import annotations
 
@@ -11,15 +14,26 @@ import re
 import pytest
 import typer
 
+from bertkit.bench.run_settings import BenchRunSettings
 from bertkit.cli import app
-from bertkit.options import field_options, shown_default
+from bertkit.options import REQUIRED, field_options, shown_default
+from bertkit.recipe_files import RunSettings
 from bertkit.tasks.pretrain.config import PretrainConfig
 from bertkit.tasks.registry import get_task, task_names
+from bertkit.vocab.settings import VocabBuildSettings, VocabCompareSettings, VocabExtendSettings
 from bertkit.workflows.adapt_config import AdaptConfig
 
 COMMANDS = [(("finetune", n), get_task(n).config_class) for n in task_names()] + [
-    (("pretrain",), PretrainConfig), (("adapt",), AdaptConfig)]
+    (("pretrain",), PretrainConfig), (("adapt",), AdaptConfig),
+    (("vocab", "build"), VocabBuildSettings), (("vocab", "compare"), VocabCompareSettings),
+    (("vocab", "extend"), VocabExtendSettings), (("run",), RunSettings),
+    (("bench", "run"), BenchRunSettings)]
 SKIPPED = {("pretrain",): {"epochs"}}  # pretraining counts optimiser steps
+RECIPE_LAYERED = {p for p, _ in COMMANDS if p[0] in ("finetune", "pretrain", "adapt")}
+INFERENCE = [((verb, n), getattr(get_task(n).config_class.commands, f"{verb}_options"))
+             for verb in ("evaluate", "predict") for n in task_names()]
+NO_DEFAULTS = {("recipes",), ("plot",), ("bench", "report"), ("bench", "list"),
+               ("predict", "merge")}  # names and paths only: nothing a settings class would hold
 
 
 def _command(path):
@@ -29,8 +43,16 @@ def _command(path):
     return command
 
 
+def _leaves(command=None, path=()):
+    command = command or typer.main.get_command(app)
+    subs = getattr(command, "commands", None)
+    if not subs:
+        return [path]
+    return [leaf for name, sub in subs.items() for leaf in _leaves(sub, (*path, name))]
+
+
 def _shown(text: str | None) -> str | None:
-    found = re.search(r"\[default: ([^\]]+)\]", text or "")
+    found = re.search(r"\[default: (.*)\]\s*$", text or "", re.DOTALL)  # [default: [PAD], ...]
     return found.group(1) if found else None
 
 
@@ -40,19 +62,51 @@ def test_every_option_is_a_declared_setting_showing_its_classes_default(path, co
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
     names = []
     for param in _command(path).params:
-        if param.name == "recipe":
+        if param.name == "recipe" and path in RECIPE_LAYERED:
             continue
         opt = declared[param.name]  # KeyError: an option typed outside its settings class
         names.append(param.name)
         assert param.help.startswith(opt.help.split("{sets}")[0]), param.name
+        assert (param.param_type_name == "argument") == opt.positional, param.name
         real = defaults[param.name]
-        expected = opt.shown if opt.shown is not None else \
-            shown_default(param.name, real, opt.flags)
+        assert param.required == (real is dataclasses.MISSING), param.name
+        assert param.default is None, param.name  # not given: the class's default stands
+        expected = opt.shown if opt.shown is not None else None \
+            if real is dataclasses.MISSING else shown_default(param.name, real, opt.flags)
         assert _shown(param.help) == (expected or None), (param.name, param.help)
         if opt.shown is None and isinstance(real, (int, float)) and not isinstance(real, bool):
             assert float(_shown(param.help)) == pytest.approx(real)  # the value itself
     assert set(names) == set(declared) - SKIPPED.get(path, set())
-    assert _command(path).params[-1].name == "recipe"  # --recipe stays last in --help
+    if path in RECIPE_LAYERED:
+        assert _command(path).params[-1].name == "recipe"  # --recipe stays last in --help
+
+
+@pytest.mark.parametrize("path, options", INFERENCE, ids=[" ".join(p) for p, _ in INFERENCE])
+def test_evaluate_and_predict_options_are_the_tasks_declared_ones(path, options):
+    from bertkit.training.config import PRECISION_HELP
+
+    declared = {o.name: o for o in options}
+    params = _command(path).params
+    assert [p.name for p in params] == list(declared)  # nothing typed outside the declaration
+    for param in params:
+        opt = declared[param.name]
+        text = PRECISION_HELP if opt.name == "precision" else opt.help  # {sets}: the data sets
+        assert re.fullmatch("[a-z0-9_, -]+".join(map(re.escape, text.split("{sets}"))),
+                            param.help), param.name
+        assert param.required == (opt.default is REQUIRED), param.name
+        if opt.default is not REQUIRED:
+            assert param.default == opt.default and param.show_default, param.name
+
+
+@pytest.mark.parametrize("path", sorted(NO_DEFAULTS), ids=[" ".join(p) for p in NO_DEFAULTS])
+def test_undeclared_commands_hold_no_default(path):
+    for param in _command(path).params:
+        assert param.default in (None, False), (path, param.name, param.default)
+
+
+def test_every_command_is_declared_somewhere():
+    known = {p for p, _ in COMMANDS} | {p for p, _ in INFERENCE} | NO_DEFAULTS
+    assert set(_leaves()) == known
 
 
 def test_a_subclass_default_is_shown_with_the_base_declaration():
