@@ -188,8 +188,7 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
     short = CONFIGS[RECIPE]  # phase A
     settings = {**short, **PHASE_B}  # phase B, continued pretraining and fine-tuning lengths
     short_tokens = round(tokens * SHORT_TOKENS / TOKENS)
-    # absolute, so a printed plan's command lines run from any folder
-    data = Path(data or os.environ.get("BERTKIT_DATA", "data")).expanduser().absolute()
+    data = data_root(data)
     continue_tokens = continue_tokens or tokens // CONTINUE_FRACTION
     recipe_lr = recipe_lr or {}
     encoders = {**ENCODERS, **(OPTIONAL_ENCODERS if optional else {})}
@@ -319,13 +318,33 @@ def build_plan(work: Path, tokens: int = TOKENS, continue_tokens: int | None = N
     return stages
 
 
-def render(cmd: list[str]) -> str:
-    """A command line as a shell would take it (``{python}`` as ``python``)."""
-    return shlex.join(["python" if a == "{python}" else a for a in cmd])
+def data_root(data: Path | None = None) -> Path:
+    """``$BERTKIT_DATA`` (``data`` when given; else ``./data``), absolute, so a stage's command
+    lines run from any folder."""
+    return Path(data or os.environ.get("BERTKIT_DATA", "data")).expanduser().absolute()
+
+
+def render(cmd: list[str], data: Path | None = None) -> str:
+    """A command line as a shell would take it (``{python}`` as ``python``; a path under
+    ``data`` as ``$BERTKIT_DATA/...``, so a printed plan names no machine's folders)."""
+    root = f"{data}/" if data else None
+    words = []
+    for a in cmd:
+        if a == "{python}":
+            words.append("python")
+        elif root and a.startswith(root):
+            words.append("$BERTKIT_DATA/" + shlex.quote(a[len(root):]))
+        else:
+            words.append(shlex.quote(a))
+    return " ".join(words)
 
 
 def print_plan(stages: dict[str, Stage]) -> None:
-    """Print every stage, its dependencies, its estimated minutes and its command lines."""
+    """Print every stage, its dependencies, its estimated minutes and its command lines (data
+    paths as ``$BERTKIT_DATA/...`` when that is set to an absolute folder, which the shell
+    expands the same from any folder; else absolute: :func:`render`)."""
+    env = os.environ.get("BERTKIT_DATA")
+    data = Path(env).expanduser() if env and Path(env).expanduser().is_absolute() else None
     total = left = 0.0
     for s in stages.values():
         total += s.minutes
@@ -334,7 +353,7 @@ def print_plan(stages: dict[str, Stage]) -> None:
         print(f"## {s.name}{' (done)' if done else ''}  ~{s.minutes:.0f} min  "
               f"needs: {', '.join(s.deps) or '-'}")
         for cmd in s.commands:
-            print("   " + render(cmd))
+            print("   " + render(cmd, data))
     print(f"# left ~{left / 60:.1f} h of ~{total / 60:.1f} h on one thread")
     print(f"# (done): a finished result in {RESULTS}; --results NEW_DIR runs every stage afresh")
 

@@ -535,3 +535,20 @@ def test_the_plan_names_data_files_by_absolute_path(rp, monkeypatch, tmp_path):
     paths = [a for s in plan.values() for c in s.commands for a in map(str, c)
              if "valid.txt" in a]
     assert paths and all(a.startswith(str(tmp_path / "data")) for a in paths), paths[:3]
+
+
+def test_the_printed_plan_names_data_files_under_bertkit_data(rp, monkeypatch, tmp_path, capsys):
+    # issue 46: `reproduce.py plan` printed this machine's absolute data folder; with
+    # $BERTKIT_DATA set to an absolute folder it prints $BERTKIT_DATA/..., the same from any
+    # folder; a relative one still gives absolute paths (the test above)
+    monkeypatch.setenv("BERTKIT_DATA", str(tmp_path / "data"))
+    rp.print_plan(rp.build_plan(Path("/w")))
+    out = capsys.readouterr().out
+    assert "--corpus $BERTKIT_DATA/corpus/train.txt " in out
+    assert "$BERTKIT_DATA/corpus/valid.txt" in out and str(tmp_path) not in out
+    assert rp.render(["{python}", "-m", str(tmp_path / "data" / "a b.txt")], tmp_path / "data") \
+        == "python -m $BERTKIT_DATA/'a b.txt'"
+    monkeypatch.setenv("BERTKIT_DATA", "data")
+    monkeypatch.chdir(tmp_path)
+    rp.print_plan(rp.build_plan(Path("/w")))
+    assert f"--corpus {tmp_path / 'data' / 'corpus' / 'train.txt'} " in capsys.readouterr().out
