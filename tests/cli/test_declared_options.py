@@ -129,3 +129,29 @@ def test_repeated_options_reach_the_settings_joined(monkeypatch, tmp_path):
     assert res.exit_code == 0, res.output
     assert seen["cfg"].corpus == "a.txt,b.txt" and seen["cfg"].max_steps == 3
     assert res.output.startswith("settings: corpus a.txt,b.txt, max_steps 3 (flag)")
+
+
+@pytest.mark.parametrize("function, config", [
+    ("bertkit.vocab.build:build_vocab", VocabBuildSettings),
+    ("bertkit.vocab.compare:compare_vocabs", VocabCompareSettings),
+    ("bertkit.vocab.extend:extend_model", VocabExtendSettings),
+    ("bertkit.bench.runner:Runner", BenchRunSettings)])
+def test_library_defaults_equal_the_commands_settings(function, config):
+    """The functions the commands call keep defaults of their own (a recipe's ``vocab build``
+    stage calls build_vocab with its settings): each equals the settings class's, so the
+    command and the library never train differently."""
+    import importlib
+    import inspect
+
+    module, name = function.split(":")
+    params = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    special = {"special_tokens": lambda v: ", ".join(v)}
+    checked = 0
+    for key, param in params.items():
+        if key not in defaults or param.default is inspect.Parameter.empty:
+            continue
+        value = special.get(key, lambda v: v)(param.default)
+        assert value == defaults[key] or (value is None and defaults[key] in (None, [])), key
+        checked += 1
+    assert checked >= 2
