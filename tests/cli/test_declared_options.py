@@ -20,7 +20,11 @@ from bertkit.options import REQUIRED, field_options, shown_default
 from bertkit.recipe_files import RunSettings
 from bertkit.tasks.pretrain.config import PretrainConfig
 from bertkit.tasks.registry import get_task, task_names
-from bertkit.vocab.settings import VocabBuildSettings, VocabCompareSettings, VocabExtendSettings
+from bertkit.vocab.settings import (
+    VocabBuildSettings,
+    VocabCompareSettings,
+    VocabExtendSettings,
+)
 from bertkit.workflows.adapt_config import AdaptConfig
 
 COMMANDS = [(("finetune", n), get_task(n).config_class) for n in task_names()] + [

@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 import yaml
 
-import bertkit.tasks.driver as driver
-import bertkit.training as training
+from bertkit import training
 from bertkit.data.sets import registered
 from bertkit.encoders import default_model, resolve_model_source
+from bertkit.tasks import driver
 from bertkit.tasks.base import TaskData
 from bertkit.tasks.registry import get_task, task_names
+
 
 class _Stop(Exception):
     pass
