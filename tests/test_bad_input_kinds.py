@@ -321,6 +321,11 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/workflows/adapt_config.py": ("adapt",),
     "bertkit/cli/adapt.py": ("adapt",),  # its help, a module-level declaration
     "bertkit/cli/pretrain.py": ("pretrain",),
+    # commands generated from settings (declared_command): the module-level help and the body
+    "bertkit/cli/bench.py::": ("bench run",),
+    "bertkit/cli/bench.py::_run": ("bench run",),
+    "bertkit/cli/run.py::": ("run",),
+    "bertkit/cli/run.py::_run": ("run",),
     "bertkit/workflows/recipe_stages.py": ("run",),
     "bertkit/workflows/scores.py": ("adapt",),
     "bertkit/workflows/task_text.py": ("adapt",),
