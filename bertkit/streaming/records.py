@@ -176,7 +176,7 @@ def conll_width(path: str | Path) -> int:
     with open_binary(path) as handle:
         for number, raw in enumerate(handle):
             text, bad = decode(raw, 0 if number == 0 else 1)
-            if bad is None and text.strip():
+            if bad is None and text.strip() and not MARKER.match(text):
                 cols = split_columns(text)
                 if cols[0] != "-DOCSTART-":
                     return len(cols)
@@ -192,7 +192,8 @@ def _conll_records(path, lines, index: int, width: int) -> Iterator[Record]:
     end = 0
     for number, offset, raw in lines:
         text, why = decode(raw, offset)
-        if why is None and (not text.strip() or split_columns(text)[0] == "-DOCSTART-"):
+        if why is None and (not text.strip() or split_columns(text)[0] == "-DOCSTART-"
+                            or MARKER.match(text)):
             if rows or bad:
                 yield Record(index, first, begin, offset, rows=rows, bad=bad)
                 index, rows, bad = index + 1, [], None
@@ -218,6 +219,10 @@ def _conll_records(path, lines, index: int, width: int) -> Iterator[Record]:
         yield Record(index, first, begin, end, rows=rows, bad=bad)
 
 
+MARKER = re.compile(r"^# line \d+: (empty|skipped\b)")
+"""The comment line ``predict`` writes in CoNLL output for an input line without tokens (empty,
+or skipped with ``--skip-bad-lines``); read back, it is a sentence boundary, not a token."""
+
 TAG = re.compile(r"^(O|[BIES]-\S+)$")
 
 
@@ -227,7 +232,8 @@ def head_lines(path: str | Path, n: int = 200) -> list[str]:
     with open_binary(path) as handle:
         for number, raw in enumerate(handle):
             text, bad = decode(raw, 0 if number == 0 else 1)
-            if bad is None and text.strip() and text.split()[0] != "-DOCSTART-":
+            if bad is None and text.strip() and text.split()[0] != "-DOCSTART-" \
+                    and not MARKER.match(text):
                 out.append(text)
                 if len(out) >= n:
                     break
