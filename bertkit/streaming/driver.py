@@ -5,8 +5,8 @@ them into chunks of ``chunk_size`` records (chunk ``c`` = records ``c*size .. c*
 the same in every run), hands each chunk to the task's predictor (which sorts the chunk by
 length for its batches) and appends the chunk's outputs, in input order, to ``OUTPUT.part``; after
 each chunk the state file (:mod:`bertkit.streaming.state`) records where the input and output
-stand (a constant cost a chunk: chunk ranges and skipped lines are appended to its log), and at the end ``OUTPUT.part`` is renamed to ``OUTPUT``. Memory holds one chunk, whatever
-the input's size.
+stand (a constant cost a chunk: chunk ranges and skipped lines go to its log), and at the
+end ``OUTPUT.part`` is renamed to ``OUTPUT``. Memory holds one chunk, whatever the input's size.
 
 * ``--resume``: the output is cut back to its last whole record and reading continues there.
 * ``--shard I/N``: only chunks ``c`` with ``c % N == I - 1``; shard outputs carry their chunks'

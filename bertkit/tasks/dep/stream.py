@@ -26,7 +26,8 @@ from bertkit.tasks.dep.model import DECODERS, load_parser
 from bertkit.tasks.dep.parse import parse_sentences
 from bertkit.training.devices import make_runtime
 
-EXPECTED = "CoNLL-U sentences (10 tab-separated columns; HEAD/DEPREL may be _) or one sentence a line"
+EXPECTED = ("CoNLL-U sentences (10 tab-separated columns; HEAD/DEPREL may be _) or one "
+            "sentence a line")
 
 
 def marker(line: int, what: str) -> str:
@@ -42,7 +43,8 @@ def stream_format(input_path: str, input_format: str) -> str:
         BertkitError: an unknown input format, or a missing input.
     """
     if input_format not in ("auto", "conllu", "text"):
-        raise BertkitError(f"unknown input format '{input_format}'", expected="auto, conllu or text")
+        raise BertkitError(f"unknown input format '{input_format}'",
+                           expected="auto, conllu or text")
     if input_format != "auto":
         return input_format
     with open_binary(input_path) as handle:
