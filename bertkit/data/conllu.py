@@ -215,7 +215,8 @@ def _check_block(path: str, start: int, lines: list[str], labelled: bool) -> Non
 
 
 def parse_conllu(text: str, path: str = "<input>", labelled: bool = True,
-                 skipped: list[BertkitError] | None = None) -> list[DepSentence]:
+                 skipped: list[BertkitError] | None = None, first_line: int = 1
+                 ) -> list[DepSentence]:
     """Parse CoNLL-U ``text`` into sentences (see module docstring).
 
     Args:
@@ -223,6 +224,7 @@ def parse_conllu(text: str, path: str = "<input>", labelled: bool = True,
             accepts ``_`` there (input to ``predict``).
         skipped: when given, a malformed sentence (bad line, or gold heads that are not a tree)
             is left out and its error appended here instead of raised.
+        first_line: the line number of ``text``'s first line in its file (a streamed block).
 
     Raises:
         BertkitError: malformed input (``skipped`` not given), naming ``path``, the line and the
@@ -230,6 +232,7 @@ def parse_conllu(text: str, path: str = "<input>", labelled: bool = True,
     """
     out = []
     for start, lines in _blocks(text):
+        start += first_line - 1
         try:
             _check_block(path, start, lines, labelled)
             try:

@@ -5,8 +5,8 @@ them into chunks of ``chunk_size`` records (chunk ``c`` = records ``c*size .. c*
 the same in every run), hands each chunk to the task's predictor (which sorts the chunk by
 length for its batches) and appends the chunk's outputs, in input order, to ``OUTPUT.part``; after
 each chunk the state file (:mod:`bertkit.streaming.state`) records where the input and output
-stand, and at the end ``OUTPUT.part`` is renamed to ``OUTPUT``. Memory holds one chunk, whatever
-the input's size.
+stand (a constant cost a chunk: chunk ranges and skipped lines go to its log), and at the
+end ``OUTPUT.part`` is renamed to ``OUTPUT``. Memory holds one chunk, whatever the input's size.
 
 * ``--resume``: the output is cut back to its last whole record and reading continues there.
 * ``--shard I/N``: only chunks ``c`` with ``c % N == I - 1``; shard outputs carry their chunks'
@@ -30,8 +30,9 @@ from rich.console import Console
 from bertkit.errors import BertkitError
 from bertkit.streaming.progress import StreamProgress
 from bertkit.streaming.records import Position, Record, iter_records
-from bertkit.streaming.state import (VERSION, check_resume, input_identity, load_state,
-                                     model_identity, part_path, save_state, state_path)
+from bertkit.streaming.state import (VERSION, check_resume, input_identity, load_state, log_lines,
+                                     log_path, model_identity, part_path, read_log, save_state,
+                                     state_path)
 
 CHUNK_SIZE = 2000
 """Records per chunk by default: a few seconds of work on a CPU; what a crash can cost."""
@@ -133,6 +134,15 @@ class _Sink:
             self.handle.truncate(offset)  # whole records only: a half-written one goes
             self.handle.seek(offset)
 
+    def write_bytes(self, data: bytes) -> tuple[int, int]:
+        """Append ``data`` as it is (a file target only) and sync it to disk."""
+        start = self.offset
+        self.handle.write(data)
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+        self.offset += len(data)
+        return start, self.offset
+
     def write(self, text: str) -> tuple[int, int]:
         start = self.offset
         if self.stream is not None:
@@ -160,7 +170,7 @@ def _fresh_state(pred: StreamPredictor, input_path: str, opts: StreamOptions) ->
             "settings": {**pred.settings, "kind": pred.kind, "chunk_size": opts.chunk_size,
                          "shard": list(opts.shard) if opts.shard else None},
             "separator": pred.separator, "next": [0, 1, 0], "output_offset": 0,
-            "written": 0, "records": 0, "chunks": [], "skipped": [], "complete": False}
+            "written": 0, "records": 0, "log_offset": 0, "complete": False}
 
 
 def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | IO[str],
@@ -202,14 +212,16 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
                           f"({old.get('records', 0)} records); --resume would continue it",
                           highlight=False)
         sink = _Sink(part, state["output_offset"] if opts.resume else 0)
+        log = _Sink(log_path(spath), state["log_offset"] if opts.resume else 0)
     else:
-        sink = _Sink(output)
+        sink, log = _Sink(output), None
     shard = opts.shard
     size = state["input"]["size"] if state else (os.path.getsize(input_path)
                                                  if Path(input_path).is_file() else 0)
     start = Position(*state["next"]) if state else Position()
     progress = StreamProgress(console, size, pred.unit, done=state["records"] if state else 0)
     records: list[Record] = []
+    skipped_here: list[list] = []  # this run's skipped lines (a file's are also in its log)
     current, done = -1, state["records"] if state else 0
     written = [state["written"] if state else 0]
 
@@ -227,14 +239,11 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
             written[0] += 1
         begin, end = sink.write("".join(parts))
         done += len(records)
-        if state is not None:
-            if shard:
-                if state["chunks"] and state["chunks"][-1][0] == chunk:  # a partial chunk resumed
-                    state["chunks"][-1][2] = end
-                else:
-                    state["chunks"].append([chunk, begin, end])
+        if state is not None:  # the log first, then the state that says how much of it counts
+            bad = [[r.line, r.bad] for r in records if r.bad is not None]
+            _, log_end = log.write_bytes(log_lines([chunk, begin, end] if shard else None, bad))
             state.update(next=[nxt.offset, nxt.line, nxt.index], output_offset=end,
-                         written=written[0], records=done)
+                         written=written[0], records=done, log_offset=log_end)
             save_state(spath, state)
         records.clear()
         progress.update(done, raw)
@@ -258,8 +267,7 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
                         flush(chunk, Position(rec.start, rec.line, rec.index), rec.raw)
                     raise BertkitError(_bad_message(rec, to_file, done), file=Path(input_path),
                                        line=rec.line, expected=pred.expected)
-                if state is not None:
-                    state["skipped"].append([rec.line, rec.bad])
+                skipped_here.append([rec.line, rec.bad])
                 _note_skip(console, input_path, rec)
             records.append(rec)
         if records:
@@ -275,19 +283,23 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
                            exit_code=130) from None
     finally:
         sink.close()
+        if log is not None:
+            log.close()
         progress.close()
         if to_file and done == 0 and not opts.resume:  # nothing written: leave nothing behind
             part.unlink(missing_ok=True)
             spath.unlink(missing_ok=True)
+            log_path(spath).unlink(missing_ok=True)
     if pred.finish is not None:
         pred.finish()
-    skipped = state["skipped"] if state else []
+    skipped = read_log(log_path(spath), state["log_offset"])[1] if to_file else skipped_here
     if to_file:
         state["complete"] = True
         save_state(spath, state)
         os.replace(part, final)
         if not shard:
             spath.unlink()
+            log_path(spath).unlink(missing_ok=True)
     return StreamSummary(done, skipped, time.monotonic() - t0, Path(output) if to_file else None)
 
 

@@ -18,7 +18,7 @@ from typing import Callable
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path
 from bertkit.streaming.driver import shard_output
-from bertkit.streaming.state import load_state, state_path
+from bertkit.streaming.state import load_state, log_path, state_path
 
 
 def find_shards(output: str | Path) -> list[Path]:
@@ -110,6 +110,7 @@ def merge_shards(output: str | Path, keep: bool = False) -> dict:
         for p in shards:
             p.unlink()
             state_path(p).unlink()
+            log_path(state_path(p)).unlink(missing_ok=True)
     skipped = sorted(x for st in states for x in st.get("skipped", []))
     return {"shards": len(shards), "chunks": len(ranges), "skipped": skipped}
 

@@ -25,8 +25,9 @@ from typing import IO, Any, Iterator
 
 from bertkit.errors import BertkitError
 
-KINDS = ("text", "jsonl", "conll")
-"""Record kinds: one line of text, one JSON object a line, one CoNLL sentence."""
+KINDS = ("text", "jsonl", "conll", "conllu")
+"""Record kinds: one line of text, one JSON object a line, one CoNLL sentence, one CoNLL-U
+sentence block (its raw lines, comments included, up to a blank line)."""
 
 
 @dataclass
@@ -39,7 +40,8 @@ class Record:
         start: byte offset of its first line; ``end``: where the next record may start.
         text: the line (``text``, ``jsonl``; without the line end).
         value: the parsed JSON object (``jsonl``).
-        rows: ``(line, columns)`` of each token line (``conll``).
+        rows: ``(line, columns)`` of each token line (``conll``); ``(line, [raw line])`` of each
+            line of the block (``conllu``).
         bad: why the record cannot be read (None: it can), naming the line.
         raw: bytes of the stored file read so far (a ``.gz`` file's compressed bytes; for
             progress and ETA).
@@ -138,6 +140,11 @@ def iter_records(path: str | Path, kind: str, start: Position = Position()) -> I
         if start.offset:
             handle.seek(start.offset)
         tell = _raw_position(handle)
+        if kind == "conllu":
+            for rec in _block_records(_lines(handle, start), start.index):
+                rec.raw = tell()
+                yield rec
+            return
         if kind == "conll":
             width = conll_width(path)
             for rec in _conll_records(path, _lines(handle, start), start.index, width):
@@ -176,7 +183,7 @@ def conll_width(path: str | Path) -> int:
     with open_binary(path) as handle:
         for number, raw in enumerate(handle):
             text, bad = decode(raw, 0 if number == 0 else 1)
-            if bad is None and text.strip():
+            if bad is None and text.strip() and not MARKER.match(text):
                 cols = split_columns(text)
                 if cols[0] != "-DOCSTART-":
                     return len(cols)
@@ -192,7 +199,8 @@ def _conll_records(path, lines, index: int, width: int) -> Iterator[Record]:
     end = 0
     for number, offset, raw in lines:
         text, why = decode(raw, offset)
-        if why is None and (not text.strip() or split_columns(text)[0] == "-DOCSTART-"):
+        if why is None and (not text.strip() or split_columns(text)[0] == "-DOCSTART-"
+                            or MARKER.match(text)):
             if rows or bad:
                 yield Record(index, first, begin, offset, rows=rows, bad=bad)
                 index, rows, bad = index + 1, [], None
@@ -218,6 +226,34 @@ def _conll_records(path, lines, index: int, width: int) -> Iterator[Record]:
         yield Record(index, first, begin, end, rows=rows, bad=bad)
 
 
+MARKER = re.compile(r"^# line \d+: (empty|skipped\b)")
+"""The comment line ``predict`` writes in CoNLL output for an input line without tokens (empty,
+or skipped with ``--skip-bad-lines``); read back, it is a sentence boundary, not a token."""
+
+def _block_records(lines, index: int) -> Iterator[Record]:
+    """CoNLL-U blocks: the raw lines (comments too) up to a blank line; the task parses them."""
+    rows: list[tuple[int, list[str]]] = []
+    first = begin = end = 0
+    bad = None
+    for number, offset, raw in lines:
+        text, why = decode(raw, offset)
+        if why is None and not text.strip():
+            if rows or bad:
+                yield Record(index, first, begin, offset, rows=rows, bad=bad)
+                index, rows, bad = index + 1, [], None
+            end = offset + len(raw)
+            continue
+        if not rows and bad is None:
+            first, begin = number, offset
+        end = offset + len(raw)
+        if why is not None:
+            bad = bad or f"line {number}: {why}"
+            continue
+        rows.append((number, [text]))
+    if rows or bad:
+        yield Record(index, first, begin, end, rows=rows, bad=bad)
+
+
 TAG = re.compile(r"^(O|[BIES]-\S+)$")
 
 
@@ -227,7 +263,8 @@ def head_lines(path: str | Path, n: int = 200) -> list[str]:
     with open_binary(path) as handle:
         for number, raw in enumerate(handle):
             text, bad = decode(raw, 0 if number == 0 else 1)
-            if bad is None and text.strip() and text.split()[0] != "-DOCSTART-":
+            if bad is None and text.strip() and text.split()[0] != "-DOCSTART-" \
+                    and not MARKER.match(text):
                 out.append(text)
                 if len(out) >= n:
                     break

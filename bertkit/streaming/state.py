@@ -2,7 +2,9 @@
 
 ``OUTPUT.state.json`` sits beside the unfinished output (``OUTPUT.part``) and is rewritten
 (atomically, :func:`bertkit.io.write_json`) after every chunk, once the chunk's output is on disk.
-It holds:
+Its size does not grow with the input (a chunk costs the same at the millionth as at the first):
+what does grow, the chunks' byte ranges and the skipped lines, is appended to the log
+``OUTPUT.state.log`` (JSON lines), and the state records how much of the log is valid. It holds:
 
 * ``input``: the input's identity: absolute path, size, modification time and the SHA-256 of
   its first MiB; ``model``: the saved model's (path, the SHA-256 of its ``config.json`` and
@@ -11,8 +13,11 @@ It holds:
 * ``next``: where reading continues (byte offset, line, record index) and ``output_offset``, the
   length of the output's whole records: a resume cuts the output there first, so a record half
   written when the run stopped is written again, whole.
-* ``chunks``: ``[chunk, start, end]`` byte ranges of each finished chunk in the output (the merge
-  of shards reads them), ``skipped``: ``[line, reason]`` of each line skipped.
+* ``log_offset``: the bytes of ``OUTPUT.state.log`` written with the chunks done (a resume cuts
+  the log there too). The log's lines are ``{"chunk": [chunk, start, end]}``, the byte range of a
+  finished chunk in the output (a shard's run writes them; the merge of shards reads them), and
+  ``{"skipped": [line, reason]}``, a line skipped. :func:`load_state` reads them back as the
+  state's ``chunks`` and ``skipped`` lists.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 
 from bertkit.errors import BertkitError
 
-VERSION = 1
+VERSION = 2  # 2: chunks and skipped lines moved to the append-only log
 HEAD_BYTES = 1 << 20  # the head hashed to tell two inputs (or weights files) apart
 
 
@@ -66,8 +71,42 @@ def part_path(output: str | Path) -> Path:
     return Path(str(output) + ".part")
 
 
+def log_path(state_file: str | Path) -> Path:
+    """The append-only log beside a state file: ``OUTPUT.state.log``."""
+    return Path(str(state_file)[:-len(".json")] + ".log") if str(state_file).endswith(".json") \
+        else Path(str(state_file) + ".log")
+
+
+def log_lines(chunk: list[int] | None, skipped: list[list]) -> bytes:
+    """The log lines of one finished chunk: its skipped lines and its ``[chunk, start, end]``."""
+    rows = [{"skipped": s} for s in skipped] + ([{"chunk": chunk}] if chunk else [])
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+
+def read_log(path: str | Path, upto: int) -> tuple[list[list[int]], list[list]]:
+    """``(chunks, skipped)`` from the first ``upto`` bytes of the log at ``path`` (none when it
+    is missing); a chunk logged twice (a partial chunk, then its resumed rest) is one range."""
+    chunks: list[list[int]] = []
+    skipped: list[list] = []
+    path = Path(path)
+    if not path.exists() or upto <= 0:
+        return chunks, skipped
+    with path.open("rb") as handle:
+        data = handle.read(upto)
+    for raw in data.splitlines():
+        row = json.loads(raw)
+        if "skipped" in row:
+            skipped.append(row["skipped"])
+        elif chunks and chunks[-1][0] == row["chunk"][0]:
+            chunks[-1][2] = row["chunk"][2]
+        else:
+            chunks.append(list(row["chunk"]))
+    return chunks, skipped
+
+
 def load_state(path: str | Path) -> dict[str, Any] | None:
-    """The state in ``path``, or None when there is none.
+    """The state in ``path``, or None when there is none, with ``chunks`` and ``skipped`` read
+    from its log (:func:`read_log`).
 
     Raises:
         BertkitError: the file is not a state file of this version.
@@ -83,14 +122,16 @@ def load_state(path: str | Path) -> dict[str, Any] | None:
     if not isinstance(state, dict) or state.get("version") != VERSION:
         raise BertkitError("not a predict state file of this bertkit", file=path,
                            expected=f"version {VERSION}")
+    state["chunks"], state["skipped"] = read_log(log_path(path), state.get("log_offset", 0))
     return state
 
 
 def save_state(path: str | Path, state: dict[str, Any]) -> None:
-    """Write ``state`` to ``path`` atomically."""
+    """Write ``state`` to ``path`` atomically, without its ``chunks`` and ``skipped`` (they are
+    in the log): a few hundred bytes, whatever the input's size."""
     from bertkit.io import write_json
 
-    write_json(path, state)
+    write_json(path, {k: v for k, v in state.items() if k not in ("chunks", "skipped")})
 
 
 def _differences(old: dict, new: dict) -> list[str]:

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.options import (MAX_EVAL_SAMPLES, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
-                             SPLIT, Commands, Option, batch_size, option)
+                             SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS, Commands, Option, batch_size,
+                             option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option)
 
@@ -47,7 +48,8 @@ COMMANDS = Commands(
         PREDICT_OUTPUT,
         Option("auto, conllu or text.", ("--input-format",), name="input_format", type=str,
                choices=("auto", "conllu", "text"), default="auto"),
-        _DECODER, DEVICE, PRECISION, batch_size("Sentences", 64)),
+        _DECODER, DEVICE, PRECISION, batch_size("Sentences", 64), SKIP_BAD_LINES,
+        *STREAM_OPTIONS),
 )
 
 

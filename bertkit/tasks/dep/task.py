@@ -133,6 +133,16 @@ class DepTask:
         """:func:`predict_dep`."""
         return predict_dep(*args, **kwargs)
 
+    @staticmethod
+    def stream(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
+               precision: str = "auto", batch_size: int = 64, decoder: str | None = None,
+               console: Console | None = None):
+        """``predict dep`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.dep.stream`)."""
+        from bertkit.tasks.dep.stream import dep_predictor
+
+        return dep_predictor(model_dir, input_path, input_format, device, precision, batch_size,
+                             decoder, console)
+
 
 TASK = DepTask()
 

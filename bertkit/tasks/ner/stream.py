@@ -5,8 +5,10 @@ per record, in input order.
 Output per record, as :func:`bertkit.data.conll.format_conll` and the JSON lines of
 ``predict ner`` have always been: CoNLL rows ``token [gold] predicted`` (a blank line between
 sentences), or one JSON object per sentence (``line``, ``tokens``, ``tags``, ``spans``); from
-plain text a line with nothing visible gives the JSON record ``"empty": true`` (and no CoNLL
-rows), a skipped unreadable line the record ``"skipped": reason``. A CoNLL input's gold column is
+plain text a line with nothing visible gives the JSON record ``"empty": true``, a skipped
+unreadable line the record ``"skipped": reason``; in CoNLL output both are a block of one comment
+line, ``# line N: empty`` or ``# line N: skipped: reason`` (:func:`conll_marker`), so that every
+input line has its block and line-aligned outputs stay aligned. A CoNLL input's gold column is
 copied as the input has it (a streamed file's tagging scheme cannot be detected from the whole
 file first).
 """
@@ -77,15 +79,23 @@ def ner_predictor(model_dir: str, input_path: str, fmt: str, input_format: str, 
                     if real else [])
         return [_format(s, next(tags), fmt) if s is not None else
                 (_json({"line": r.line, "tokens": [], "tags": [], "spans": [], "empty": True})
-                 if fmt == "jsonl" else None) for r, s in zip(records, sents)]
+                 if fmt == "jsonl" else conll_marker(r.line, "empty"))
+                for r, s in zip(records, sents)]
 
     return StreamPredictor(
         "conll" if is_conll else "text", predict, meta["path"],
         separator="\n" if fmt == "conll" else "",
         skipped=(lambda r: _json({"line": r.line, "skipped": r.bad})) if fmt == "jsonl"
-        else (lambda r: None),
+        else (lambda r: conll_marker(r.line, f"skipped: {r.bad}")),
         settings={"task": "ner", "fmt": fmt, "input": "conll" if is_conll else "text"})
     # batch size and --batch-tokens are not settings: they change the speed, not the output
+
+
+def conll_marker(line: int, what: str) -> str:
+    """The CoNLL block standing for input line ``line`` that has no tokens: one comment line,
+    ``# line 7: empty`` or ``# line 9: skipped: not valid UTF-8 ...`` (a streamed CoNLL input
+    reads such a line as a sentence boundary, :data:`bertkit.streaming.records.MARKER`)."""
+    return f"# line {line}: {what}\n"
 
 
 def _json(obj: dict) -> str:

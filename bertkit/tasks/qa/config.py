@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.options import (MAX_EVAL_SAMPLES, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
-                             SPLIT, Commands, Option, batch_size, option)
+                             SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS, Commands, Option, batch_size,
+                             option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option)
 
@@ -49,7 +50,7 @@ COMMANDS = Commands(
         Option("SQuAD 2.0 models: answer empty when null score - best span score is above this. "
                "\\[default: the one saved with the model]", ("--null-threshold",),
                name="null_threshold", type=float),
-        DEVICE, PRECISION, batch_size("Windows", 64)),
+        DEVICE, PRECISION, batch_size("Windows", 64), SKIP_BAD_LINES, *STREAM_OPTIONS),
 )
 
 

@@ -253,6 +253,17 @@ class QATask:
         """:func:`predict_qa`."""
         return predict_qa(*args, **kwargs)
 
+    @staticmethod
+    def stream(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
+               batch_size: int = 64, null_threshold: float | None = None,
+               console: Console | None = None):
+        """``predict qa`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.qa.stream`; None
+        for SQuAD JSON, read whole)."""
+        from bertkit.tasks.qa.stream import qa_predictor
+
+        return qa_predictor(model_dir, input_path, device, precision, batch_size,
+                            null_threshold, console, _saved_settings, _threshold)
+
 
 def qa_table(metrics: dict, title: str):
     """The official scores of one split as a rich table (percent)."""
@@ -359,12 +370,16 @@ def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "a
 
 def predict_qa(model_dir: str, input_path: str, output: str | None = None, device: str = "auto",
                precision: str = "auto", batch_size: int = 64,
-               null_threshold: float | None = None, console: Console | None = None) -> str:
+               null_threshold: float | None = None, skip_bad_lines: bool = False,
+               console: Console | None = None) -> str:
     """Answer the questions of a file: JSON lines with ``id``, ``question``, ``context`` (the
-    ``datasets`` form; answers optional) or SQuAD JSON.
+    ``datasets`` form; answers optional) or SQuAD JSON, read whole (``bertkit predict qa``
+    streams JSON lines instead, :mod:`bertkit.tasks.qa.stream`).
 
     Args:
         output: file to write atomically; None returns the text only.
+        skip_bad_lines: accepted for the command line's sake; a file read whole is checked
+            whole (a bad question is an error).
         null_threshold: SQuAD 2.0 threshold (None: the one saved with the model).
 
     Returns:

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.options import (DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
-                             SKIP_BAD_LINES, SPLIT, Commands, Option, batch_size, option)
+                             SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS, Commands, Option, batch_size,
+                             option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option,
                                            skip_bad_lines_option)
@@ -37,7 +38,8 @@ COMMANDS = Commands(
         SAVED_MODEL,
         Option("JSON lines: one object a line with the two texts (fields as trained); a score "
                "is optional.", ("--input", "-i"), name="input", type=Path, default=...),
-        PREDICT_OUTPUT, SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64)),
+        PREDICT_OUTPUT, SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64),
+        *STREAM_OPTIONS),
 )
 
 

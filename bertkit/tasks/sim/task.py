@@ -244,6 +244,15 @@ class SimTask:
         """:func:`predict_sim`."""
         return predict_sim(*args, **kwargs)
 
+    @staticmethod
+    def stream(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
+               batch_size: int = 64, console: Console | None = None):
+        """``predict sim`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.sim.stream`)."""
+        from bertkit.tasks.sim.stream import sim_predictor
+
+        return sim_predictor(model_dir, input_path, device, precision, batch_size, console,
+                             _load, _saved_fields, encode, predict_scores, prediction_lines)
+
 
 def _fields(cfg: SimConfig) -> Fields:
     return Fields(cfg.text_column, cfg.text_pair_column, cfg.score_column)

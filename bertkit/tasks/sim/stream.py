@@ -1,0 +1,70 @@
+"""``predict sim`` through the shared streaming driver (:mod:`bertkit.streaming`): JSON lines of
+text pairs, a chunk at a time, each with the JSON line ``predict sim`` has always written (the
+input object with ``line`` and ``predicted``). Blank lines give none; a line that does not parse
+or lacks a text gives, with ``--skip-bad-lines``, ``{"line": N, "skipped": reason}``; pairs over
+the model's length are cut longest first and counted in one note at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from rich.console import Console
+
+from bertkit.streaming.driver import StreamPredictor
+from bertkit.streaming.records import Record
+from bertkit.tasks.sim.data import make_pair
+from bertkit.training.devices import make_runtime
+
+
+def sim_predictor(model_dir: str, input_path: str, device: str, precision: str,
+                  batch_size: int, console: Console | None, load: Callable, fields: Callable,
+                  encode: Callable, scores: Callable, lines: Callable) -> StreamPredictor:
+    """The :class:`~bertkit.streaming.driver.StreamPredictor` of a saved similarity model.
+
+    Args:
+        load, fields, encode, scores, lines: :mod:`bertkit.tasks.sim.task`'s ``_load``,
+            ``_saved_fields``, ``encode``, ``predict_scores`` and ``prediction_lines``.
+
+    Raises:
+        BertkitError: no saved similarity model in ``model_dir``.
+    """
+    model, tokenizer, meta = load(model_dir)
+    runtime = make_runtime(device, precision, console)
+    names = fields(meta)
+    max_length = int(meta.get("max_length", 256))
+    cut = [0]
+
+    def check(rec: Record) -> str | None:
+        if not rec.text.strip():
+            return None
+        if rec.value is None:
+            return rec.bad or "not a JSON object"
+        try:
+            rec.item = make_pair(rec.value, names, False, input_path, rec.line)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def predict(records: list[Record]) -> list[str | None]:
+        xs = [r.item for r in records if r.item is not None]
+        if not xs:
+            return [None] * len(records)
+        items, n_cut = encode(xs, tokenizer, max_length)
+        cut[0] += n_cut
+        out = iter(lines(xs, scores(model, items, runtime, tokenizer.pad_token_id, batch_size))
+                   .splitlines(keepends=True))
+        return [next(out) if r.item is not None else None for r in records]
+
+    def finish() -> None:
+        if console is not None and cut[0]:
+            console.print(f"note: {cut[0]} pair(s) over the model's {max_length} pieces, cut "
+                          "longest first", highlight=False)
+
+    return StreamPredictor(
+        "jsonl", predict, meta["path"], unit="pairs", check=check,
+        expected=f'one JSON object a line with "{names.text}" and "{names.pair}"',
+        skipped=lambda r: json.dumps({"line": r.line, "skipped": r.bad},
+                                     ensure_ascii=False) + "\n",
+        settings={"task": "sim"}, finish=finish)
