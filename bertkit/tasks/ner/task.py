@@ -20,7 +20,7 @@ from bertkit.inference import run_batches, sorted_batches, token_batches
 from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
-from bertkit.packing import Packer
+from bertkit.packing import Packer, position_start
 from bertkit.tasks.ner.config import METRICS, NERConfig
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
@@ -34,8 +34,8 @@ from bertkit.training.devices import Runtime, make_runtime
 
 def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence], runtime: Runtime,
                   max_length: int, batch_size: int = 32, console: Console | None = None,
-                  windows: list | None = None, max_tokens: int | None = None
-                  ) -> list[list[str]]:
+                  windows: list | None = None, max_tokens: int | None = None,
+                  pack: int = 0, backend: str = "torch") -> list[list[str]]:
     """Predict IOB2 tags for every word of every sentence (one tag per input word, always).
 
     Windows are sorted by length so each batch is padded only to its own longest window; on a
@@ -45,7 +45,17 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
         windows: the sentences already encoded with :func:`encode` (reused across epochs).
         max_tokens: batches of up to this many padded pieces instead of ``batch_size`` windows
             (:func:`bertkit.inference.token_batches`); the predictions are the same.
+        pack: if > 0, pack the windows of each batch into rows of at least this many pieces
+            with block-diagonal attention (:class:`~bertkit.packing.Packer`; batches of
+            ``max_tokens`` pieces, default 32 rows' worth); the same predictions, no padding.
+        backend: ``torch``, ``onnx`` (ONNX Runtime fp32, :mod:`bertkit.onnx_backend`; the
+            export is cached beside the saved model) or ``onnx-int8`` (its int8 dynamic
+            quantisation: NOT the same predictions; see benchmarks/README.md).
+
+    Raises:
+        BertkitError: ``onnx`` without onnxruntime installed, or an unknown backend.
     """
+    _set_backend(tagger, backend)
     if windows is None:
         label2id = {lab: i for i, lab in enumerate(tagger.labels)}
         windows, report = encode(sentences, tokenizer, label2id, max_length)
@@ -54,6 +64,10 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
     out = [np.zeros(len(s.tokens), dtype=np.int64) for s in sentences]
     tagger.eval()
     tagger.to(runtime.device)
+    tagger.predict_packer = Packer(tagger.encoder.config, pack) if pack and \
+        tagger.scorer is None and position_start(tagger.encoder.config) is not None else None
+    if tagger.predict_packer is not None:
+        max_tokens = max_tokens or 32 * pack
 
     def predict(idx: np.ndarray) -> None:
         batch = runtime.to_device(collate([windows[i] for i in idx], tokenizer.pad_token_id))
@@ -65,9 +79,34 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
 
     plan = token_batches(lengths, max_tokens) if max_tokens else sorted_batches(lengths,
                                                                               batch_size)
-    run_batches(predict, plan, runtime.device)
+    try:
+        run_batches(predict, plan, runtime.device)
+    finally:
+        tagger.predict_packer = None
     labels = np.asarray(tagger.labels, dtype=object)
     return [labels[p].tolist() for p in out]
+
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
+
+def _set_backend(tagger: TokenTagger, backend: str) -> None:
+    """Give ``tagger`` an ONNX Runtime scorer for ``backend`` (once; torch: none)."""
+    if backend not in BACKENDS:
+        raise BertkitError(f"unknown backend '{backend}'", expected=", ".join(BACKENDS))
+    if backend == "torch":
+        tagger.scorer = None
+        return
+    if getattr(tagger.scorer, "backend", None) == backend:
+        return
+    import torch
+
+    from bertkit.onnx_backend import OnnxScorer, cached_export, require_onnxruntime
+
+    require_onnxruntime()
+    path = cached_export(tagger.encoder, getattr(tagger, "source", None) or ".")
+    tagger.scorer = OnnxScorer(path, torch.get_num_threads(), quantized=backend == "onnx-int8")
+    tagger.scorer.backend = backend
 
 
 def _set_packing(tagger: TokenTagger, cfg: NERConfig, console: Console | None) -> bool:
