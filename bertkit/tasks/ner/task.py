@@ -315,7 +315,7 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
 def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt: str = "conll",
                 input_format: str = "auto", device: str = "auto", precision: str = "auto",
                 batch_size: int = 32, console: Console | None = None,
-                batch_tokens: int | None = None) -> str:
+                batch_tokens: int | None = None, pack: int = 0, backend: str = "torch") -> str:
     """Tag a CoNLL file (tokens in the first column) or plain text (one sentence a line), ``.gz``
     or not, through the streaming driver (:func:`bertkit.streaming.stream_predict`, chunk by
     chunk; the command line adds resume, shards and bad-line skipping).
@@ -334,6 +334,7 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
         output: file to write atomically; None returns the text only.
         batch_tokens: batches of up to this many padded pieces instead of ``batch_size``
             windows (the same predictions).
+        pack, backend: as :func:`tag_sentences`.
 
     Returns:
         the formatted predictions.
@@ -347,7 +348,7 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
 
     out = io.StringIO()
     stream_predict(stream_ner(model_dir, input_path, fmt, input_format, device, precision,
-                              batch_size, console, batch_tokens), input_path, out,
+                              batch_size, console, batch_tokens, pack, backend), input_path, out,
                    console=console)
     text = out.getvalue()
     if output:
@@ -357,13 +358,26 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
 
 def stream_ner(model_dir: str, input_path: str, fmt: str = "conll", input_format: str = "auto",
                device: str = "auto", precision: str = "auto", batch_size: int = 32,
-               console: Console | None = None, batch_tokens: int | None = None):
+               console: Console | None = None, batch_tokens: int | None = None, pack: int = 0,
+               backend: str = "torch"):
     """``predict ner``'s per-chunk predictor for the streaming driver
-    (:func:`bertkit.tasks.ner.stream.ner_predictor`; arguments as :func:`predict_ner`'s)."""
+    (:func:`bertkit.tasks.ner.stream.ner_predictor`; arguments as :func:`predict_ner`'s).
+
+    Raises:
+        BertkitError: an unknown backend, or ``onnx`` without onnxruntime (before any input is
+            read).
+    """
     import functools
 
     from bertkit.tasks.ner.stream import ner_predictor
 
+    if backend not in BACKENDS:
+        raise BertkitError(f"unknown backend '{backend}'", expected=", ".join(BACKENDS))
+    if backend != "torch":
+        from bertkit.onnx_backend import require_onnxruntime
+
+        require_onnxruntime()
     return ner_predictor(model_dir, input_path, fmt, input_format, device, precision,
                          batch_size, console,
-                         functools.partial(tag_sentences, max_tokens=batch_tokens))
+                         functools.partial(tag_sentences, max_tokens=batch_tokens, pack=pack,
+                                           backend=backend))
