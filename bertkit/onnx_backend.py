@@ -2,8 +2,8 @@
 
 The encoder of a saved model (a Hugging Face ``*ForTokenClassification``) is exported once with
 ``torch.onnx.export`` (the TorchScript exporter, opset 17, dynamic batch and sequence axes) to
-``model.onnx`` beside the model's weights, written atomically; later runs reuse it while it is
-newer than the weights. ONNX Runtime (Microsoft, https://onnxruntime.ai) then runs the forward
+``model.onnx`` beside the model's weights (or, for a read-only model folder, in a cache folder the
+caller names), written atomically; later runs reuse it while it is newer than the weights. ONNX Runtime (Microsoft, https://onnxruntime.ai) then runs the forward
 pass with graph optimisations (fused attention, GELU and layer-norm kernels) on ``threads``
 intra-op threads; the caller's decoding (CRF or IOB2-constrained Viterbi) is unchanged. Scores
 equal PyTorch's fp32 scores to float rounding (about 1e-5), so the decoded labels are the same
@@ -87,7 +87,11 @@ def export_onnx(encoder: nn.Module, path: str | Path) -> Path:
 def cached_export(encoder: nn.Module, model_dir: str | Path, cache_dir: str | Path | None = None
                   ) -> Path:
     """``model.onnx`` for the saved model in ``model_dir``: reused if newer than the weights,
-    else exported there (or into ``cache_dir`` where ``model_dir`` is not writable)."""
+    else exported there (or into ``cache_dir`` where ``model_dir`` is not writable).
+
+    Raises:
+        BertkitError: the export failed, or no folder could be written.
+    """
     model_dir = Path(model_dir)
     weights = [p.stat().st_mtime for p in model_dir.glob("*.safetensors")] or [0.0]
     for folder in (model_dir, Path(cache_dir) if cache_dir else None):
@@ -98,10 +102,13 @@ def cached_export(encoder: nn.Module, model_dir: str | Path, cache_dir: str | Pa
             return path
         try:
             return export_onnx(encoder, path)
-        except (BertkitError, OSError):
+        except (BertkitError, OSError) as exc:
             if folder == model_dir and cache_dir:
                 continue
-            raise
+            if isinstance(exc, BertkitError):
+                raise
+            raise BertkitError(f"cannot write the ONNX export: {exc.strerror or exc}", file=path,
+                               expected="a writable model folder or cache folder") from None
     raise BertkitError("no writable folder for the ONNX export", file=model_dir)
 
 

@@ -104,7 +104,17 @@ def _set_backend(tagger: TokenTagger, backend: str) -> None:
     from bertkit.onnx_backend import OnnxScorer, cached_export, require_onnxruntime
 
     require_onnxruntime()
-    path = cached_export(tagger.encoder, getattr(tagger, "source", None) or ".")
+    source = getattr(tagger, "source", None)  # set by load_tagger; else a temporary folder
+    if source is None:
+        import tempfile
+
+        source = tempfile.mkdtemp(prefix="bertkit-onnx-")
+    import hashlib
+    from pathlib import Path as _Path
+
+    fallback = _Path.home() / ".cache" / "bertkit" / "onnx" / hashlib.sha1(
+        str(_Path(source).resolve()).encode()).hexdigest()[:16]  # a read-only model folder
+    path = cached_export(tagger.encoder, source, fallback)
     tagger.scorer = OnnxScorer(path, torch.get_num_threads(), quantized=backend == "onnx-int8")
     tagger.scorer.backend = backend
 

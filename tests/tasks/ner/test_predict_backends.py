@@ -100,3 +100,25 @@ def test_onnx_backend_same_tags_and_cached(tiny_encoder, tokenizer, tmp_path, cr
     onnx_scores = again.emissions(*args)
     again.scorer = None
     torch.testing.assert_close(onnx_scores, again.emissions(*args), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.skipif(not HAS_ORT, reason="onnxruntime/onnx not installed (pip install 'bertkit[onnx]')")
+def test_onnx_export_falls_back_when_model_folder_is_read_only(tiny_encoder, tmp_path,
+                                                               monkeypatch):
+    from bertkit import onnx_backend
+
+    real = onnx_backend.export_onnx
+
+    def export(encoder, path):
+        if path.parent == tmp_path / "ro":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(encoder, path)
+
+    monkeypatch.setattr(onnx_backend, "export_onnx", export)
+    (tmp_path / "ro").mkdir()
+    path = onnx_backend.cached_export(_tagger(tiny_encoder, False).encoder, tmp_path / "ro",
+                                      tmp_path / "cache")
+    assert path == tmp_path / "cache" / "model.onnx" and path.is_file()
+    assert not (tmp_path / "ro" / "model.onnx").exists()
+    with pytest.raises(BertkitError, match="cannot write the ONNX export"):  # no fallback
+        onnx_backend.cached_export(_tagger(tiny_encoder, False).encoder, tmp_path / "ro")
