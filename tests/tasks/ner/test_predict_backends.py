@@ -122,3 +122,16 @@ def test_onnx_export_falls_back_when_model_folder_is_read_only(tiny_encoder, tmp
     assert not (tmp_path / "ro" / "model.onnx").exists()
     with pytest.raises(BertkitError, match="cannot write the ONNX export"):  # no fallback
         onnx_backend.cached_export(_tagger(tiny_encoder, False).encoder, tmp_path / "ro")
+
+
+def test_predict_ner_pack_option_same_output(tiny_encoder, tokenizer, tmp_path):
+    from bertkit.tasks.ner.task import predict_ner
+
+    _tagger(tiny_encoder, True).save(tmp_path / "m", tokenizer, {"max_length": 64})
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(" ".join(s.tokens) for s in SENTS) + "\n", encoding="utf-8")
+    plain = predict_ner(str(tmp_path / "m"), str(text), fmt="jsonl", device="cpu")
+    assert plain.count("\n") == len(SENTS)
+    assert predict_ner(str(tmp_path / "m"), str(text), fmt="jsonl", device="cpu", pack=32) == plain
+    with pytest.raises(BertkitError, match="unknown backend"):
+        predict_ner(str(tmp_path / "m"), str(text), device="cpu", backend="tvm")
