@@ -14,14 +14,16 @@ Two parts:
 * ``speed``: interleaved repeats on BC5CDR test, one thread, process CPU time per row: the best
   stock row (``Trainer.predict`` length-sorted, batch 32: ``ner_predict_speed.py``'s
   ``stock_predict``), bertkit's current path (batches of 32 windows), token-budget batches
-  (``--batch-tokens``), and two rows not built yet: packing short sentences into one row
-  (``bertkit/packing.py``, as training does) and ONNX Runtime fp32 (``torch.onnx.export`` +
-  ``onnxruntime``). Every fp32 row must give the stock row's predictions (checked, untimed).
+  (``--batch-tokens``), packing short sentences into one row (``--pack``, block-diagonal
+  attention as training's ``bertkit/packing.py``), ONNX Runtime fp32 (``--backend onnx``) and
+  with ``--int8`` its int8 dynamic quantisation. Every fp32 bertkit row must give exactly the
+  tags of bertkit's default path (checked, untimed); ``benchmarks/_predict_speed.py`` has the rows.
 
 Usage (BC5CDR model from ``bertkit finetune ner --data bc5cdr -o runs/bc5cdr``):
     python benchmarks/predict_stream.py scale --model runs/bc5cdr --sizes 10000,1000000 \\
         --work /tmp/predict-scale --json benchmarks/results/predict_stream/predict_stream_scale.json
-    python benchmarks/predict_stream.py speed --model runs/bc5cdr --repeat 5 --batch-tokens 4096
+    python benchmarks/predict_stream.py speed --model runs/bc5cdr --repeat 5 --batch-tokens 4096 \\
+        --int8 --int8-f1 --json benchmarks/results/predict_stream/predict_stream_speed.json
     python benchmarks/predict_stream.py scale --model runs/bc5cdr --dry-run
 """
 
@@ -38,9 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEED_ROWS = ("stock b32 sorted", "bertkit b32", "bertkit tokens", "bertkit packed",
-              "onnxruntime fp32")
-NOT_BUILT = {"bertkit packed": "packing at prediction time is not built yet",
-             "onnxruntime fp32": "the ONNX Runtime backend is not built yet"}
+              "onnxruntime fp32", "onnxruntime fp32 tokens", "onnxruntime int8 (--int8)")
 
 
 def corpus_input(source: Path, lines: int, out: Path) -> Path:
@@ -121,13 +121,15 @@ def scale(args) -> dict:
 
 
 def speed(args) -> dict:
-    for row in SPEED_ROWS:
-        note = NOT_BUILT.get(row, "")
-        print(f"{row}: {'skipped: ' + note if note else 'measured'}")
+    """The side-by-side rows (``benchmarks/_predict_speed.py``)."""
     if args.dry_run:
+        for row in SPEED_ROWS:
+            print(f"{row}: measured")
         return {}
-    raise SystemExit("speed: the measured rows are a skeleton still; run "
-                     "benchmarks/ner_predict_speed.py for the stock and bertkit b32 rows")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _predict_speed import run
+
+    return run(args)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -146,6 +148,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-tokens", type=int, default=4096,
                         help="speed: the token budget of the 'bertkit tokens' row (default: "
                              "4096).")
+    parser.add_argument("--pack", type=int, default=128,
+                        help="speed: pieces per packed row of 'bertkit packed' (default: 128).")
+    parser.add_argument("--max-test", type=int, default=None,
+                        help="speed: the first N BC5CDR test sentences only (default: all).")
+    parser.add_argument("--int8", action="store_true",
+                        help="speed: also time ONNX Runtime int8 dynamic quantisation.")
+    parser.add_argument("--int8-f1", action="store_true",
+                        help="speed: also score ONNX fp32 and int8 on the full test set.")
     parser.add_argument("--json", help="Also write the results as JSON here.")
     parser.add_argument("--dry-run", action="store_true",
                         help="Print the plan and commands; run nothing.")

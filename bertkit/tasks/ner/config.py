@@ -55,6 +55,14 @@ COMMANDS = Commands(
         Option("Batches of up to N padded pieces (many short sentences, few long ones) instead "
                "of --batch-size windows; the same predictions.", ("--batch-tokens",),
                name="batch_tokens", type=int, min=1, default=None),
+        Option("Pack short sentences into rows of at least N pieces with block-diagonal "
+               "attention (no attention across sentences; 0: off); the same predictions.",
+               ("--pack",), name="pack", type=int, min=0, default=0),
+        Option("torch, onnx (ONNX Runtime fp32, the same predictions; exported once to "
+               "model.onnx beside the model; needs pip install 'bertkit[onnx]') or onnx-int8 "
+               "(dynamic int8 quantisation: faster, NOT the same predictions).",
+               ("--backend",), name="backend", type=str, choices=("torch", "onnx", "onnx-int8"),
+               default="torch"),
         SKIP_BAD_LINES, *STREAM_OPTIONS),
 )
 

@@ -61,6 +61,8 @@ class TokenTagger(nn.Module):
         self.label_all_subwords = label_all_subwords
         self.crf = LinearChainCRF(self.labels) if crf else None
         self.packer = None
+        self.predict_packer = None  # a Packer: prediction on packed rows (tag_sentences pack=)
+        self.scorer = None  # emissions from another backend (bertkit.onnx_backend.OnnxScorer)
         self.prune_last_layer = True
         start_ok, trans_ok = allowed_transitions(self.labels)
         self.register_buffer("start_mask", (~torch.tensor(start_ok)).float() * FORBIDDEN,
@@ -129,7 +131,15 @@ class TokenTagger(nn.Module):
     def emissions(self, input_ids, attention_mask, word_pos) -> torch.Tensor:
         """Scores at each word's first piece, ``[B, K, C]``; in eval mode the last layer is
         computed at those pieces only where the architecture allows
-        (:mod:`bertkit.pruned_forward`: same scores, less work)."""
+        (:mod:`bertkit.pruned_forward`: same scores, less work). With ``scorer`` set (ONNX
+        Runtime) it gives the scores; with ``predict_packer`` set, several windows share a row
+        with block-diagonal attention (:class:`~bertkit.packing.Packer`, Krell et al. 2021: no
+        attention across windows, so the same scores to float rounding, without padding)."""
+        if not self.training and self.scorer is not None:
+            return self.scorer(input_ids, attention_mask, word_pos).to(input_ids.device)
+        if not self.training and self.predict_packer is not None:
+            return self.word_scores(self.predict_packer.logits(self.encoder, input_ids,
+                                                               attention_mask), word_pos)
         if not self.training and self.prune_last_layer and supports_pruning(self.encoder):
             return logits_at(self.encoder, input_ids, attention_mask, word_pos)
         logits = self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits
@@ -195,5 +205,6 @@ def load_tagger(directory: str | Path) -> tuple[TokenTagger, dict]:
                          label_all_subwords=meta.get("label_all_subwords", False))
     if tagger.crf is not None:
         tagger.crf.load_state_dict(load_file(str(path / CRF_FILE)))
+    tagger.source = Path(path)  # where an ONNX export is cached (bertkit.onnx_backend)
     tagger.eval()
     return tagger, meta

@@ -20,7 +20,7 @@ from bertkit.inference import run_batches, sorted_batches, token_batches
 from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
-from bertkit.packing import Packer
+from bertkit.packing import Packer, position_start
 from bertkit.tasks.ner.config import METRICS, NERConfig
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
@@ -34,8 +34,8 @@ from bertkit.training.devices import Runtime, make_runtime
 
 def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence], runtime: Runtime,
                   max_length: int, batch_size: int = 32, console: Console | None = None,
-                  windows: list | None = None, max_tokens: int | None = None
-                  ) -> list[list[str]]:
+                  windows: list | None = None, max_tokens: int | None = None,
+                  pack: int = 0, backend: str = "torch") -> list[list[str]]:
     """Predict IOB2 tags for every word of every sentence (one tag per input word, always).
 
     Windows are sorted by length so each batch is padded only to its own longest window; on a
@@ -45,7 +45,17 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
         windows: the sentences already encoded with :func:`encode` (reused across epochs).
         max_tokens: batches of up to this many padded pieces instead of ``batch_size`` windows
             (:func:`bertkit.inference.token_batches`); the predictions are the same.
+        pack: if > 0, pack the windows of each batch into rows of at least this many pieces
+            with block-diagonal attention (:class:`~bertkit.packing.Packer`; batches of
+            ``max_tokens`` pieces, default 32 rows' worth); the same predictions, no padding.
+        backend: ``torch``, ``onnx`` (ONNX Runtime fp32, :mod:`bertkit.onnx_backend`; the
+            export is cached beside the saved model) or ``onnx-int8`` (its int8 dynamic
+            quantisation: NOT the same predictions; see benchmarks/README.md).
+
+    Raises:
+        BertkitError: ``onnx`` without onnxruntime installed, or an unknown backend.
     """
+    _set_backend(tagger, backend)
     if windows is None:
         label2id = {lab: i for i, lab in enumerate(tagger.labels)}
         windows, report = encode(sentences, tokenizer, label2id, max_length)
@@ -54,6 +64,10 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
     out = [np.zeros(len(s.tokens), dtype=np.int64) for s in sentences]
     tagger.eval()
     tagger.to(runtime.device)
+    tagger.predict_packer = Packer(tagger.encoder.config, pack) if pack and \
+        tagger.scorer is None and position_start(tagger.encoder.config) is not None else None
+    if tagger.predict_packer is not None:
+        max_tokens = max_tokens or 32 * pack
 
     def predict(idx: np.ndarray) -> None:
         batch = runtime.to_device(collate([windows[i] for i in idx], tokenizer.pad_token_id))
@@ -65,9 +79,44 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
 
     plan = token_batches(lengths, max_tokens) if max_tokens else sorted_batches(lengths,
                                                                               batch_size)
-    run_batches(predict, plan, runtime.device)
+    try:
+        run_batches(predict, plan, runtime.device)
+    finally:
+        tagger.predict_packer = None
     labels = np.asarray(tagger.labels, dtype=object)
     return [labels[p].tolist() for p in out]
+
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
+
+def _set_backend(tagger: TokenTagger, backend: str) -> None:
+    """Give ``tagger`` an ONNX Runtime scorer for ``backend`` (once; torch: none)."""
+    if backend not in BACKENDS:
+        raise BertkitError(f"unknown backend '{backend}'", expected=", ".join(BACKENDS))
+    if backend == "torch":
+        tagger.scorer = None
+        return
+    if getattr(tagger.scorer, "backend", None) == backend:
+        return
+    import torch
+
+    from bertkit.onnx_backend import OnnxScorer, cached_export, require_onnxruntime
+
+    require_onnxruntime()
+    source = getattr(tagger, "source", None)  # set by load_tagger; else a temporary folder
+    if source is None:
+        import tempfile
+
+        source = tempfile.mkdtemp(prefix="bertkit-onnx-")
+    import hashlib
+    from pathlib import Path as _Path
+
+    fallback = _Path.home() / ".cache" / "bertkit" / "onnx" / hashlib.sha1(
+        str(_Path(source).resolve()).encode()).hexdigest()[:16]  # a read-only model folder
+    path = cached_export(tagger.encoder, source, fallback)
+    tagger.scorer = OnnxScorer(path, torch.get_num_threads(), quantized=backend == "onnx-int8")
+    tagger.scorer.backend = backend
 
 
 def _set_packing(tagger: TokenTagger, cfg: NERConfig, console: Console | None) -> bool:
@@ -276,7 +325,7 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
 def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt: str = "conll",
                 input_format: str = "auto", device: str = "auto", precision: str = "auto",
                 batch_size: int = 32, console: Console | None = None,
-                batch_tokens: int | None = None) -> str:
+                batch_tokens: int | None = None, pack: int = 0, backend: str = "torch") -> str:
     """Tag a CoNLL file (tokens in the first column) or plain text (one sentence a line), ``.gz``
     or not, through the streaming driver (:func:`bertkit.streaming.stream_predict`, chunk by
     chunk; the command line adds resume, shards and bad-line skipping).
@@ -295,6 +344,7 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
         output: file to write atomically; None returns the text only.
         batch_tokens: batches of up to this many padded pieces instead of ``batch_size``
             windows (the same predictions).
+        pack, backend: as :func:`tag_sentences`.
 
     Returns:
         the formatted predictions.
@@ -308,7 +358,7 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
 
     out = io.StringIO()
     stream_predict(stream_ner(model_dir, input_path, fmt, input_format, device, precision,
-                              batch_size, console, batch_tokens), input_path, out,
+                              batch_size, console, batch_tokens, pack, backend), input_path, out,
                    console=console)
     text = out.getvalue()
     if output:
@@ -318,13 +368,26 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
 
 def stream_ner(model_dir: str, input_path: str, fmt: str = "conll", input_format: str = "auto",
                device: str = "auto", precision: str = "auto", batch_size: int = 32,
-               console: Console | None = None, batch_tokens: int | None = None):
+               console: Console | None = None, batch_tokens: int | None = None, pack: int = 0,
+               backend: str = "torch"):
     """``predict ner``'s per-chunk predictor for the streaming driver
-    (:func:`bertkit.tasks.ner.stream.ner_predictor`; arguments as :func:`predict_ner`'s)."""
+    (:func:`bertkit.tasks.ner.stream.ner_predictor`; arguments as :func:`predict_ner`'s).
+
+    Raises:
+        BertkitError: an unknown backend, or ``onnx`` without onnxruntime (before any input is
+            read).
+    """
     import functools
 
     from bertkit.tasks.ner.stream import ner_predictor
 
+    if backend not in BACKENDS:
+        raise BertkitError(f"unknown backend '{backend}'", expected=", ".join(BACKENDS))
+    if backend != "torch":
+        from bertkit.onnx_backend import require_onnxruntime
+
+        require_onnxruntime()
     return ner_predictor(model_dir, input_path, fmt, input_format, device, precision,
                          batch_size, console,
-                         functools.partial(tag_sentences, max_tokens=batch_tokens))
+                         functools.partial(tag_sentences, max_tokens=batch_tokens, pack=pack,
+                                           backend=backend))

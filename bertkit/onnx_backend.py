@@ -1,0 +1,163 @@
+"""ONNX Runtime as an optional inference backend for token-classification encoders.
+
+The encoder of a saved model (a Hugging Face ``*ForTokenClassification``) is exported once with
+``torch.onnx.export`` (the TorchScript exporter, opset 17, dynamic batch and sequence axes) to
+``model.onnx`` beside the model's weights (or, for a read-only model folder, in a cache folder the
+caller names), written atomically; later runs reuse it while it is newer than the weights. ONNX Runtime (Microsoft, https://onnxruntime.ai) then runs the forward
+pass with graph optimisations (fused attention, GELU and layer-norm kernels) on ``threads``
+intra-op threads; the caller's decoding (CRF or IOB2-constrained Viterbi) is unchanged. Scores
+equal PyTorch's fp32 scores to float rounding (about 1e-5), so the decoded labels are the same
+(``benchmarks/predict_stream.py`` checks this on BC5CDR test).
+
+Needs the ``onnxruntime`` and ``onnx`` packages: ``pip install 'bertkit[onnx]'``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from bertkit.errors import BertkitError
+from bertkit.io import atomic_path
+
+ONNX_FILE = "model.onnx"
+INSTALL_HINT = "pip install 'bertkit[onnx]' (the onnxruntime and onnx packages)"
+
+
+def require_onnxruntime():
+    """The ``onnxruntime`` module.
+
+    Raises:
+        BertkitError: ``onnxruntime`` (or ``onnx``, which the exporter needs) is not installed,
+            naming the extra to install.
+    """
+    try:
+        import onnx  # noqa: F401  (torch.onnx.export writes through it)
+        import onnxruntime
+    except ImportError as exc:
+        raise BertkitError(f"--backend onnx needs ONNX Runtime ({exc.name} is not installed)",
+                           expected=INSTALL_HINT) from None
+    return onnxruntime
+
+
+class _Logits(nn.Module):
+    def __init__(self, encoder: nn.Module) -> None:
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, input_ids, attention_mask):
+        return self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits
+
+
+def export_onnx(encoder: nn.Module, path: str | Path) -> Path:
+    """Export ``encoder`` (``input_ids``, ``attention_mask`` ``[B, T]`` int64 -> ``logits``
+    ``[B, T, C]`` float32) to ``path`` atomically.
+
+    Raises:
+        BertkitError: the export failed (an architecture the exporter cannot trace).
+    """
+    path = Path(path)
+    ids = torch.tensor([[101, 2023, 2003, 102], [101, 2023, 102, 0]], dtype=torch.long)
+    mask = (ids != 0).long()
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        with atomic_path(path) as tmp, torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer notes on shapes the example fixes
+            torch.onnx.export(_Logits(encoder), (ids, mask), str(tmp), dynamo=False,
+                              input_names=["input_ids", "attention_mask"],
+                              output_names=["logits"], opset_version=17,
+                              dynamic_axes={"input_ids": {0: "batch", 1: "pieces"},
+                                            "attention_mask": {0: "batch", 1: "pieces"},
+                                            "logits": {0: "batch", 1: "pieces"}})
+    except BertkitError:
+        raise
+    except Exception as exc:  # the exporter raises many types
+        raise BertkitError(f"cannot export the model to ONNX: {type(exc).__name__}: {exc}",
+                           file=path, expected="a BERT-style token-classification model") from None
+    finally:
+        encoder.train(was_training)
+    return path
+
+
+def cached_export(encoder: nn.Module, model_dir: str | Path, cache_dir: str | Path | None = None
+                  ) -> Path:
+    """``model.onnx`` for the saved model in ``model_dir``: reused if newer than the weights,
+    else exported there (or into ``cache_dir`` where ``model_dir`` is not writable).
+
+    Raises:
+        BertkitError: the export failed, or no folder could be written.
+    """
+    model_dir = Path(model_dir)
+    weights = [p.stat().st_mtime for p in model_dir.glob("*.safetensors")] or [0.0]
+    for folder in (model_dir, Path(cache_dir) if cache_dir else None):
+        if folder is None:
+            continue
+        path = folder / ONNX_FILE
+        if path.is_file() and path.stat().st_mtime >= max(weights):
+            return path
+        try:
+            return export_onnx(encoder, path)
+        except (BertkitError, OSError) as exc:
+            if folder == model_dir and cache_dir:
+                continue
+            if isinstance(exc, BertkitError):
+                raise
+            raise BertkitError(f"cannot write the ONNX export: {exc.strerror or exc}", file=path,
+                               expected="a writable model folder or cache folder") from None
+    raise BertkitError("no writable folder for the ONNX export", file=model_dir)
+
+
+class OnnxScorer:
+    """Token-classification logits from an ONNX Runtime session.
+
+    Args:
+        path: an exported ``model.onnx`` (:func:`export_onnx`).
+        threads: ONNX Runtime intra-op threads (1: one core, as ``torch.set_num_threads(1)``).
+        quantized: run an int8 dynamic-quantised copy (weights int8, activations quantised per
+            batch; ``onnxruntime.quantization.quantize_dynamic``), written beside ``path``.
+
+    Raises:
+        BertkitError: onnxruntime missing, or the file cannot be loaded.
+    """
+
+    def __init__(self, path: str | Path, threads: int = 1, quantized: bool = False) -> None:
+        ort = require_onnxruntime()
+        path = Path(path)
+        if quantized:
+            path = quantize(path)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = max(1, threads)
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        try:
+            self.session = ort.InferenceSession(str(path), opts,
+                                                providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            raise BertkitError(f"cannot load the ONNX model: {exc}", file=path) from None
+
+    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                 word_pos: torch.Tensor) -> torch.Tensor:
+        """Scores at ``word_pos``: ``[B, T]`` pieces and mask, ``[B, K]`` positions ->
+        ``[B, K, C]`` float32 (a torch tensor on the CPU)."""
+        logits = self.session.run(["logits"], {
+            "input_ids": input_ids.cpu().numpy().astype(np.int64),
+            "attention_mask": attention_mask.cpu().numpy().astype(np.int64)})[0]
+        logits = torch.from_numpy(logits)
+        return logits.gather(1, word_pos.cpu().unsqueeze(2).expand(-1, -1, logits.shape[2]))
+
+
+def quantize(path: Path) -> Path:
+    """An int8 dynamic-quantised copy of ``path`` (``model.int8.onnx`` beside it, atomic)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    out = path.with_name(path.stem + ".int8.onnx")
+    if out.is_file() and out.stat().st_mtime >= path.stat().st_mtime:
+        return out
+    with atomic_path(out) as tmp:
+        quantize_dynamic(str(path), str(tmp), weight_type=QuantType.QInt8)
+    return out
