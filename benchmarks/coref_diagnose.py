@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("--state", help="instead: a checkpoint's model.pt or best.pt (state dict)")
     ap.add_argument("--base", default=None, help="with --state: the encoder (default packaged)")
     ap.add_argument("--max-length", type=int, default=384, help="with --state")
+    ap.add_argument("--score", action="store_true", help="also the reference-scorer metrics of "
+                    "the split (as evaluate coref; singletons on)")
     ap.add_argument("--data", default="litbank")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--max-docs", type=int, default=None)
@@ -86,6 +88,14 @@ def main() -> None:
             total[k] = total.get(k, 0) + row[k]
     total["pruning_recall"] = round(total["gold_kept"] / max(1, total["gold_within_width"]), 3)
     print(json.dumps({"document": "TOTAL", **total}))
+    if args.score:
+        from bertkit.tasks.coref.task import resolve_documents, score
+        from bertkit.training.devices import make_runtime
+
+        runtime = make_runtime("cpu", "fp32", None)
+        predicted = resolve_documents(model, tokenizer, docs, runtime, meta.get("max_length", 384),
+                                      1, True, items)
+        print(json.dumps({"split": args.split, **score(docs, predicted)}))
 
 
 if __name__ == "__main__":
