@@ -207,7 +207,7 @@ def run_stage(stage: Stage, stages: dict[str, Stage], work: Path, max_minutes: f
     for argv in argvs:
         proc = subprocess.Popen(argv, env=env, cwd=ROOT)
         while proc.poll() is None:
-            time.sleep(5)
+            time.sleep(1)
             if deadline and time.time() > deadline and stopped is None:
                 proc.send_signal(signal.SIGTERM)
                 stopped = f"SIGTERM after {max_minutes} minutes"

@@ -81,3 +81,19 @@ def test_export_refuses_and_verify_catches_tampering(source, tmp_path):
     (out / "model.safetensors").write_bytes(bytes(data))
     with pytest.raises(BertkitError, match="sha256"):
         verify(out)
+
+
+def test_bertkit_fine_tuning_loads_the_release_in_fp32(source, tmp_path):
+    """The NER loader (as every task's: a plain from_pretrained) gets fp32 parameters from the
+    fp16 file; without the config's dtype it would get fp16 (transformers 5's "auto")."""
+    from bertkit.tasks.ner.model import build_tagger
+
+    out = export_encoder(source, tmp_path / "S", "S")
+    tagger = build_tagger(str(out), ["O", "B-X", "I-X"], crf=False, label_all_subwords=False)
+    dtypes = {p.dtype for p in tagger.parameters()}
+    assert dtypes == {torch.float32}
+    config = json.loads((out / "config.json").read_text())
+    config.pop("dtype")
+    (out / "config.json").write_text(json.dumps(config))
+    tagger = build_tagger(str(out), ["O", "B-X", "I-X"], crf=False, label_all_subwords=False)
+    assert torch.float16 in {p.dtype for p in tagger.parameters()}  # why the export sets it

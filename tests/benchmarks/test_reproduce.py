@@ -134,3 +134,22 @@ def test_merge_reads_the_bench_folder(rp, tmp_path, monkeypatch):
     _fake_bench(devgrid, {"G": {"chemprot": [50.0, 51.0, 52.0]},
                           "S": {"chemprot": [45.0, 46.0, 47.0]}}, "dev-grid")
     assert "| 3. S vs G under dev-grid | chemprot | -5.00 |" in rp.merge(bench, devgrid)
+
+
+def test_run_stage_stops_at_the_time_limit_and_records_it(rp, tmp_path):
+    """A command past --max-minutes is stopped (SIGTERM) and the stage is not finished (the
+    next call runs it again, where bertkit continues); a command that makes the stage's product
+    finishes it; each call leaves STAGE.json with its commands and load."""
+    done = tmp_path / "w" / "model" / "config.json"
+    slow = rp.Stage("pretrain-X", [["{python}", "-c", "import time; time.sleep(60)"]], [], 1.0,
+                    done)
+    assert rp.run_stage(slow, {}, tmp_path / "w", 0.01, tmp_path / "log") is False
+    record = json.loads((tmp_path / "log" / "pretrain-X.json").read_text())
+    assert record["stopped"] == "SIGTERM after 0.01 minutes" and record["finished"] is False
+    assert record["wall_minutes"] < 0.5 and "load_1m" in record["load_before"]
+    make = rp.Stage("pretrain-X", [["{python}", "-c", "import pathlib, sys; p = pathlib.Path("
+                                    "sys.argv[1]); p.parent.mkdir(parents=True); p.touch()",
+                                    "{work}/model/config.json"]], [], 1.0, done)
+    assert rp.run_stage(make, {}, tmp_path / "w", None, tmp_path / "log") is True
+    assert rp.finished(make) and json.loads(
+        (tmp_path / "log" / "pretrain-X.json").read_text())["finished"] is True
