@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _interleave import load_average, shared_note, side_order, spread  # noqa: E402
+from _interleave import load_average, shared_note, side_order, spread
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "bench_jobs" / "bench_jobs.json"

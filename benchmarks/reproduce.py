@@ -5,8 +5,10 @@ Each encoder is one recipe (``recipes/pretrain/mini/*.yaml``, S is ``mini-sciber
 small release (``benchmarks/encoders/ENC``: fp16 safetensors loaded as fp32, vocabulary,
 provenance, model card; :mod:`bertkit.bench.release`) and judged by the shipped ``mini`` suite,
 ``bertkit bench run mini --encoder ENC=benchmarks/encoders/ENC -o BENCH`` (every encoder into one
-results folder; a rerun keeps finished stages). ``merge`` derives the table and the issue's
-verdicts from that bench folder alone (``bertkit.bench.report``). The previous stage-by-stage
+results folder; a rerun keeps finished stages; bench's default ``--jobs``: one fine-tune per
+core, one thread each, so a stage's wall time is about its thread-hours / cores). ``merge``
+derives the table and the issue's verdicts from that bench folder alone
+(``bertkit.bench.report``). The previous stage-by-stage
 script is ``reproduce_v1.py``, the record of ``results/reproduce/``.
 
     python benchmarks/reproduce.py plan                     # stages, commands, thread-hours
@@ -45,25 +47,28 @@ TOKENS = 37_000_000
 # encoder -> recipe, --set overrides, encoders it needs, commands before the recipe, product
 # (the model folder under WORK/ENC), its pretraining tokens by phase (seq64, seq128) for the
 # estimate, and the issue's question it serves
+FULL = (26_624_000, 10_376_000)  # phase A at 64 positions, phase B at 128: 37 M in all
 ENCODERS = {
-    "R": dict(recipe="mini-R", product="init/model", tokens=(0, 0)),
-    "G": dict(recipe="mini-G", product="seq128/model", tokens=(26_624_000, 10_376_000)),
-    "S": dict(recipe="mini-scibert", product="seq128/model", tokens=(26_624_000, 10_376_000)),
-    "GvS": dict(recipe="mini-GvS", product="seq128/model", tokens=(26_624_000, 10_376_000)),
-    "S-span": dict(recipe="mini-S-span", product="seq128/model", tokens=(26_624_000, 10_376_000),
-                   span=True),
-    "G+D": dict(recipe="mini-G-plus-D", needs=["G"], product="model", tokens=(0, 12_333_333)),
-    "G+G": dict(recipe="mini-G-plus-G", needs=["G"], product="model", tokens=(0, 12_333_333)),
-    "G+D37": dict(recipe="mini-G-plus-D", needs=["G"], product="model", tokens=(0, TOKENS),
-                  sets=[f"max_tokens={TOKENS}"], question=2),
-    "G+D37sv": dict(recipe="mini-G-plus-D", needs=["G", "S"], product="model", tokens=(0, TOKENS),
-                    sets=[f"max_tokens={TOKENS}", "model={work}/G-ext"], question=2,
-                    pre=[["{python}", "-m", "bertkit", "vocab", "extend", "--model",
-                          "{work}/G/seq128/model", "--vocab", "{work}/S/vocab", "--add", "8000",
-                          "--out", "{work}/G-ext", "--overwrite"]]),
-    "S-half": dict(recipe="mini-scibert", product="seq128/model", question=2,
-                   tokens=(13_312_000, 5_188_000),
-                   sets=["seq64.max_tokens=13312000", "seq128.max_tokens=5188000"]),
+    "R": {"recipe": "mini-R", "product": "init/model", "tokens": (0, 0)},
+    "G": {"recipe": "mini-G", "product": "seq128/model", "tokens": FULL},
+    "S": {"recipe": "mini-scibert", "product": "seq128/model", "tokens": FULL},
+    "GvS": {"recipe": "mini-GvS", "product": "seq128/model", "tokens": FULL},
+    "S-span": {"recipe": "mini-S-span", "product": "seq128/model", "tokens": FULL, "span": True},
+    "G+D": {"recipe": "mini-G-plus-D", "needs": ["G"], "product": "model",
+            "tokens": (0, 12_333_333)},
+    "G+G": {"recipe": "mini-G-plus-G", "needs": ["G"], "product": "model",
+            "tokens": (0, 12_333_333)},
+    "G+D37": {"recipe": "mini-G-plus-D", "needs": ["G"], "product": "model",
+              "tokens": (0, TOKENS), "sets": [f"max_tokens={TOKENS}"], "question": 2},
+    "G+D37sv": {"recipe": "mini-G-plus-D", "needs": ["G", "S"], "product": "model",
+                "tokens": (0, TOKENS), "question": 2,
+                "sets": [f"max_tokens={TOKENS}", "model={work}/G-ext"],
+                "pre": [["{python}", "-m", "bertkit", "vocab", "extend", "--model",
+                         "{work}/G/seq128/model", "--vocab", "{work}/S/vocab", "--add", "8000",
+                         "--out", "{work}/G-ext", "--overwrite"]]},
+    "S-half": {"recipe": "mini-scibert", "product": "seq128/model", "question": 2,
+               "tokens": (13_312_000, 5_188_000),
+               "sets": ["seq64.max_tokens=13312000", "seq128.max_tokens=5188000"]},
 }
 # the mini suite's tasks: training examples (../shared/data/README.md) and the v1 task whose
 # measured minutes per seed they scale from (a guess for the new sets: same kind, scaled by
@@ -140,12 +145,12 @@ def build_plan(work: Path, bench: Path, devgrid: Path, r: dict | None = None) ->
             release / "provenance.json")
         stages[f"bench-{enc}"] = Stage(
             f"bench-{enc}", [[*py, "bench", "run", "mini", "--encoder", f"{enc}={release}",
-                              "--jobs", "1", "-o", str(bench)]], [f"export-{enc}"],
+                              "-o", str(bench)]], [f"export-{enc}"],
             round(suite_minutes(r) / 60, 2), bench / "stages" / enc)
     stages["bench-devgrid"] = Stage(
         "bench-devgrid", [[*py, "bench", "run", "mini", "--protocol", "dev-grid", "--encoder",
                            f"G={ENCODERS_DIR / 'G'}", "--encoder", f"S={ENCODERS_DIR / 'S'}",
-                           "--jobs", "1", "-o", str(devgrid)]], ["export-G", "export-S"],
+                           "-o", str(devgrid)]], ["export-G", "export-S"],
         round(2 * suite_minutes(r, SEEDS + GRID) / 60, 2), devgrid / "stages" / "S")
     return stages
 
@@ -287,9 +292,9 @@ def merge(bench: Path, devgrid: Path | None = None, out: Path | None = None) -> 
     report = build(bench)
     tasks = list(SUITE_TASKS)
     lines = ["# Domain adaptation in miniature, through `bertkit bench` (issue 43)", "",
-             f"From `bertkit bench run mini` results in `{bench}` (protocol "
+             (f"From `bertkit bench run mini` results in `{bench}` (protocol "
              f"{report['protocol']}, budget {report['budget']}); test scores in points, mean ± "
-             "sd over seeds (sample sd); - : not measured yet.", "",
+             "sd over seeds (sample sd); - : not measured yet."), "",
              "| encoder | " + " | ".join(tasks) + " | suite score |",
              "|---|" + "---|" * (len(tasks) + 1)]
     for enc, r in report["encoders"].items():

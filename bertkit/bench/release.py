@@ -152,17 +152,17 @@ def card(record: dict, config: dict) -> str:
             f"vocabulary {config.get('vocab_size')}")
     return "\n".join([
         f"# bertkit miniature encoder {record['name']}", "",
-        f"A {size} BERT encoder ({record['parameters']:,} parameters) pretrained by bertkit for "
-        "its miniature domain-adaptation study (benchmarks/reproduce.py, issue 43). A research "
-        "artefact for comparing pretraining routes, not a model for production use.", "",
+        (f"A {size} BERT encoder ({record['parameters']:,} parameters) pretrained by bertkit for "
+         "its miniature domain-adaptation study (benchmarks/reproduce.py, issue 43). A research "
+         "artefact for comparing pretraining routes, not a model for production use."), "",
         f"- Pretraining corpora: {', '.join(record['corpora']) or 'none recorded'}",
-        f"- Weights stored in fp16 (sha256 {record['weights_sha256'][:16]}...), loaded as fp32 "
-        "(config.json `dtype`); rounding error <= 2^-11 relative per weight.",
+        (f"- Weights stored in fp16 (sha256 {record['weights_sha256'][:16]}...), loaded as fp32 "
+         "(config.json `dtype`); rounding error <= 2^-11 relative per weight."),
         "- Provenance (commands, lineage, versions): provenance.json", "",
         "## Use", "", "```python", "from transformers import AutoModel, AutoTokenizer",
         "model = AutoModel.from_pretrained('PATH')  # fp32", "tok = AutoTokenizer.from_pretrained('PATH')",
-        "```", "", "With bertkit: `bertkit bench run mini --encoder "
-        f"{record['name']}=PATH -o bench-mini`.", ""])
+        "```", "", ("With bertkit: `bertkit bench run mini --encoder "
+         f"{record['name']}=PATH -o bench-mini`."), ""])
 
 
 def verify(release: str | Path, source: str | Path | None = None) -> dict:

@@ -147,8 +147,8 @@ def test_run_stage_stops_at_the_time_limit_and_records_it(rp, tmp_path):
     record = json.loads((tmp_path / "log" / "pretrain-X.json").read_text())
     assert record["stopped"] == "SIGTERM after 0.01 minutes" and record["finished"] is False
     assert record["wall_minutes"] < 0.5 and "load_1m" in record["load_before"]
-    make = rp.Stage("pretrain-X", [["{python}", "-c", "import pathlib, sys; p = pathlib.Path("
-                                    "sys.argv[1]); p.parent.mkdir(parents=True); p.touch()",
+    make = rp.Stage("pretrain-X", [["{python}", "-c", ("import pathlib, sys; p = pathlib.Path("
+                                    "sys.argv[1]); p.parent.mkdir(parents=True); p.touch()"),
                                     "{work}/model/config.json"]], [], 1.0, done)
     assert rp.run_stage(make, {}, tmp_path / "w", None, tmp_path / "log") is True
     assert rp.finished(make) and json.loads(
