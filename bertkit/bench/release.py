@@ -161,8 +161,8 @@ def card(record: dict, config: dict) -> str:
         "- Provenance (commands, lineage, versions): provenance.json", "",
         "## Use", "", "```python", "from transformers import AutoModel, AutoTokenizer",
         "model = AutoModel.from_pretrained('PATH')  # fp32", "tok = AutoTokenizer.from_pretrained('PATH')",
-        "```", "", "With bertkit: give PATH to `bertkit bench run mini` as one of its encoders "
-        "(benchmarks/README.md, the reproduction through recipes and bench).", ""])
+        "```", "", ("With bertkit: give PATH to `bertkit bench run mini` as one of its encoders "
+                    "(benchmarks/README.md, the reproduction through recipes and bench)."), ""])
 
 
 def verify(release: str | Path, source: str | Path | None = None) -> dict:
