@@ -19,7 +19,8 @@ def run_cli(
     seeds: Annotated[Optional[int], typer.Option("--seeds", min=1, help="Run seeds 1..N per task. \\[default: the suite's seeds]")] = None,
     budget: Annotated[Literal["full", "lite"], typer.Option("--budget", help="full: the suite's recipes as the papers run them; lite: each task capped as the suite says (training examples, epochs), not comparable with the published numbers.")] = "full",
     protocol: Annotated[Optional[Literal["fixed", "dev-grid"]], typer.Option("--protocol", help="fixed: one recipe per task for every encoder; dev-grid: each encoder's learning rate chosen on dev from the suite's grid, then its seeds. \\[default: the suite's]")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Fine-tunes run side by side, each with cores/N threads (0: one per core, one thread each).")] = 0,
+    tasks: Annotated[Optional[str], typer.Option("--tasks", "-t", help="Comma-separated task names: run only these of the suite's tasks (a long suite a few tasks at a time into one results folder). \\[default: all]")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Fine-tunes run side by side, each with cores/N threads (0: one per core, one thread each; cores: those this process may use, e.g. under taskset).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue stages that were stopped from their last checkpoint (without it they start again).")] = False,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write the report when every stage has finished.")] = True,
 ) -> None:
@@ -36,11 +37,12 @@ def run_cli(
     if protocol is not None and protocol not in PROTOCOLS:
         raise BertkitError(f"unknown protocol {protocol!r}", expected=" or ".join(PROTOCOLS))
     loaded = load_suite(suite)
+    part = loaded.only([t.strip() for t in tasks.split(",") if t.strip()]).tasks if tasks else None
     encoders = resolve_all(list(encoder))
     console = make_console()
     runner = Runner(loaded, encoders, output_dir, budget, protocol,
-                    list(range(1, seeds + 1)) if seeds else None, jobs, resume, console)
-    console.print(f"bench {loaded.name} ({loaded.path}): {len(loaded.tasks)} tasks x "
+                    list(range(1, seeds + 1)) if seeds else None, jobs, resume, console, part)
+    console.print(f"bench {loaded.name} ({loaded.path}): {len(runner.tasks)} tasks x "
                   f"{len(encoders)} encoders x {len(runner.seeds)} seeds, protocol "
                   f"{runner.protocol}, budget {budget}, {runner.jobs} job(s) of {runner.threads} "
                   f"thread(s)" + (f"; {LITE_NOTE}" if budget == "lite" else ""), highlight=False)
