@@ -284,6 +284,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/data/conllu.py": ("finetune dep", "evaluate dep"),  # the hint only for gold input
     "bertkit/data/relations.py": ("finetune re", "evaluate re", "predict re"),
     "bertkit/masking/base.py": ("pretrain",),
+    "bertkit/onnx_backend.py": ("predict ner",),  # --backend onnx without onnxruntime
     "bertkit/masking/span.py": ("pretrain",),
     # the collapse warning; evaluate re/cls show it too, as a hint for re-training
     "bertkit/metrics/cls.py": ("finetune re", "finetune cls"),

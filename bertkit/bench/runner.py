@@ -127,6 +127,15 @@ def check_manifest(out: Path, new: dict) -> None:
                            expected="the same settings, or another -o folder")
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: ``taskset``, a container's or a
+    scheduler's cpuset), else ``os.cpu_count()``."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _sigterm_as_interrupt():
     """Make SIGTERM (a scheduler's stop) act as Ctrl-C in the main thread; returns the previous
     handler (None off the main thread, where signals cannot be set)."""
@@ -144,11 +153,12 @@ class Runner:
 
     def __init__(self, suite: Suite, encoders: list[Encoder], out: Path, budget: str = "full",
                  protocol: str | None = None, seeds: list[int] | None = None, jobs: int = 0,
-                 resume: bool = False, console=None):
+                 resume: bool = False, console=None, tasks: list[SuiteTask] | None = None):
         self.suite, self.encoders, self.out = suite, encoders, Path(out)
+        self.tasks = tasks or suite.tasks  # --tasks: a part of the suite (bench.json keeps all)
         self.budget, self.protocol = budget, protocol or suite.protocol
         self.seeds = seeds or suite.seeds
-        cores = os.cpu_count() or 1
+        cores = usable_cores()
         self.jobs = jobs or cores
         self.threads = max(1, cores // self.jobs)  # per job: one thread each at --jobs = cores
         self.resume, self.console = resume, console
@@ -166,7 +176,7 @@ class Runner:
             return []
         key, values = next(iter(self.suite.grid.items()))
         return [Stage(e, t, self.seeds[0], "grid", {key: v}) for e in self.encoders
-                for t in self.suite.tasks for v in values]
+                for t in self.tasks for v in values]
 
     def chosen(self, encoder: Encoder, task: SuiteTask) -> dict[str, Any]:
         """The grid value the encoder's dev score picked for the task ({} under fixed)."""
@@ -182,7 +192,7 @@ class Runner:
 
     def seed_stages(self) -> list[Stage]:
         return [Stage(e, t, s, "seed", self.chosen(e, t)) for e in self.encoders
-                for t in self.suite.tasks for s in self.seeds]
+                for t in self.tasks for s in self.seeds]
 
     def prepared(self, stage: Stage) -> tuple[bool, dict, dict]:
         """Write the stage's recipe, build its settings; (finished already, settings, sources).
@@ -289,9 +299,26 @@ class Runner:
         todo = []
         for stage in stages:
             finished, settings, sources = self.prepared(stage)
-            if not finished:
+            if not finished and not self.reused(stage, settings):
                 todo.append((stage, settings, sources))
         return todo
+
+    def reused(self, stage: Stage, settings: dict) -> bool:
+        """Under dev-grid, the first seed at the chosen grid value is the grid point's own run
+        (same settings, same seed): its result is copied to the seed stage instead of training
+        it again (``reused`` names the grid stage). True if it was."""
+        if stage.kind != "seed" or not stage.overrides or stage.seed != self.seeds[0]:
+            return False
+        grid = Stage(stage.encoder, stage.task, stage.seed, "grid", stage.overrides)
+        path = grid.where(self.out)[0]
+        if not path.is_file():
+            return False
+        done = json.loads(path.read_text(encoding="utf-8"))
+        if done.get("settings") != settings or done.get("fingerprint") != stage.encoder.fingerprint:
+            return False
+        write_json(stage.where(self.out)[0],
+                   {**done, "stage": stage.label(), "kind": "seed", "reused": grid.label()})
+        return True
 
     def run_batch(self, todo: list[tuple[Stage, dict, dict]], progress) -> list[str]:
         """Run the checked, unfinished stages ``self.jobs`` at a time; returns the failures."""
@@ -333,7 +360,7 @@ class Runner:
             before = json.loads(old.read_text(encoding="utf-8")).get("encoders", {})
             new["encoders"] = {**before, **new["encoders"]}
         write_json(old, new)
-        n_seed = len(self.encoders) * len(self.suite.tasks) * len(self.seeds)
+        n_seed = len(self.encoders) * len(self.tasks) * len(self.seeds)
         previous = _sigterm_as_interrupt()
         try:
             return self._run_stages(grid, todo, n_seed)

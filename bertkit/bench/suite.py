@@ -26,7 +26,7 @@ the file and line.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,20 @@ class Suite:
     def task(self, name: str) -> SuiteTask:
         """The task called ``name``."""
         return next(t for t in self.tasks if t.name == name)
+
+    def only(self, names: list[str]) -> "Suite":
+        """The suite cut to the tasks ``names`` (in the suite's order), as lm-evaluation-harness's
+        ``--tasks``: a long suite run a few tasks at a time into one results folder.
+
+        Raises:
+            BertkitError: a name that is not one of the suite's tasks.
+        """
+        known = [t.name for t in self.tasks]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise BertkitError(f"suite {self.name} has no task {', '.join(map(repr, unknown))}",
+                               file=self.path, expected="one of " + ", ".join(known))
+        return replace(self, tasks=[t for t in self.tasks if t.name in names])
 
 
 class _Lines(dict):

@@ -18,11 +18,14 @@ def _run(s: BenchRunSettings) -> None:
     from bertkit.bench.suite import load_suite
 
     loaded = load_suite(s.suite)
+    part = (loaded.only([t.strip() for t in s.tasks.split(",") if t.strip()]).tasks
+            if s.tasks else None)
     encoders = resolve_all(list(s.encoder))
     console = make_console()
     runner = Runner(loaded, encoders, s.output_dir, s.budget, s.protocol,
-                    list(range(1, s.seeds + 1)) if s.seeds else None, s.jobs, s.resume, console)
-    console.print(f"bench {loaded.name} ({loaded.path}): {len(loaded.tasks)} tasks x "
+                    list(range(1, s.seeds + 1)) if s.seeds else None, s.jobs, s.resume, console,
+                    part)
+    console.print(f"bench {loaded.name} ({loaded.path}): {len(runner.tasks)} tasks x "
                   f"{len(encoders)} encoders x {len(runner.seeds)} seeds, protocol "
                   f"{runner.protocol}, budget {s.budget}, {runner.jobs} job(s) of "
                   f"{runner.threads} thread(s)" + (f"; {LITE_NOTE}" if s.budget == "lite" else ""),

@@ -153,11 +153,32 @@ def test_dev_grid_chooses_each_encoders_rate_on_dev(tmp_path, tiny_encoder, fake
     out = tmp_path / "out"
     runner = Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out,
                     protocol="dev-grid")
-    assert runner.run() == {"finished": 4, "kept": 0, "failed": 0}  # 2 grid points, 2 seeds
+    # 2 grid points and seed 2 run; seed 1 at the chosen rate is the grid point's own run
+    assert runner.run() == {"finished": 3, "kept": 1, "failed": 0}
+    assert len(_calls(fake)) == 3
     assert sorted(p.name for p in (out / "stages/a/ner-a").iterdir()) == [
         "grid-lr0.0001.json", "grid-lr0.001.json", "seed-1.json", "seed-2.json"]
     seed = json.loads((out / "stages/a/ner-a/seed-1.json").read_text())
     assert seed["settings"]["lr"] == 1e-3 and seed["overrides"] == {"lr": 1e-3}
+    assert seed["kind"] == "seed" and seed["reused"] == "a/ner-a/grid-lr0.001"
+    grid = json.loads((out / "stages/a/ner-a/grid-lr0.001.json").read_text())
+    assert seed["score"] == grid["score"] and seed["settings"] == grid["settings"]
+
+
+def test_tasks_runs_part_of_a_suite_and_the_manifest_keeps_all(tmp_path, tiny_encoder, fake):
+    two = SUITE.replace("references:", """\
+  - {name: ner-b, task: ner, data: bc5cdr, metric: entity_f1, family: ner}
+references:""")
+    suite, out = _suite(tmp_path, two), tmp_path / "out"
+    encoders = resolve_all([f"a={tiny_encoder}"])
+    assert Runner(suite, encoders, out, tasks=suite.only(["ner-b"]).tasks).run() == {
+        "finished": 2, "kept": 0, "failed": 0}
+    assert sorted(p.name for p in (out / "stages/a").iterdir()) == ["ner-b"]
+    manifest = json.loads((out / "bench.json").read_text())
+    assert [t["name"] for t in manifest["suite"]["tasks"]] == ["ner-a", "ner-b"]
+    assert Runner(suite, encoders, out).run() == {"finished": 2, "kept": 2, "failed": 0}
+    with pytest.raises(BertkitError, match="has no task 'ner-c'"):
+        suite.only(["ner-c"])
 
 
 def test_the_report_of_a_run(tmp_path, tiny_encoder, still_encoder, fake):
