@@ -3,8 +3,8 @@
 Format: one token a line, the token in the first column and the tag in the last, separated by tabs
 (or, where a line has no tab, by spaces); two or more columns, as many on every token line as on
 the first (CoNLL-2003, Tjong Kim Sang & De Meulder 2003: a fixed set of columns); a blank line
-between sentences; ``-DOCSTART-`` lines skipped; CRLF line ends and a UTF-8 byte-order mark
-accepted.
+between sentences; ``-DOCSTART-`` lines and predict's ``# line N: empty`` markers end a
+sentence; CRLF line ends and a UTF-8 byte-order mark accepted.
 """
 
 from __future__ import annotations
@@ -16,6 +16,11 @@ from typing import Iterable, Iterator
 
 from bertkit.data.tagging import Tag, detect_scheme, entity_openings, parse_tag, to_iob2
 from bertkit.errors import BertkitError
+
+MARKER = re.compile(r"^# line \d+: (empty|skipped\b)")
+"""The comment line ``predict`` writes in CoNLL output for an input line without tokens (empty,
+or skipped with ``--skip-bad-lines``); read back (by :func:`read_conll` and the streaming
+readers), it is a sentence boundary, not a token."""
 
 
 @dataclass
@@ -142,6 +147,9 @@ def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
 
     for number, text in read_lines(path):
         if not text.strip():
+            flush()
+            continue
+        if MARKER.match(text):  # predict's "# line N: empty" (its output read back)
             flush()
             continue
         cols = text.split("\t") if "\t" in text else text.split()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+from bertkit.data.conll import MARKER  # noqa: F401  (re-exported: the tasks' stream readers)
 from bertkit.errors import BertkitError
 
 KINDS = ("text", "jsonl", "conll", "conllu")
@@ -226,9 +227,6 @@ def _conll_records(path, lines, index: int, width: int) -> Iterator[Record]:
         yield Record(index, first, begin, end, rows=rows, bad=bad)
 
 
-MARKER = re.compile(r"^# line \d+: (empty|skipped\b)")
-"""The comment line ``predict`` writes in CoNLL output for an input line without tokens (empty,
-or skipped with ``--skip-bad-lines``); read back, it is a sentence boundary, not a token."""
 
 def _block_records(lines, index: int) -> Iterator[Record]:
     """CoNLL-U blocks: the raw lines (comments too) up to a blank line; the task parses them."""

@@ -21,6 +21,20 @@ def test_reads_tabs_docstart_crlf_and_bom(tmp_path):
     assert f.scheme == "IOB2"
 
 
+def test_predict_markers_read_back_as_sentence_boundaries(tmp_path):
+    """predict's CoNLL output marks an input line without tokens as ``# line N: empty`` (or
+    ``skipped: ...``); reading that output back (evaluate, finetune) must not take the marker
+    for a token line of two columns."""
+    p = write(tmp_path, "Aspirin\tB-Chem\n\n# line 2: empty\n\n# line 3: skipped: not valid "
+                        "UTF-8\n\nworks\tO\nwell\tO\n")
+    f = read_conll(p)
+    assert [s.tokens for s in f.sentences] == [["Aspirin"], ["works", "well"]]
+    assert f.sentences[1].line == 7
+    # a real token "#" is still a token
+    f = read_conll(write(tmp_path, "#\tO\nline\tO\n", name="hash.tsv"))
+    assert [s.tokens for s in f.sentences] == [["#", "line"]]
+
+
 def test_reads_cr_only_line_ends_with_line_numbers(tmp_path):
     p = write(tmp_path, "Aspirin\tB-Chem\rworks\tO\r\rX\tB-Dis\r")
     f = read_conll(p)
