@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SCALE_ROWS = ("sizes", "jobs", "resume")
 SPEED_ROWS = ("stock b32 sorted", "bertkit b32", "bertkit tokens", "bertkit packed",
               "onnxruntime fp32", "onnxruntime fp32 tokens", "onnxruntime int8 (--int8)")
 
@@ -83,20 +84,28 @@ def run_measured(cmd: list[str], kill_at: int | None = None, state: Path | None 
 def scale_plan(args) -> list[tuple[str, list[str], dict]]:
     """``(name, command, options)`` of every scale measurement, in order."""
     work, sizes = Path(args.work), [int(s) for s in args.sizes.split(",")]
+    rows = set(args.rows.split(","))
+    unknown = rows - set(SCALE_ROWS)
+    if unknown:
+        raise SystemExit(f"unknown --rows {sorted(unknown)}: expected some of {SCALE_ROWS}")
     plan = []
-    for n in sizes:
+    for n in sizes if "sizes" in rows else []:
         inp = work / f"corpus-{n}.txt"
         plan.append((f"{n} sentences", predict_command(args.model, inp, work / f"out-{n}.conll"),
                      {"lines": n}))
     n = sizes[-1]
     inp = work / f"corpus-{n}.txt"
-    plan.append((f"{n} sentences --jobs 2", predict_command(
-        args.model, inp, work / f"out-{n}-jobs2.conll", "--jobs", "2"), {"lines": n}))
-    killed = work / f"out-{n}-killed.conll"
-    plan.append((f"{n} sentences killed at half", predict_command(args.model, inp, killed),
-                 {"lines": n, "kill_at": n // 2, "state": Path(str(killed) + ".state.json")}))
-    plan.append((f"{n} sentences resumed", predict_command(args.model, inp, killed, "--resume"),
-                 {"lines": n, "compare": work / f"out-{n}.conll"}))
+    if "jobs" in rows:
+        plan.append((f"{n} sentences --jobs 2", predict_command(
+            args.model, inp, work / f"out-{n}-jobs2.conll", "--jobs", "2"),
+            {"lines": n, "compare": work / f"out-{n}.conll"}))
+    if "resume" in rows:
+        killed = work / f"out-{n}-killed.conll"
+        plan.append((f"{n} sentences killed at half", predict_command(args.model, inp, killed),
+                     {"lines": n, "kill_at": n // 2, "state": Path(str(killed) + ".state.json")}))
+        plan.append((f"{n} sentences resumed", predict_command(args.model, inp, killed,
+                                                                "--resume"),
+                     {"lines": n, "compare": work / f"out-{n}.conll"}))
     return plan
 
 
@@ -109,7 +118,9 @@ def scale(args) -> dict:
                                                  if "kill_at" in opt else ""))
             continue
         corpus_input(source, opt["lines"], Path(args.work) / f"corpus-{opt['lines']}.txt")
+        load_before = os.getloadavg()[0]
         row = run_measured(cmd, opt.get("kill_at"), opt.get("state"))
+        row["load_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
         if row["exit"] == 0 and "kill_at" not in opt:
             row["sentences_per_s"] = round(opt["lines"] / row["wall_s"], 1)
         if "compare" in opt:
@@ -117,7 +128,13 @@ def scale(args) -> dict:
                 opt["compare"].read_bytes()
         results[name] = row
         print(name, row, flush=True)
+        if args.json:  # after every row: a stopped run keeps what it measured
+            write_json(args.json, results)
     return results
+
+
+def write_json(path: str, results: dict) -> None:
+    Path(path).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 def speed(args) -> dict:
@@ -144,6 +161,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", default="/tmp/predict-scale",
                         help="scale: folder for the inputs and outputs (default: "
                              "/tmp/predict-scale).")
+    parser.add_argument("--rows", default=",".join(SCALE_ROWS),
+                        help="scale: which rows: sizes (one run per --sizes), jobs (--jobs 2 at "
+                             "the largest size, compared with its --jobs 1 output), resume "
+                             "(killed at half and resumed); comma-separated (default: all).")
     parser.add_argument("--repeat", type=int, default=5, help="speed: repeats (default: 5).")
     parser.add_argument("--batch-tokens", type=int, default=4096,
                         help="speed: the token budget of the 'bertkit tokens' row (default: "
@@ -162,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     results = scale(args) if args.part == "scale" else speed(args)
     if args.json and not args.dry_run:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":

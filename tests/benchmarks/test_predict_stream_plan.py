@@ -28,6 +28,18 @@ def test_scale_dry_run_prints_every_command(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []  # nothing run, nothing written
 
 
+def test_scale_rows_pick_part_of_the_plan(tmp_path, capsys):
+    mod = _module()
+    mod.main(["scale", "--dry-run", "--model", "M", "--sizes", "100,1000", "--rows", "jobs",
+              "--work", str(tmp_path)])
+    assert [line.split(":")[0] for line in capsys.readouterr().out.splitlines()] == [
+        "1000 sentences --jobs 2"]
+    import pytest
+
+    with pytest.raises(SystemExit, match="unknown --rows"):
+        mod.main(["scale", "--dry-run", "--model", "M", "--rows", "sizes,speed"])
+
+
 def test_speed_dry_run_names_every_row(capsys):
     _module().main(["speed", "--dry-run"])
     out = capsys.readouterr().out.splitlines()
