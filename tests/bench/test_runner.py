@@ -208,6 +208,9 @@ def test_ctrl_c_stops_the_children_and_leaves_no_half_written_result(tmp_path, t
 
     out = tmp_path / "out"
     monkeypatch.setenv("FAKE_FINETUNE_SLEEP", "30")
+    # a test run started in the background by a non-interactive shell inherits SIGINT ignored
+    # (Python then installs no KeyboardInterrupt handler): give this test Ctrl-C's usual meaning
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -215,6 +218,7 @@ def test_ctrl_c_stops_the_children_and_leaves_no_half_written_result(tmp_path, t
             Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out, jobs=2).run()
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert err.value.exit_code == 130
     assert not list((out / "stages").rglob("*.json"))
     assert (out / "runs/a/ner-a/seed-1/config.yaml").is_file()  # started, then stopped
