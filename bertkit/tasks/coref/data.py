@@ -154,7 +154,7 @@ def read_predict_input(path: Path, input_format: str, pre_tokenize
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
                 raise BertkitError("no 'text' string", file=path, line=line_no,
                                    expected='{"id": ..., "text": "..."}')
-            items.append((str(obj.get("id", f"doc{len(items)}")), obj["text"], line_no))
+            items.append((str(obj.get("id", f"doc{line_no - 1}")), obj["text"], line_no))
     for name, text, line_no in items:
         doc, offs = text_document(text, name, pre_tokenize)
         if not doc.sentences:
