@@ -44,7 +44,8 @@ class StreamPredictor:
     to their outputs.
 
     Attributes:
-        kind: the record kind to read (``text``, ``jsonl`` or ``conll``).
+        kind: the record kind to read (:data:`bertkit.streaming.records.KINDS`: ``text``,
+            ``jsonl``, ``conll``, ``conllu``, ``conll2012`` or ``file``).
         predict: ``records -> outputs``, one per record, in order: the record's output text
             (with its line ends) or None for none (a blank line in CoNLL output).
         model_path: the saved model's folder (its identity is checked on ``--resume``).

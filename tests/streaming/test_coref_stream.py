@@ -151,6 +151,8 @@ def test_a_bad_document_midway_stops_keeps_and_resumes_with_skip(tmp_path, coref
     with pytest.raises(BertkitError, match=rf"in.conll:{at}: {message}") as err:
         _stream(coref_model, inp, out)
     assert "the 2 records before it are written" in str(err.value)
+    with pytest.raises(BertkitError, match=r"in.conll:\d+: "):  # the whole-file path refuses it
+        predict_coref(coref_model, str(inp), device="cpu")
     part = tmp_path / "out.conll.part"
     assert part.read_text(encoding="utf-8").count("#end document") == 2
     summary = _stream(coref_model, inp, out, resume=True, skip_bad_lines=True)
