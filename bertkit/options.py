@@ -120,19 +120,27 @@ SKIP_BAD_LINES = Option("Skip and count unreadable lines.", ("--skip-bad-lines",
 MAX_EVAL_SAMPLES = Option("Score only the first N examples of the split (as finetune's "
                           "--max-eval-samples).", ("--max-eval-samples",), name="max_eval_samples",
                           type=int, min=1)
-STREAM_OPTIONS = (
-    Option("Records (sentences or lines) per chunk: each chunk is sorted by length for its "
-           "batches and written, in input order, when done; a resume repeats at most one.",
-           ("--chunk-size",), name="chunk_size", type=int, min=1, default=2000),
-    Option("Continue an interrupted run (OUTPUT.part, OUTPUT.state.json) after its last "
-           "finished chunk; refuses another input, model or format.", ("--resume",),
-           name="resume", type=bool, default=False),
-    Option("I/N: predict only chunks I, I+N, I+2N, ... (1-based) into OUTPUT.shard-I-of-N, for "
-           "N processes or machines; 'bertkit predict merge OUTPUT' joins them.", ("--shard",),
-           name="shard", type=str, default=None),
-    Option("Run N processes on this machine (one thread each), a shard each, then merge.",
-           ("--jobs", "-j"), name="jobs", type=int, min=1, default=1),
-)
+def stream_options(records: str = "Records (sentences or lines)", chunk: int = 2000,
+                   how: str = "each chunk is sorted by length for its batches and written"
+                   ) -> tuple[Option, ...]:
+    """The streaming ``predict`` options (:mod:`bertkit.streaming`) with ``--chunk-size`` counting
+    ``records`` (its help), ``chunk`` of them by default, ``how`` a chunk is done (its help)."""
+    return (
+        Option(f"{records} per chunk: {how}, in input order, when done; a resume repeats at "
+               "most one.",
+               ("--chunk-size",), name="chunk_size", type=int, min=1, default=chunk),
+        Option("Continue an interrupted run (OUTPUT.part, OUTPUT.state.json) after its last "
+               "finished chunk; refuses another input, model or format.", ("--resume",),
+               name="resume", type=bool, default=False),
+        Option("I/N: predict only chunks I, I+N, I+2N, ... (1-based) into OUTPUT.shard-I-of-N, "
+               "for N processes or machines; 'bertkit predict merge OUTPUT' joins them.",
+               ("--shard",), name="shard", type=str, default=None),
+        Option("Run N processes on this machine (one thread each), a shard each, then merge.",
+               ("--jobs", "-j"), name="jobs", type=int, min=1, default=1),
+    )
+
+
+STREAM_OPTIONS = stream_options()
 """``predict`` options of a task that streams (:mod:`bertkit.streaming`; with
 :data:`SKIP_BAD_LINES`); they go to the shared driver, not to the task."""
 DEVICE = Option("auto, cpu, cuda, cuda:N or mps.", ("--device",), name="device", type=str,

@@ -6,6 +6,7 @@ with the options the task declares (:class:`bertkit.options.Commands`, built by
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,7 +31,8 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
 
     Args:
         kwargs: the task's ``predict`` options (input_format, device, batch_size, ...) and,
-            for a streaming task, the streaming options (:data:`STREAM_DEFAULTS`).
+            for a streaming task, the streaming options (:data:`STREAM_DEFAULTS`). A task's
+            ``stream`` that takes ``output`` is given the output's name (``auto`` formats).
 
     Returns:
         the predictions' text (empty for a streaming task: it wrote them as it went).
@@ -51,6 +53,8 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
     stream = {k: kwargs.pop(k, v) for k, v in STREAM_DEFAULTS.items()}
     if hasattr(task, "stream"):
         task_kwargs = {k: v for k, v in kwargs.items() if k != "skip_bad_lines"}
+        if "output" in inspect.signature(task.stream).parameters:  # its format may follow it
+            task_kwargs["output"] = str(output) if output is not None else None
         predictor = task.stream(model, str(input), console=console, **task_kwargs)
         if predictor is not None:
             stream["skip_bad_lines"] = kwargs.get("skip_bad_lines", False)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from bertkit.errors import BertkitError
 
@@ -90,7 +91,7 @@ def _split(line: str) -> list[str]:
 
 
 def read_conll2012(path: str | Path, labelled: bool = True) -> list[CorefDocument]:
-    """Read every document of a CoNLL-2012 file.
+    """Read every document of a CoNLL-2012 file (:func:`parse_conll2012` of its lines).
 
     Args:
         path: the file (UTF-8).
@@ -112,6 +113,27 @@ def read_conll2012(path: str | Path, labelled: bool = True) -> list[CorefDocumen
     """
     from bertkit.data.conll import read_lines
 
+    return parse_conll2012(read_lines(path), path, labelled)
+
+
+def parse_conll2012(lines: Iterable[tuple[int, str]], path: str | Path, labelled: bool = True,
+                    brackets: bool = False) -> list[CorefDocument]:
+    """The documents of CoNLL-2012 ``lines`` (``(line number, text)``, as
+    :func:`~bertkit.data.conll.read_lines` gives them), e.g. one document's lines of a stream.
+
+    Args:
+        path: the file the lines come from (for messages).
+        labelled: False ignores the coreference column (``clusters`` None): predict input.
+        brackets: with ``labelled`` False, still check that a last column holding a coreference
+            annotation balances (a placeholder such as ``_`` is ignored): a predict input's
+            broken gold column says the file is not what it seems.
+
+    Returns:
+        the documents in order.
+
+    Raises:
+        BertkitError: as :func:`read_conll2012`.
+    """
     path = Path(path)
     docs: list[CorefDocument] = []
     doc: CorefDocument | None = None
@@ -142,7 +164,7 @@ def read_conll2012(path: str | Path, labelled: bool = True) -> list[CorefDocumen
         docs.append(doc)
         doc = None
 
-    for line_no, text in read_lines(path):
+    for line_no, text in lines:
         stripped = text.strip()
         if stripped.startswith("#begin document"):
             if doc is not None:
@@ -193,7 +215,7 @@ def read_conll2012(path: str | Path, labelled: bool = True) -> list[CorefDocumen
         sentence.append(word)
         doc.token_lines.append(line_no)
         doc.rows.append(fields)
-        if not labelled or last in ("", "-"):
+        if not (labelled or brackets and ok) or last in ("", "-"):
             continue
         for item in _ITEM.finditer(last):
             part = item.group(0)

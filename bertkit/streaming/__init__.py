@@ -1,7 +1,7 @@
 """``predict`` at corpus scale: a stream of records in bounded memory, resumable, sharded.
 
-* :mod:`~bertkit.streaming.records`: plain text, JSON lines or CoNLL (``.gz`` or not) as
-  records with byte offsets; unreadable lines flagged, not fatal.
+* :mod:`~bertkit.streaming.records`: plain text, JSON lines, CoNLL, CoNLL-U or CoNLL-2012
+  documents (``.gz`` or not) as records with byte offsets; unreadable lines flagged, not fatal.
 * :mod:`~bertkit.streaming.driver`: chunks, the task's per-chunk predictor, the ordered writer
   (``.gz`` out too), ``--resume``, ``--shard I/N``, ``--skip-bad-lines``.
 * :mod:`~bertkit.streaming.state`: the state file (input and model identity, position).

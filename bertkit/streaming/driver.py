@@ -44,7 +44,8 @@ class StreamPredictor:
     to their outputs.
 
     Attributes:
-        kind: the record kind to read (``text``, ``jsonl`` or ``conll``).
+        kind: the record kind to read (:data:`bertkit.streaming.records.KINDS`: ``text``,
+            ``jsonl``, ``conll``, ``conllu``, ``conll2012`` or ``file``).
         predict: ``records -> outputs``, one per record, in order: the record's output text
             (with its line ends) or None for none (a blank line in CoNLL output).
         model_path: the saved model's folder (its identity is checked on ``--resume``).
@@ -248,6 +249,7 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
         records.clear()
         progress.update(done, raw)
 
+    failed = True
     try:
         last = None
         for rec in iter_records(input_path, pred.kind, start):
@@ -275,6 +277,7 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
         if last is None and start.index == 0:
             raise BertkitError("no text found", file=Path(input_path),
                                expected="one record a line, or CoNLL sentences")
+        failed = False
     except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on (not a silent 130)
         if not (to_file and (done or opts.resume)):
             raise
@@ -286,7 +289,9 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
         if log is not None:
             log.close()
         progress.close()
-        if to_file and done == 0 and not opts.resume:  # nothing written: leave nothing behind
+        # failed with nothing written: leave nothing behind (a shard owning no chunk of a short
+        # input finishes empty, and keeps its state for the merge)
+        if to_file and failed and done == 0 and not opts.resume:
             part.unlink(missing_ok=True)
             spath.unlink(missing_ok=True)
             log_path(spath).unlink(missing_ok=True)

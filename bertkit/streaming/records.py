@@ -1,10 +1,11 @@
 """Reading a corpus as a stream of records with their byte offsets, in bounded memory.
 
 A record is the unit that gets one prediction and one output: a line of plain text or of JSON
-lines, or a sentence of a CoNLL file (token lines up to a blank line). Every record carries the
-byte offsets where it starts and where the next one may start in the (uncompressed) input, so a
-run can stop after any record and continue there (``--resume``), and its 0-based ``index``, so
-that chunks (``index // chunk_size``) are the same in every run and every shard.
+lines, a sentence of a CoNLL file (token lines up to a blank line), a CoNLL-U sentence block, a
+CoNLL-2012 document (``#begin document`` ... ``#end document``) or a whole file. Every record
+carries the byte offsets where it starts and where the next one may start in the (uncompressed)
+input, so a run can stop after any record and continue there (``--resume``), and its 0-based
+``index``, so that chunks (``index // chunk_size``) are the same in every run and every shard.
 
 A line that cannot be read (not UTF-8, a NUL byte, a JSON line that does not parse or is not an
 object) does not stop the reader: it yields the record with ``bad`` set to the reason, and the
@@ -26,9 +27,11 @@ from typing import IO, Any, Iterator
 from bertkit.data.conll import MARKER  # noqa: F401  (re-exported: the tasks' stream readers)
 from bertkit.errors import BertkitError
 
-KINDS = ("text", "jsonl", "conll", "conllu")
+KINDS = ("text", "jsonl", "conll", "conllu", "conll2012", "file")
 """Record kinds: one line of text, one JSON object a line, one CoNLL sentence, one CoNLL-U
-sentence block (its raw lines, comments included, up to a blank line)."""
+sentence block (its raw lines, comments included, up to a blank line), one CoNLL-2012 document
+(its raw lines from ``#begin document`` to ``#end document``), the whole file (one record: for
+inputs that are one document, such as a plain-text story)."""
 
 
 @dataclass
@@ -39,10 +42,11 @@ class Record:
         index: 0-based number of the record in the input (chunk = ``index // chunk_size``).
         line: 1-based line of its first line.
         start: byte offset of its first line; ``end``: where the next record may start.
-        text: the line (``text``, ``jsonl``; without the line end).
+        text: the line (``text``, ``jsonl``; without the line end); the whole decoded file
+            (``file``; line ends as they are, a leading byte order mark dropped).
         value: the parsed JSON object (``jsonl``).
         rows: ``(line, columns)`` of each token line (``conll``); ``(line, [raw line])`` of each
-            line of the block (``conllu``).
+            line of the block (``conllu``, ``conll2012``).
         bad: why the record cannot be read (None: it can), naming the line.
         raw: bytes of the stored file read so far (a ``.gz`` file's compressed bytes; for
             progress and ETA).
@@ -128,7 +132,11 @@ def iter_records(path: str | Path, kind: str, start: Position = Position()) -> I
     Lines end at LF or CRLF only (a lone CR stays inside its line, as ``predict`` always read
     it). A ``text`` or ``jsonl`` record is every line, blank ones included (each input line has
     its output record); a ``conll`` record is a sentence: blank lines and ``-DOCSTART-`` lines
-    separate sentences and are no records.
+    separate sentences and are no records; a ``conll2012`` record is a document: blank and
+    comment lines between documents are no records, and lines that belong to no document (a
+    token line or ``#end document`` outside one) make a record of their own, up to the next
+    ``#begin document``, for the task to refuse; a document without its ``#end document`` line
+    ends where the next one begins (or at the end of the file).
 
     Raises:
         BertkitError: the file cannot be opened; a CoNLL token line whose column count differs
@@ -141,8 +149,13 @@ def iter_records(path: str | Path, kind: str, start: Position = Position()) -> I
         if start.offset:
             handle.seek(start.offset)
         tell = _raw_position(handle)
-        if kind == "conllu":
-            for rec in _block_records(_lines(handle, start), start.index):
+        if kind == "file":
+            if start.index == 0:  # a resume after it has nothing left
+                yield _file_record(handle.read(), tell)
+            return
+        if kind in ("conllu", "conll2012"):
+            blocks = _block_records if kind == "conllu" else _document_records
+            for rec in blocks(_lines(handle, start), start.index):
                 rec.raw = tell()
                 yield rec
             return
@@ -250,6 +263,56 @@ def _block_records(lines, index: int) -> Iterator[Record]:
         rows.append((number, [text]))
     if rows or bad:
         yield Record(index, first, begin, end, rows=rows, bad=bad)
+
+
+def _document_records(lines, index: int) -> Iterator[Record]:
+    """CoNLL-2012 documents: the raw lines from ``#begin document`` to ``#end document`` (see
+    :func:`iter_records`); the task parses them (:func:`bertkit.data.conll2012.parse_conll2012`)."""
+    rows: list[tuple[int, list[str]]] = []
+    first = begin = end = 0
+    bad = None
+    inside = False  # a #begin document opened the current record
+    for number, offset, raw in lines:
+        text, why = decode(raw, offset)
+        head = text.strip() if why is None else ""
+        if head.startswith("#begin document"):
+            if rows or bad:  # the open one never ended (or stray lines): it ends here
+                yield Record(index, first, begin, offset, rows=rows, bad=bad)
+                index, rows, bad = index + 1, [], None
+            inside = True
+        elif not rows and bad is None:  # between documents
+            if why is None and (not head or head.startswith("#")
+                                and not head.startswith("#end document")):
+                end = offset + len(raw)
+                continue
+            inside = False  # a line of no document: a record up to the next #begin
+        if not rows and bad is None:
+            first, begin = number, offset
+        end = offset + len(raw)
+        if why is not None:
+            bad = bad or f"line {number}: {why}"
+            continue
+        rows.append((number, [text]))
+        if inside and head.startswith("#end document"):
+            yield Record(index, first, begin, end, rows=rows, bad=bad)
+            index, rows, bad, inside = index + 1, [], None, False
+    if rows or bad:
+        yield Record(index, first, begin, end, rows=rows, bad=bad)
+
+
+def _file_record(data: bytes, tell) -> Record:
+    """The whole file as one record (``file``); ``bad`` names the line of an unreadable byte."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return Record(0, 1, 0, len(data), bad=f"line {line}: not valid UTF-8 at byte "
+                      f"{exc.start} of the file", raw=tell())
+    text = text[1:] if text.startswith("\ufeff") else text
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        return Record(0, 1, 0, len(data), bad=f"line {line}: binary data (NUL byte)", raw=tell())
+    return Record(0, 1, 0, len(data), text, raw=tell())
 
 
 TAG = re.compile(r"^(O|[BIES]-\S+)$")

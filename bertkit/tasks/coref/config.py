@@ -6,11 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
-                             SPLIT, MAX_EVAL_SAMPLES, Commands, Option, option)
+                             SPLIT, MAX_EVAL_SAMPLES, Commands, Option, option,
+                             stream_options)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
                                            max_eval_option, max_train_option, model_option)
 
 INPUT_FORMATS = ("auto", "conll", "text", "jsonl")
+PREDICT_CHUNK = 16
+"""``predict coref``'s documents per chunk by default: ~2,000-word documents at about one a
+second on a CPU core (docs/coref.md), so a chunk is seconds of work and a little memory."""
 SINGLETONS = ("on", "off")
 
 COMMANDS = Commands(
@@ -39,15 +43,19 @@ COMMANDS = Commands(
     predict_options=(
         SAVED_MODEL,
         Option("CoNLL-2012 file (coreference column may be -), plain text (the whole file one "
-               "document) or JSON lines with 'text' (and optional 'id'), one document a line.", ("--input", "-i"), name="input", type=Path,
-               default=...),
+               "document) or JSON lines with 'text' (and optional 'id'), one document a line; "
+               ".gz too.", ("--input", "-i"), name="input", type=Path, default=...),
         PREDICT_OUTPUT,
-        Option("auto (by suffix and content), conll, text or jsonl.", ("--input-format",), name="input_format",
-               type=str, choices=INPUT_FORMATS, default="auto"),
+        Option("auto (by suffix and content), conll, text or jsonl.", ("--input-format",),
+               name="input_format", type=str, choices=INPUT_FORMATS, default="auto"),
         Option("conll or jsonl (auto: jsonl for .jsonl output or input, else conll).",
                ("--output-format",), name="output_format", type=str,
                choices=("auto", "conll", "jsonl"), default="auto"),
-        DEVICE, PRECISION),
+        DEVICE, PRECISION,
+        Option("Skip and count malformed documents and unreadable lines.",
+               ("--skip-bad-lines",), name="skip_bad_lines", type=bool, default=False),
+        *stream_options("Documents", PREDICT_CHUNK, "each is resolved whole, and the chunk "
+                         "written")),
 )
 
 

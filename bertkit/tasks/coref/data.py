@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from bertkit.data.conll2012 import CorefDocument, read_conll2012
+from bertkit.data.conll2012 import CorefDocument, parse_conll2012, read_conll2012
 from bertkit.data.sets import _SPLIT_ALIASES, data_root, entry, missing_message, registered
 from bertkit.errors import BertkitError
 
@@ -134,8 +134,8 @@ def read_predict_input(path: Path, input_format: str, pre_tokenize
         conll = first.startswith("#begin document") or path.suffix in CONLL_SUFFIXES
         fmt = ("conll" if conll else
                "jsonl" if path.suffix == ".jsonl" or first.lstrip().startswith("{") else "text")
-    if fmt == "conll":
-        return read_conll2012(path, labelled=False), None, None, fmt
+    if fmt == "conll":  # a filled-in coreference column must balance, as when streaming
+        return parse_conll2012(read_lines(path), path, False, brackets=True), None, None, fmt
     docs, texts, offsets = [], [], []
     if fmt == "text":
         text = path.read_text(encoding="utf-8-sig")
@@ -154,7 +154,7 @@ def read_predict_input(path: Path, input_format: str, pre_tokenize
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
                 raise BertkitError("no 'text' string", file=path, line=line_no,
                                    expected='{"id": ..., "text": "..."}')
-            items.append((str(obj.get("id", f"doc{len(items)}")), obj["text"], line_no))
+            items.append((str(obj.get("id", f"doc{line_no - 1}")), obj["text"], line_no))
     for name, text, line_no in items:
         doc, offs = text_document(text, name, pre_tokenize)
         if not doc.sentences:

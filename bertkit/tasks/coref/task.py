@@ -161,6 +161,16 @@ class CorefTask:
         """:func:`predict_coref`."""
         return predict_coref(*args, **kwargs)
 
+    @staticmethod
+    def stream(model_dir: str, input_path: str, input_format: str = "auto",
+               output_format: str = "auto", output: str | None = None, device: str = "auto",
+               precision: str = "auto", console: Console | None = None):
+        """``predict coref`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.coref.stream`)."""
+        from bertkit.tasks.coref.stream import coref_predictor
+
+        return coref_predictor(model_dir, input_path, input_format, output_format, output,
+                               device, precision, console)
+
 
 TASK = CorefTask()
 
@@ -178,7 +188,12 @@ def finetune_coref(cfg: CorefConfig, console: Console | None = None) -> dict:
     return finetune(TASK, cfg, console)
 
 
-def _loaded(model_dir: str, device: str, precision: str, console):
+def loaded(model_dir: str, device: str, precision: str, console):
+    """``(model, meta, tokenizer, runtime, max_length)`` of the saved model in ``model_dir``.
+
+    Raises:
+        BertkitError: no saved coreference model there.
+    """
     model, meta = load_model(model_dir)
     tokenizer = load_tokenizer(meta["path"])
     runtime = make_runtime(device, precision, console)
@@ -199,7 +214,7 @@ def evaluate_coref(model_dir: str, data: str, split: str = "test", device: str =
         BertkitError: no saved model there, bad data, unknown split.
     """
     split = parse_split(split)
-    model, meta, tokenizer, runtime, max_length = _loaded(model_dir, device, precision, console)
+    model, meta, tokenizer, runtime, max_length = loaded(model_dir, device, precision, console)
     docs = load_documents(resolve_coref(data, (split,))[split])[:max_eval_samples]
     predicted = resolve_documents(model, tokenizer, docs, runtime, max_length, batch_size,
                                   meta.get("singletons", "on") == "on")
@@ -231,7 +246,9 @@ def format_jsonl(docs: Sequence[CorefDocument], predicted, texts=None, offsets=N
 def predict_coref(model_dir: str, input_path: str, output: str | None = None,
                   input_format: str = "auto", output_format: str = "auto", device: str = "auto",
                   precision: str = "auto", console: Console | None = None) -> str:
-    """Find the entities of CoNLL-2012, plain-text or JSON-lines documents.
+    """Find the entities of CoNLL-2012, plain-text or JSON-lines documents, the whole file at
+    once (``bertkit predict coref`` streams the same output, a chunk of documents at a time:
+    :mod:`bertkit.tasks.coref.stream`).
 
     Output: CoNLL-2012 (every column as it came but the last, for CoNLL input; ``name part
     index word`` for text) or JSON lines (:func:`format_jsonl`); ``auto`` picks JSON lines when
@@ -246,12 +263,9 @@ def predict_coref(model_dir: str, input_path: str, output: str | None = None,
     if output_format not in ("auto", "conll", "jsonl"):
         raise BertkitError(f"unknown output format '{output_format}'",
                            expected="auto, conll or jsonl")
-    model, meta, tokenizer, runtime, max_length = _loaded(model_dir, device, precision, console)
-    pre = tokenizer.backend_tokenizer.pre_tokenizer
-    pre_tokenize = pre.pre_tokenize_str if pre else (
-        lambda t: [(w, (i, i + len(w))) for w, i in _whitespace_words(t)])
+    model, meta, tokenizer, runtime, max_length = loaded(model_dir, device, precision, console)
     path = Path(input_path)
-    docs, texts, offsets, fmt = read_predict_input(path, input_format, pre_tokenize)
+    docs, texts, offsets, fmt = read_predict_input(path, input_format, word_splitter(tokenizer))
     predicted = resolve_documents(model, tokenizer, docs, runtime, max_length, 1,
                                   meta.get("singletons", "on") == "on")
     as_jsonl = output_format == "jsonl" or (output_format == "auto" and (
@@ -263,7 +277,11 @@ def predict_coref(model_dir: str, input_path: str, output: str | None = None,
     return text
 
 
-def _whitespace_words(text: str):
+def word_splitter(tokenizer):
+    """``text -> [(word, (start, end))]``: the tokenizer's pre-tokenizer, else white space."""
+    pre = tokenizer.backend_tokenizer.pre_tokenizer
+    if pre:
+        return pre.pre_tokenize_str
     import re
 
-    return [(m.group(0), m.start()) for m in re.finditer(r"\S+", text)]
+    return lambda t: [(m.group(0), (m.start(), m.end())) for m in re.finditer(r"\S+", t)]

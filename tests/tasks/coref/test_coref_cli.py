@@ -110,3 +110,37 @@ def test_a_conll_file_without_a_document_header_is_refused_not_read_as_text(run_
                               "--device", "cpu"])
     out = " ".join(res.output.split())
     assert res.exit_code == 1 and "headless.conll:1:" in out and "outside a document" in out
+
+
+def test_predict_streams_shards_merge_and_skips_a_bad_document(run_dir, tmp_path):
+    docs = tmp_path / "docs.conll"
+    docs.write_text(document("a") + document("b").replace("b\t0\t1\tmet\t_\t", "b\t0\t1\tmet"
+                                                            "\t_\t3)") + document("c"),
+                    encoding="utf-8")
+    base = ["predict", "coref", "-m", str(run_dir), "-i", str(docs), "--device", "cpu",
+            "--chunk-size", "1"]
+    res = runner.invoke(app, base + ["-o", str(tmp_path / "bad.jsonl")])
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 1
+    assert "docs.conll:37: line 39: '3)' closes a mention of entity 3" in flat
+    assert "the 1 records before it are written" in flat
+    whole = tmp_path / "whole.jsonl"  # an .jsonl output: JSON lines
+    res = runner.invoke(app, base + ["-o", str(whole), "--skip-bad-lines"])
+    assert res.exit_code == 0, res.output
+    assert "skipped 1 unreadable line of" in " ".join(res.output.split())
+    rows = [json.loads(x) for x in whole.read_text(encoding="utf-8").splitlines()]
+    assert [r.get("id") for r in rows] == ["a; part 0", None, "c; part 0"]
+    assert rows[1]["line"] == 37 and "closes a mention of entity 3" in rows[1]["skipped"]
+    out = tmp_path / "out.jsonl"
+    for i in (1, 2):
+        res = runner.invoke(app, base + ["-o", str(out), "--skip-bad-lines", "--shard", f"{i}/2"])
+        assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["predict", "merge", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes() == whole.read_bytes()
+
+
+def test_predict_help_shows_a_chunk_of_16_documents():
+    res = runner.invoke(app, ["predict", "coref", "--help"], terminal_width=200)
+    flat = " ".join(res.output.split())
+    assert "Documents per chunk" in flat and "[default: 16]" in flat and "--resume" in flat
