@@ -276,7 +276,7 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
             flush(current, Position(last.end, last.line + 1, last.index + 1), size)
         if last is None and start.index == 0:
             raise BertkitError("no text found", file=Path(input_path),
-                               expected="one record a line, or CoNLL sentences")
+                               expected=pred.expected)
         failed = False
     except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on (not a silent 130)
         if not (to_file and (done or opts.resume)):

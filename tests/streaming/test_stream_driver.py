@@ -227,3 +227,13 @@ def test_a_bad_first_line_leaves_nothing_behind_and_points_to_skipping(tmp_path,
                                            r"skips such lines"):
         stream_predict(_pred(ner_model, inp), str(inp), out, StreamOptions(chunk_size=4))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_an_input_without_records_says_what_the_task_expects(tmp_path, ner_model):
+    inp = tmp_path / "empty.txt"
+    inp.write_bytes(b"")
+    pred = _pred(ner_model, inp)
+    with pytest.raises(BertkitError, match="no text found") as err:
+        stream_predict(pred, str(inp), tmp_path / "out.conll", StreamOptions(chunk_size=4))
+    assert pred.expected in str(err.value) and "empty.txt" in str(err.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt"]
