@@ -22,12 +22,30 @@ import torch
 T = TypeVar("T")
 
 
-def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
+def sorted_batches(lengths: np.ndarray, batch_size: int, max_pieces: int | None = None
+                   ) -> list[np.ndarray]:
     """Inference batches of indices, sorted by length (longest first), so each batch is padded
     only to its own longest item. ``lengths``: ``[N]`` ints; returns arrays of at most
-    ``batch_size`` indices covering ``0..N-1`` once."""
-    order = np.argsort(-np.asarray(lengths), kind="stable")
-    return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+    ``batch_size`` indices covering ``0..N-1`` once.
+
+    A batch also holds at most ``max_pieces`` padded pieces (items x its longest; default
+    ``batch_size`` x :data:`PIECES_PER_ROW`): where every item is that short or shorter the batches
+    are plain slices of ``batch_size``, and long items go fewer to a batch, so that peak memory
+    (attention scores grow with the batch's longest squared) is bounded by the batch size, not
+    by the longest sentence a corpus happens to hold (issue 48: a 100 k-sentence input's peak
+    RSS was 1.8x a 10 k one's with plain slices of 32).
+
+    >>> [b.tolist() for b in sorted_batches(np.array([3, 300, 2, 9, 200]), 2)]
+    [[1], [4], [3, 0], [2]]
+    >>> [len(b) for b in sorted_batches(np.full(40, 512), 32)]
+    [8, 8, 8, 8, 8]
+    """
+    limit = max_pieces if max_pieces is not None else batch_size * PIECES_PER_ROW
+    return token_batches(lengths, limit, max_batch=batch_size)
+
+
+PIECES_PER_ROW = 128
+"""Padded pieces per batch row that :func:`sorted_batches` allows before it shrinks a batch."""
 
 
 def token_batches(lengths: np.ndarray, max_tokens: int, max_batch: int = 1024

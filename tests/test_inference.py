@@ -50,3 +50,24 @@ def test_sorted_batches_cover_every_index_once_longest_first():
 
     batches = sorted_batches(np.array([3, 9, 1, 9, 5]), 2)
     assert [b.tolist() for b in batches] == [[1, 3], [4, 0], [2]]
+
+
+def test_sorted_batches_bound_the_padded_pieces_of_long_items():
+    """Plain slices of ``batch_size`` while items are short; long ones go fewer to a batch, so a
+    batch never holds more than batch_size x 128 padded pieces (peak memory bounded whatever the
+    longest sentence of the input)."""
+    import numpy as np
+
+    from bertkit.inference import PIECES_PER_ROW, sorted_batches
+
+    rng = np.random.default_rng(0)
+    short = rng.integers(1, PIECES_PER_ROW + 1, size=200)
+    plain = np.argsort(-short, kind="stable")
+    assert [b.tolist() for b in sorted_batches(short, 32)] == \
+        [plain[i:i + 32].tolist() for i in range(0, 200, 32)]
+    mixed = np.concatenate([short, rng.integers(129, 513, size=100)])
+    batches = sorted_batches(mixed, 32)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(300))
+    assert max(len(b) * mixed[b].max() for b in batches) <= 32 * PIECES_PER_ROW
+    assert len(batches[0]) == 32 * PIECES_PER_ROW // mixed.max()
+    assert [len(b) for b in sorted_batches(mixed, 32, max_pieces=10 ** 6)][:3] == [32, 32, 32]
