@@ -32,6 +32,7 @@ from bertkit.errors import BertkitError
 from bertkit.streaming.driver import StreamPredictor
 from bertkit.streaming.records import Record, open_binary
 from bertkit.tasks.coref.data import CONLL_SUFFIXES, text_document
+from bertkit.tasks.coref.inference import format_jsonl, loaded, resolve_documents, word_splitter
 
 KINDS = {"conll": "conll2012", "text": "file", "jsonl": "jsonl"}
 """The record kind (:mod:`bertkit.streaming.records`) of each input format."""
@@ -125,8 +126,6 @@ def coref_predictor(model_dir: str, input_path: str, input_format: str = "auto",
     Raises:
         BertkitError: unknown formats, or no saved model in ``model_dir``.
     """
-    from bertkit.tasks.coref.task import format_jsonl, loaded, resolve_documents, word_splitter
-
     fmt = stream_format(input_path, input_format)
     as_jsonl = output_jsonl(output_format, output, fmt)
     model, meta, tokenizer, runtime, max_length = loaded(model_dir, device, precision, console)

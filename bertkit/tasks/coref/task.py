@@ -6,7 +6,6 @@ The CLI in ``bertkit/cli`` builds the three commands from the registry; these fu
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -16,7 +15,6 @@ from bertkit.data.conll2012 import CorefDocument, format_conll2012
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
-from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.coref import coref_scores
 from bertkit.modelcard import CardSpec, Metric
 from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
@@ -25,10 +23,11 @@ from bertkit.tasks.coref.card import USAGE, card_notes
 from bertkit.tasks.coref.config import CorefConfig
 from bertkit.tasks.coref.data import (EXTENSIONS, load_documents, read_predict_input,
                                       resolve_coref)
-from bertkit.tasks.coref.encoding import DocumentBatches, collate, encode_documents
-from bertkit.tasks.coref.model import CorefModel, build_model, load_model
+from bertkit.tasks.coref.encoding import DocumentBatches, encode_documents
+from bertkit.tasks.coref.inference import (format_jsonl, loaded, resolve_documents,
+                                           word_splitter)
+from bertkit.tasks.coref.model import CorefModel, build_model
 from bertkit.tasks.driver import finetune
-from bertkit.training.devices import make_runtime
 
 CARD = CardSpec(
     "finetune coref", "feature-extraction", "Coreference resolution (encoder + head)", "AutoModel",
@@ -40,23 +39,6 @@ CARD = CardSpec(
      Metric("ceafe_f1", "f1", "CEAF-e (phi4) F1", "CEAF-e", 1.0)),
     USAGE, notes=card_notes)
 """The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
-
-
-def resolve_documents(model: CorefModel, tokenizer, docs: Sequence[CorefDocument], runtime,
-                      max_length: int, batch_size: int = 1, singletons: bool = True,
-                      encoded: list | None = None) -> list[list[list[tuple[int, int]]]]:
-    """Clusters of every document (lists of ``(start, end)`` word mentions), whole documents,
-    ``batch_size`` at a time."""
-    if encoded is None:
-        encoded, _ = encode_documents(docs, tokenizer, max_length)
-    model.eval()
-    model.to(runtime.device)
-    out: list = []
-    for k in range(0, len(encoded), batch_size):
-        batch = runtime.to_device(collate(encoded[k:k + batch_size], tokenizer.pad_token_id))
-        with runtime.autocast():
-            out.extend(model.resolve(**batch, singletons=singletons))
-    return out
 
 
 def score(docs: Sequence[CorefDocument], predicted) -> dict:
@@ -188,20 +170,6 @@ def finetune_coref(cfg: CorefConfig, console: Console | None = None) -> dict:
     return finetune(TASK, cfg, console)
 
 
-def loaded(model_dir: str, device: str, precision: str, console):
-    """``(model, meta, tokenizer, runtime, max_length)`` of the saved model in ``model_dir``.
-
-    Raises:
-        BertkitError: no saved coreference model there.
-    """
-    model, meta = load_model(model_dir)
-    tokenizer = load_tokenizer(meta["path"])
-    runtime = make_runtime(device, precision, console)
-    max_length = fit_length(meta.get("max_length", 384), position_limit(model.encoder.config),
-                            console)
-    return model, meta, tokenizer, runtime, max_length
-
-
 def evaluate_coref(model_dir: str, data: str, split: str = "test", device: str = "auto",
                    precision: str = "auto", console: Console | None = None,
                    batch_size: int = 1, max_eval_samples: int | None = None) -> Evaluation:
@@ -220,27 +188,6 @@ def evaluate_coref(model_dir: str, data: str, split: str = "test", device: str =
                                   meta.get("singletons", "on") == "on")
     return Evaluation(score(docs, predicted), lambda: format_conll2012(docs, predicted), docs,
                       predicted)
-
-
-def format_jsonl(docs: Sequence[CorefDocument], predicted, texts=None, offsets=None) -> str:
-    """One JSON object a document: ``id``, ``clusters`` (each a list of mentions with ``start``
-    and ``end`` character offsets, end exclusive, into ``text``, and ``text``), ``text``. For
-    CoNLL input the text is the words joined by single spaces (the offsets point into it)."""
-    lines = []
-    for k, (doc, clusters) in enumerate(zip(docs, predicted)):
-        if texts is None:
-            words, pos, offs = doc.words, 0, []
-            for w in words:
-                offs.append((pos, pos + len(w)))
-                pos += len(w) + 1
-            text = " ".join(words)
-        else:
-            text, offs = texts[k], offsets[k]
-        out = [[{"start": offs[s][0], "end": offs[e][1], "text": text[offs[s][0]:offs[e][1]]}
-                for s, e in c] for c in clusters]
-        lines.append(json.dumps({"id": doc.name, "clusters": out, "text": text},
-                                ensure_ascii=False))
-    return "\n".join(lines) + "\n"
 
 
 def predict_coref(model_dir: str, input_path: str, output: str | None = None,
@@ -275,13 +222,3 @@ def predict_coref(model_dir: str, input_path: str, output: str | None = None,
     if output:
         write_text(output, text)
     return text
-
-
-def word_splitter(tokenizer):
-    """``text -> [(word, (start, end))]``: the tokenizer's pre-tokenizer, else white space."""
-    pre = tokenizer.backend_tokenizer.pre_tokenizer
-    if pre:
-        return pre.pre_tokenize_str
-    import re
-
-    return lambda t: [(m.group(0), (m.start(), m.end())) for m in re.finditer(r"\S+", t)]
