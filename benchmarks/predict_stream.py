@@ -10,7 +10,9 @@ Two parts:
   sentences/s and peak RSS (``os.wait4``'s ``ru_maxrss`` of that child) per size; then at the
   largest size ``--jobs 2`` against ``--jobs 1``; then a run killed (SIGKILL) once its state file
   shows half the records and continued with ``--resume``, compared byte for byte with the
-  uninterrupted output.
+  uninterrupted output; then (row ``shard``) ``--shard 1/K`` of the largest input: every
+  line read, 1/K of the chunks predicted, so peak RSS with a 1 M-line input costs 1/K of its
+  wall time.
 * ``speed``: interleaved repeats on BC5CDR test, one thread, process CPU time per row: the best
   stock row (``Trainer.predict`` length-sorted, batch 32: ``ner_predict_speed.py``'s
   ``stock_predict``), bertkit's current path (batches of 32 windows), token-budget batches
@@ -39,7 +41,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCALE_ROWS = ("sizes", "jobs", "resume")
+SCALE_ROWS = ("sizes", "jobs", "resume", "shard")
 SPEED_ROWS = ("stock b32 sorted", "bertkit b32", "bertkit tokens", "bertkit packed",
               "onnxruntime fp32", "onnxruntime fp32 tokens", "onnxruntime int8 (--int8)")
 
@@ -106,6 +108,11 @@ def scale_plan(args) -> list[tuple[str, list[str], dict]]:
         plan.append((f"{n} sentences resumed", predict_command(args.model, inp, killed,
                                                                 "--resume"),
                      {"lines": n, "compare": work / f"out-{n}.conll"}))
+    if "shard" in rows:  # memory with the whole largest input read, 1/K of it predicted
+        k = args.shard_of
+        plan.append((f"{n} sentences --shard 1/{k}", predict_command(
+            args.model, inp, work / f"out-{n}-shard1of{k}.conll", "--shard", f"1/{k}"),
+            {"lines": n, "predicted": n // k}))
     return plan
 
 
@@ -122,7 +129,7 @@ def scale(args) -> dict:
         row = run_measured(cmd, opt.get("kill_at"), opt.get("state"))
         row["load_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
         if row["exit"] == 0 and "kill_at" not in opt:
-            row["sentences_per_s"] = round(opt["lines"] / row["wall_s"], 1)
+            row["sentences_per_s"] = round(opt.get("predicted", opt["lines"]) / row["wall_s"], 1)
         if "compare" in opt:
             row["same_bytes"] = Path(cmd[cmd.index("-o") + 1]).read_bytes() == \
                 opt["compare"].read_bytes()
@@ -164,7 +171,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", default=",".join(SCALE_ROWS),
                         help="scale: which rows: sizes (one run per --sizes), jobs (--jobs 2 at "
                              "the largest size, compared with its --jobs 1 output), resume "
-                             "(killed at half and resumed); comma-separated (default: all).")
+                             "(killed at half and resumed), shard (--shard 1/K of the largest input); "
+                             "comma-separated (default: all).")
+    parser.add_argument("--shard-of", type=int, default=10,
+                        help="scale: the shard row predicts shard 1 of this many of the largest "
+                             "--sizes input, reading all of it (default: 10).")
     parser.add_argument("--repeat", type=int, default=5, help="speed: repeats (default: 5).")
     parser.add_argument("--batch-tokens", type=int, default=4096,
                         help="speed: the token budget of the 'bertkit tokens' row (default: "

@@ -247,6 +247,7 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
                          written=written[0], records=done, log_offset=log_end)
             save_state(spath, state)
         records.clear()
+        release_memory()
         progress.update(done, raw)
 
     failed = True
@@ -306,6 +307,26 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
             spath.unlink()
             log_path(spath).unlink(missing_ok=True)
     return StreamSummary(done, skipped, time.monotonic() - t0, Path(output) if to_file else None)
+
+
+def release_memory() -> None:
+    """Give the C heap's free pages back to the system after a chunk (glibc ``malloc_trim(0)``;
+    nothing elsewhere). A chunk's tensors of many shapes leave freed blocks spread over glibc's
+    arenas that ``free`` keeps, so a process's RSS crept up chunk after chunk although the memory
+    it held did not grow (``benchmarks/results/predict_stream/``: the scale rows)."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
+
+            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM = None
 
 
 def _owned(chunk: int, shard: tuple[int, int] | None) -> bool:

@@ -22,9 +22,11 @@ def test_scale_dry_run_prints_every_command(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in out] == [
         "100 sentences", "1000 sentences", "1000 sentences --jobs 2",
-        "1000 sentences killed at half", "1000 sentences resumed"]
+        "1000 sentences killed at half", "1000 sentences resumed", "1000 sentences --shard 1/10"]
     assert out[2].endswith(f"-o {tmp_path}/out-1000-jobs2.conll --device cpu --jobs 2")
     assert "(SIGKILL at 500 records)" in out[3] and out[4].endswith("--resume")
+    assert out[5].endswith(f"-i {tmp_path}/corpus-1000.txt -o {tmp_path}/out-1000-shard1of10.conll"
+                           " --device cpu --shard 1/10")
     assert list(tmp_path.iterdir()) == []  # nothing run, nothing written
 
 

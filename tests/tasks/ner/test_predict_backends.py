@@ -103,6 +103,37 @@ def test_onnx_backend_same_tags_and_cached(tiny_encoder, tokenizer, tmp_path, cr
 
 
 @pytest.mark.skipif(not HAS_ORT, reason="onnxruntime/onnx not installed (pip install 'bertkit[onnx]')")
+def test_onnx_int8_quantises_matmuls_only_per_channel(tiny_encoder, tokenizer, tmp_path):
+    """``onnx-int8`` uses the dev-chosen settings (benchmarks/int8_variants.py): the MatMul weights
+    int8 with one scale per output channel, the embedding tables left fp32; cached by name."""
+    import onnx
+
+    from bertkit import onnx_backend
+
+    tagger = _tagger(tiny_encoder, False)
+    tagger.save(tmp_path / "m", tokenizer, {"max_length": 64})
+    tagger, _ = load_tagger(tmp_path / "m")
+    rt = make_runtime("cpu", "fp32")
+    ref = tag_sentences(tagger, tokenizer, SENTS, rt, 64)
+    got = tag_sentences(tagger, tokenizer, SENTS, rt, 64, backend="onnx-int8")
+    assert [len(t) for t in got] == [len(t) for t in ref]  # a tag a word (not the same tags)
+    path = tmp_path / "m" / ("model" + onnx_backend.INT8_SUFFIX)
+    graph = onnx.load(path).graph
+    kinds = {n.op_type for n in graph.node}
+    assert "MatMulInteger" in kinds or "DynamicQuantizeMatMul" in kinds
+    integer = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)
+    quantised = {t.name for t in graph.initializer if t.data_type in integer}
+    gathered = {n.input[0] for n in graph.node if n.op_type == "Gather"}
+    assert quantised and not gathered & quantised  # embedding tables stay fp32
+    scales = [t for t in graph.initializer if t.name.endswith("_scale") and len(t.dims) == 1
+              and t.dims[0] > 1]
+    assert scales  # per-channel weight scales
+    stamp = path.stat().st_mtime_ns
+    assert onnx_backend.quantize(tmp_path / "m" / "model.onnx") == path
+    assert path.stat().st_mtime_ns == stamp  # reused
+
+
+@pytest.mark.skipif(not HAS_ORT, reason="onnxruntime/onnx not installed (pip install 'bertkit[onnx]')")
 def test_onnx_export_falls_back_when_model_folder_is_read_only(tiny_encoder, tmp_path,
                                                                monkeypatch):
     from bertkit import onnx_backend
