@@ -107,7 +107,7 @@ def scale_plan(args) -> list[tuple[str, list[str], dict]]:
                      {"lines": n, "kill_at": n // 2, "state": Path(str(killed) + ".state.json")}))
         plan.append((f"{n} sentences resumed", predict_command(args.model, inp, killed,
                                                                 "--resume"),
-                     {"lines": n, "compare": work / f"out-{n}.conll"}))
+                     {"lines": n, "compare": work / f"out-{n}.conll", "resumed": True}))
     if "shard" in rows:  # memory with the whole largest input read, 1/K of it predicted
         k = args.shard_of
         plan.append((f"{n} sentences --shard 1/{k}", predict_command(
@@ -128,7 +128,7 @@ def scale(args) -> dict:
         load_before = os.getloadavg()[0]
         row = run_measured(cmd, opt.get("kill_at"), opt.get("state"))
         row["load_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
-        if row["exit"] == 0 and "kill_at" not in opt:
+        if row["exit"] == 0 and "kill_at" not in opt and "resumed" not in opt:
             row["sentences_per_s"] = round(opt.get("predicted", opt["lines"]) / row["wall_s"], 1)
         if "compare" in opt:
             row["same_bytes"] = Path(cmd[cmd.index("-o") + 1]).read_bytes() == \
