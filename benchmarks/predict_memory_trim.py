@@ -12,6 +12,7 @@ goes to ``/tmp/predict-trim-{on,off}.conll`` (the two are compared by the caller
 
 from __future__ import annotations
 
+import argparse
 import resource
 import sys
 from pathlib import Path
@@ -23,9 +24,12 @@ from bertkit._entry import main as bertkit_main  # noqa: E402
 
 
 def main() -> None:
-    if len(sys.argv) != 4 or sys.argv[1] not in ("on", "off"):
-        raise SystemExit("usage: predict_memory_trim.py on|off INPUT MODEL")
-    mode, inp, model = sys.argv[1:]
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("mode", choices=("on", "off"), help="on: malloc_trim after each chunk.")
+    p.add_argument("input", help="One sentence a line.")
+    p.add_argument("model", help="Saved NER run or model folder.")
+    args = p.parse_args()
+    mode, inp, model = args.mode, args.input, args.model
     trim = driver.release_memory
 
     def after_chunk() -> None:
