@@ -175,6 +175,3 @@ def quantize(path: Path) -> Path:
     with atomic_path(out) as tmp:
         quantize_dynamic(str(path), str(tmp), weight_type=QuantType.QInt8, **QUANTIZE_SETTINGS)
     return out
-    with atomic_path(out) as tmp:
-        quantize_dynamic(str(path), str(tmp), weight_type=QuantType.QInt8)
-    return out

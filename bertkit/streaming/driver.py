@@ -18,6 +18,7 @@ end ``OUTPUT.part`` is renamed to ``OUTPUT``. Memory holds one chunk, whatever t
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import time
@@ -313,20 +314,21 @@ def release_memory() -> None:
     """Give the C heap's free pages back to the system after a chunk (glibc ``malloc_trim(0)``;
     nothing elsewhere). A chunk's tensors of many shapes leave freed blocks spread over glibc's
     arenas that ``free`` keeps, so a process's RSS crept up chunk after chunk although the memory
-    it held did not grow (``benchmarks/results/predict_stream/``: the scale rows)."""
-    global _TRIM
-    if _TRIM is None:
-        try:
-            import ctypes
-
-            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _TRIM = False
-    if _TRIM:
-        _TRIM(0)
+    it held did not grow (``benchmarks/results/predict_stream/predict_memory_trim.log``)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
-_TRIM = None
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS, Windows)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def _owned(chunk: int, shard: tuple[int, int] | None) -> bool:

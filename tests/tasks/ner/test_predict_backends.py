@@ -19,6 +19,15 @@ SENTS = [Sentence(WORDS[:n]) for n in (1, 2, 3, 5, 8, 11, 4, 7)] + [Sentence(["w
 HAS_ORT = all(importlib.util.find_spec(m) for m in ("onnxruntime", "onnx"))
 
 
+def _saved(encoder, tokenizer, tmp_path, crf: bool):
+    """``(tagger, runtime, tags)``: the tagger saved to and loaded from ``tmp_path/m``, and its
+    PyTorch tags of :data:`SENTS`."""
+    _tagger(encoder, crf).save(tmp_path / "m", tokenizer, {"max_length": 64})
+    tagger, _ = load_tagger(tmp_path / "m")
+    rt = make_runtime("cpu", "fp32")
+    return tagger, rt, tag_sentences(tagger, tokenizer, SENTS, rt, 64)
+
+
 def _tagger(encoder, crf: bool):
     torch.manual_seed(0)
     tagger = build_tagger(encoder, LABELS, crf=crf, label_all_subwords=False)
@@ -81,11 +90,7 @@ def test_onnx_refused_without_onnxruntime(tiny_encoder, tokenizer, monkeypatch):
 @pytest.mark.skipif(not HAS_ORT, reason="onnxruntime/onnx not installed (pip install 'bertkit[onnx]')")
 @pytest.mark.parametrize("crf", [False, True])
 def test_onnx_backend_same_tags_and_cached(tiny_encoder, tokenizer, tmp_path, crf):
-    tagger = _tagger(tiny_encoder, crf)
-    tagger.save(tmp_path / "m", tokenizer, {"max_length": 64})
-    tagger, _ = load_tagger(tmp_path / "m")
-    rt = make_runtime("cpu", "fp32")
-    ref = tag_sentences(tagger, tokenizer, SENTS, rt, 64)
+    tagger, rt, ref = _saved(tiny_encoder, tokenizer, tmp_path, crf)
     got = tag_sentences(tagger, tokenizer, SENTS, rt, 64, backend="onnx")
     assert got == ref
     exported = tmp_path / "m" / "model.onnx"
@@ -110,11 +115,7 @@ def test_onnx_int8_quantises_matmuls_only_per_channel(tiny_encoder, tokenizer, t
 
     from bertkit import onnx_backend
 
-    tagger = _tagger(tiny_encoder, False)
-    tagger.save(tmp_path / "m", tokenizer, {"max_length": 64})
-    tagger, _ = load_tagger(tmp_path / "m")
-    rt = make_runtime("cpu", "fp32")
-    ref = tag_sentences(tagger, tokenizer, SENTS, rt, 64)
+    tagger, rt, ref = _saved(tiny_encoder, tokenizer, tmp_path, False)
     got = tag_sentences(tagger, tokenizer, SENTS, rt, 64, backend="onnx-int8")
     assert [len(t) for t in got] == [len(t) for t in ref]  # a tag a word (not the same tags)
     path = tmp_path / "m" / ("model" + onnx_backend.INT8_SUFFIX)
