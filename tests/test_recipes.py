@@ -134,6 +134,23 @@ def test_chemprot_minilm_recipe_builds_the_benchmarked_re_settings():
     assert (cfg.warmup, cfg.weight_decay, cfg.max_grad_norm) == (0.1, 0.01, 1.0)
 
 
+def test_every_registered_set_recipe_is_for_its_task_and_names_its_set():
+    """A set's ``recipe=`` (its dev-chosen defaults for the packaged encoder) loads for the set's
+    ``finetune`` command, trains on that very set and names no other encoder."""
+    from bertkit.data import sets
+
+    with_recipe = [e for e in sets._REGISTRY.values() if e.recipe]
+    names = {(e.task, e.name): e.recipe for e in with_recipe}
+    assert names[("sim", "biosses")] == "biosses-sim-minilm"
+    assert names[("ner", "bc5cdr")] == "bc5cdr-ner-minilm"
+    assert names[("ner", "sciie")] == "sciie-ner-minilm"
+    assert names[("re", "sciie")] == "sciie-re-minilm"
+    for e in with_recipe:
+        settings = load_recipe(e.recipe, f"finetune {e.task}")
+        assert settings["data"] == e.name, e.recipe
+        assert "model" not in settings, e.recipe
+
+
 def test_run_a_one_stage_recipe_end_to_end(tmp_path, tiny_encoder):
     data = write_ner_dir(tmp_path / "d")
     path = tmp_path / "r.yaml"

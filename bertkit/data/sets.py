@@ -90,7 +90,7 @@ for _name, _hub, _desc, _license in [
     ("ebmnlp", "", "EBM-NLP PICO: participants, interventions, outcomes (Nye et al., 2018)", ""),
 ]:
     register(DatasetEntry("ner", _name, _hub, _desc,
-                          recipe="bc5cdr-ner-minilm" if _name == "bc5cdr" else "",
+                          recipe={"bc5cdr": "bc5cdr-ner-minilm", "sciie": "sciie-ner-minilm"}.get(_name, ""),
                           license=_license,
                           metric="token_macro_f1" if _name == "ebmnlp" else "f1"))
 
@@ -121,7 +121,7 @@ MULTI_LABEL_SETS = ("hoc",)  # registered cls sets whose labels are lists
 # ``text_pair``, ``score``) under BERTKIT_DATA only; BLURB reports Pearson
 register(DatasetEntry("sim", "biosses", "", "BIOSSES: biomedical sentence-pair similarity, "
                                             "score 0-4 (Sogancioglu et al., 2017), BLURB's split",
-                      license="gpl-3.0", metric="pearson"))
+                      recipe="biosses-sim-minilm", license="gpl-3.0", metric="pearson"))
 
 # dependency parsing: dep/<name>/{train,dev,test}.conllu under BERTKIT_DATA only (no hub loader);
 # the shared GENIA release has no train.conllu: bertkit.tasks.dep.data trains on dev.conllu less
@@ -137,7 +137,8 @@ register(DatasetEntry("re", "chemprot", "", "ChemProt (Krallinger et al., 2017),
 # SciERC relations (SciBERT's release, 7 labels, no negative): SciBERT reports macro-F1. Its
 # name is the folder's (re/sciie), as ner/sciie's: a set is named within its task.
 register(DatasetEntry("re", "sciie", "", "SciERC relations, 7 labels (Luan et al., 2018), "
-                                         "SciBERT's entity-marker release", metric="macro_f1"))
+                                         "SciBERT's entity-marker release", recipe="sciie-re-minilm",
+                      metric="macro_f1"))
 # DDI 2013: 4 interaction types + negative ``false``; BLURB's headline is micro-F1 over the four
 # types, ``false`` left out (finetune re detects it as the negative label)
 register(DatasetEntry("re", "ddi", "", "DDI 2013 drug-drug interactions: mechanism, effect, "
