@@ -40,6 +40,9 @@ class Metric(NamedTuple):
         short: the short name in summaries (``entity F1``).
         scale: the factor to points (100 for a score in [0, 1]; 1 for one in points already,
             as the official SQuAD scorer's).
+        bounds: the range of its values in its own units, ``(low, high)`` (None: unbounded
+            on that side); None: ``(0, 100 / scale)``, a rate. A correlation's is ``(-1, 1)``,
+            an error's ``(0, None)``. Seed intervals are clipped to it (``--seeds``).
     """
 
     key: str
@@ -47,6 +50,7 @@ class Metric(NamedTuple):
     name: str
     short: str
     scale: float = 100.0
+    bounds: tuple[float | None, float | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -64,3 +64,21 @@ def test_re_line_whose_markers_overlap(tmp_path, tiny_encoder):
     res, text = run_cli("finetune", "re", "--data", d, "-m", tiny_encoder, "-o",
                         tmp_path / "run", *FAST)
     assert_refused(res, text, "train.jsonl:2", "overlap")
+
+
+def test_pair_train_file_with_single_text_dev_and_test_is_refused(tmp_path, tiny_encoder):
+    """Helper trial: train of sentence pairs, dev/test without ``text_pair`` trained and scored
+    silently (a pair model scored on single texts). The splits must be of one form."""
+    d = tmp_path / "d"
+    d.mkdir()
+    rows = [{"text": f"Does drug {k} work?", "text_pair": f"We tested drug {k} in mice.",
+             "label": ("yes", "no", "maybe")[k % 3]} for k in range(6)]
+    (d / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for split in ("dev", "test"):
+        (d / f"{split}.jsonl").write_text("".join(
+            json.dumps({"text": r["text"], "label": r["label"]}) + "\n" for r in rows))
+    res, text = run_cli("finetune", "cls", "--data", d, "-m", tiny_encoder, "-o",
+                        tmp_path / "run", *FAST)
+    assert_refused(res, text, "dev.jsonl", "no pair text 'text_pair' in any record",
+                   "train.jsonl:1 has one", "in every split's records, or in none")
+    assert not (tmp_path / "run").exists()

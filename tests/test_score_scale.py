@@ -56,3 +56,35 @@ def test_the_training_loop_shows_qa_dev_scores_in_points():
     from bertkit.tasks.driver import score_scale as driver_scale  # the one the driver passes
 
     assert driver_scale(get_task("qa"), get_task("qa").select_metric) == 1.0
+
+
+def test_a_correlation_seed_interval_may_go_below_zero_and_sim_counts_are_not_x100():
+    """Helper trial: ``finetune sim --seeds`` clipped Pearson's interval to [0, 1] and showed
+    ``baseline_mse`` and ``cut_pairs`` x100. A correlation's range is [-1, 1]; an error and a
+    count are no scores."""
+    from bertkit.tasks.base import score_bounds
+    from bertkit.workflows.scores import score_summary, task_metrics
+
+    sim = get_task("sim")
+    seeds = [{"pearson": -0.06, "spearman": -0.14, "mse": 1.78, "baseline_mse": 1.55,
+              "cut_pairs": 0},
+             {"pearson": 0.19, "spearman": 0.10, "mse": 1.60, "baseline_mse": 1.55,
+              "cut_pairs": 0},
+             {"pearson": 0.12, "spearman": 0.05, "mse": 1.70, "baseline_mse": 1.55,
+              "cut_pairs": 0}]
+    assert score_bounds(sim, "pearson") == (-1.0, 1.0) and score_bounds(sim, "mse") == (0.0, None)
+    assert score_scale(sim, "baseline_mse") is None and score_scale(sim, "cut_pairs") is None
+    stats = seed_statistics(seeds, lambda k: score_scale(sim, k), lambda k: score_bounds(sim, k))
+    p = stats["pearson"]
+    assert p["scale"] == 100.0 and p["mean"] == pytest.approx(0.0833, abs=1e-4)
+    assert p["ci95_low"] == pytest.approx(0.0833 - 4.303 * 0.1290 / 3 ** 0.5, abs=2e-3)
+    assert p["ci95_low"] < -0.2  # not clipped at 0
+    assert stats["mse"]["scale"] == 1.0 and stats["mse"]["ci95_high"] > 1.78
+    assert stats["baseline_mse"]["scale"] is None and stats["cut_pairs"]["scale"] is None
+    # a correlation's interval never leaves [-1, 1]
+    wide = seed_statistics([{"pearson": -0.9}, {"pearson": 0.95}], lambda k: 100.0,
+                           lambda k: score_bounds(sim, k))["pearson"]
+    assert (wide["ci95_low"], wide["ci95_high"]) == (-1.0, 1.0)
+    # adapt's summary (same statistics) keeps the sign too
+    summary = score_summary(task_metrics("sim"), [{"test": s} for s in seeds])
+    assert summary["pearson"]["ci95_low"] < -20.0 and summary["pearson"]["mean"] == pytest.approx(8.33, abs=0.01)

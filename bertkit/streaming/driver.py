@@ -32,8 +32,8 @@ from bertkit.errors import BertkitError
 from bertkit.streaming.progress import StreamProgress
 from bertkit.streaming.records import Position, Record, iter_records
 from bertkit.streaming.state import (VERSION, check_resume, input_identity, load_state, log_lines,
-                                     log_path, model_identity, part_path, read_log, save_state,
-                                     state_path)
+                                     log_path, model_identity, output_lock, part_path, read_log,
+                                     save_state, state_path)
 
 CHUNK_SIZE = 2000
 """Records per chunk by default: a few seconds of work on a CPU; what a crash can cost."""
@@ -191,8 +191,17 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
     Raises:
         BertkitError: an unreadable record (without ``skip_bad_lines``; the records before it
             are written and the run can be resumed), ``--resume`` onto another input, model or
-            settings, or with nothing to resume; whatever the task's predictor raises.
+            settings, or with nothing to resume; another run writing the same output
+            (:func:`~bertkit.streaming.state.output_lock`); whatever the task's predictor raises.
     """
+    if not isinstance(output, (str, Path)):
+        return _stream_predict(pred, input_path, output, opts, console)
+    with output_lock(output):
+        return _stream_predict(pred, input_path, output, opts, console)
+
+
+def _stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | IO[str],
+                    opts: StreamOptions, console: Console | None) -> StreamSummary:
     t0 = time.monotonic()
     to_file = isinstance(output, (str, Path))
     state = _fresh_state(pred, input_path, opts) if to_file else None

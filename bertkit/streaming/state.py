@@ -22,10 +22,12 @@ what does grow, the chunks' byte ranges and the skipped lines, is appended to th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from bertkit.errors import BertkitError
 
@@ -69,6 +71,47 @@ def part_path(output: str | Path) -> Path:
     """Where an unfinished output is written: ``OUTPUT.part`` (renamed to ``OUTPUT`` at the end,
     so a file at ``OUTPUT`` is always a whole one)."""
     return Path(str(output) + ".part")
+
+
+@contextlib.contextmanager
+def output_lock(output: str | Path) -> Iterator[Path]:
+    """Hold ``OUTPUT.lock`` (an exclusive ``flock``, never waited for) while a run writes
+    ``OUTPUT``: a second ``predict`` onto the same output would replace the first one's live
+    ``OUTPUT.part`` and state. The lock file holds the owner's process id and is removed when the
+    run ends; the kernel releases the lock of a killed run, so a stale file never blocks.
+    Where ``fcntl`` is missing (Windows) nothing is locked.
+
+    Raises:
+        BertkitError: another process holds the lock (its process id, and what to do).
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield Path(str(output) + ".lock")
+        return
+    path = Path(str(output) + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)  # as the output's own writer does
+    handle = open(path, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            raise BertkitError(f"another bertkit predict (process {owner}) is writing {output}",
+                               file=path, expected="one run per output: wait for it to end, "
+                               "stop it (Ctrl-C keeps its records; then --resume), or choose "
+                               "another -o") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)  # still held: no other run is inside
+    finally:
+        handle.close()
 
 
 def log_path(state_file: str | Path) -> Path:

@@ -203,12 +203,13 @@ class Task(Protocol):
     predict: Callable[..., Any]
 
 
-NOT_SCORES = ("loss", "seconds", "per_second", "perplexity", "count", "tokens", "examples")
+NOT_SCORES = ("loss", "seconds", "per_second", "perplexity", "count", "tokens", "examples",
+              "mse")
 """Parts of a metric's name that mark it as no score (shown as it is, its interval not clipped);
 so do the endings of :data:`NOT_SCORE_ENDINGS`."""
-NOT_SCORE_ENDINGS = ("total", "missing", "f1_thresh", "exact_thresh", "threshold")
+NOT_SCORE_ENDINGS = ("total", "missing", "f1_thresh", "exact_thresh", "threshold", "_pairs")
 """Ends of the names of counts and decision thresholds (SQuAD's ``HasAns_total``,
-``best_f1_thresh``; ``f1_at_dev_thresh`` is a score)."""
+``best_f1_thresh``, sim's ``cut_pairs``; ``f1_at_dev_thresh`` is a score)."""
 
 
 def score_scale(task: Any, key: str) -> float | None:
@@ -234,3 +235,19 @@ def score_scale(task: Any, key: str) -> float | None:
     if any(part in key for part in NOT_SCORES) or key.endswith(NOT_SCORE_ENDINGS):
         return None
     return headline[0].scale if headline else 100.0
+
+
+def score_bounds(task: Any, key: str) -> tuple[float | None, float | None] | None:
+    """The range of a metric's values in its own units, from the task's declaration: a headline
+    metric's ``bounds`` (:attr:`bertkit.modelcard.Metric.bounds`; a correlation's ``(-1, 1)``),
+    else ``(0, 100 / scale)`` for a score (a rate), None for what is no score
+    (:func:`score_scale` is None). ``--seeds`` clips a seed interval to it.
+
+    >>> score_bounds(None, "f1"), score_bounds(None, "eval_loss")
+    ((0.0, 1.0), None)
+    """
+    for metric in tuple(getattr(task, "headline", None) or ()):
+        if metric.key == key and metric.bounds is not None:
+            return metric.bounds
+    factor = score_scale(task, key)
+    return None if not factor else (0.0, 100.0 / factor)

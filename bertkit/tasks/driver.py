@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 from bertkit.config import config_yaml, field_defaults, replace, to_dict
 from bertkit.errors import BertkitError
-from bertkit.tasks.base import Task, TaskData, score_scale
+from bertkit.tasks.base import Task, TaskData, score_bounds, score_scale
 from bertkit.tasks.common import warn_shared
 
 SPLIT_KEYS = ("train", "dev", "test")
@@ -351,12 +351,13 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
                "seeds": seeds, "runs": {str(s): str(root / f"seed-{s}") for s in seeds},
                "select_metric": results[seeds[0]].get("select_metric") or task.select_metric,
                "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds],
-                                                  lambda key: score_scale(task, key))
+                                                  lambda key: score_scale(task, key),
+                                                  lambda key: score_bounds(task, key))
                            for split in ("dev", "test")},
                "interval": "95% interval of the mean: mean ± t(0.975, n-1) · std / sqrt(n); "
                            "std is the sample standard deviation (n-1); for a score clipped to "
-                           "its range, [0, 1] or [0, 100] by its scale (with few seeds the "
-                           "formula can pass it)"}
+                           "its range ([0, 1] or [0, 100] by its scale, [-1, 1] for a "
+                           "correlation; with few seeds the formula can pass it)"}
     write_json(root / "summary.json", summary)
     return summary
 
@@ -364,7 +365,9 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
 NOT_METRICS = frozenset({"epoch", "step", "steps", "global_step", "n", "support"})
 
 
-def seed_statistics(records: list[dict], scale: Callable[[str], float | None] = None) -> dict:
+def seed_statistics(records: list[dict], scale: Callable[[str], float | None] = None,
+                    bounds: Callable[[str], tuple[float | None, float | None] | None] = None
+                    ) -> dict:
     """Per metric (numeric top-level keys present in every record): mean, sample standard
     deviation, the 95% t-interval of the mean, n, the values in seed order and ``scale``.
 
@@ -373,8 +376,10 @@ def seed_statistics(records: list[dict], scale: Callable[[str], float | None] = 
         scale: ``scale(key)``: the metric's factor to points (100 for a fraction, 1 for a score
             in points, as :attr:`bertkit.modelcard.Metric.scale` says), None for what is no
             score (a loss, a time, a count); default :func:`bertkit.tasks.base.score_scale` of a
-            task whose scores are fractions. A score's interval is clipped to its range
-            ([0, 100 / scale]); nothing is decided from the values.
+            task whose scores are fractions; nothing is decided from the values.
+        bounds: ``bounds(key)``: the metric's range in its own units, ``(low, high)`` (None on
+            a side: unbounded; :func:`bertkit.tasks.base.score_bounds`), None: not clipped;
+            default ``(0, 100 / scale)`` for a score. The interval is clipped to it.
 
     With one seed the standard deviation and interval are None.
 
@@ -384,6 +389,8 @@ def seed_statistics(records: list[dict], scale: Callable[[str], float | None] = 
     """
     if scale is None:
         scale = lambda key: score_scale(None, key)  # noqa: E731
+    if bounds is None:
+        bounds = lambda key: (0.0, 100.0 / scale(key)) if scale(key) else None  # noqa: E731
     from scipy import stats
 
     keys = [k for k, v in (records[0] if records else {}).items()
@@ -399,9 +406,9 @@ def seed_statistics(records: list[dict], scale: Callable[[str], float | None] = 
             std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
             half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
             low, high = mean - half, mean + half
-            factor = scale(key)
-            if factor:  # a score cannot leave its range: [0, 1] as a fraction, [0, 100] in points
-                low, high = max(low, 0.0), min(high, 100.0 / factor)
+            lo, hi = bounds(key) or (None, None)  # a score cannot leave its range
+            low = low if lo is None else max(low, lo)
+            high = high if hi is None else min(high, hi)
         else:
             std = low = high = None
         out[key] = {"mean": mean, "std": std, "ci95_low": low, "ci95_high": high, "n": n,

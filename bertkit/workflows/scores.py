@@ -21,10 +21,13 @@ def mean_sd(values: list[float]) -> tuple[float, float]:
 def task_metrics(task: str) -> list[tuple[str, str, float]]:
     """The test metrics ``adapt`` shows for a registered task: its headline metrics
     (:attr:`Task.headline <bertkit.tasks.base.Task>`, the model card's), as ``(key, label,
-    scale to points)``; the first is the task's main score."""
+    scale to points, range)`` (the range in the metric's units, :func:`bertkit.tasks.base.score_bounds`);
+    the first is the task's main score."""
+    from bertkit.tasks.base import score_bounds
     from bertkit.tasks.registry import get_task
 
-    return [(m.key, f"test {m.short}", m.scale) for m in get_task(task).headline]
+    spec = get_task(task)
+    return [(m.key, f"test {m.short}", m.scale, score_bounds(spec, m.key)) for m in spec.headline]
 
 
 def score_summary(metrics, runs: list[dict]) -> dict:
@@ -33,7 +36,9 @@ def score_summary(metrics, runs: list[dict]) -> dict:
 
     Args:
         metrics: ``(key, label)`` pairs of ``run["test"]`` scores in [0, 1], or ``(key, label,
-            scale)`` (1.0 for scores already in points); the first is the task's main score.
+            scale)`` (1.0 for scores already in points), or ``(key, label, scale, bounds)`` (the
+            range the interval is clipped to, in the metric's units: ``(-1, 1)`` for a
+            correlation; default ``(0, 100 / scale)``); the first is the task's main score.
         runs: results of the fine-tuning runs (one per seed), each with ``test``.
 
     Returns:
@@ -46,9 +51,11 @@ def score_summary(metrics, runs: list[dict]) -> dict:
     from bertkit.tasks.driver import seed_statistics
 
     out = {}
-    for key, label, *scale in metrics:
-        k = scale[0] if scale else 100.0
-        s = seed_statistics([{key: float(r["test"][key])} for r in runs], lambda _: k)[key]
+    for key, label, *rest in metrics:
+        k = rest[0] if rest else 100.0
+        rng = rest[1] if len(rest) > 1 else (0.0, 100.0 / k)
+        s = seed_statistics([{key: float(r["test"][key])} for r in runs], lambda _: k,
+                            lambda _: rng)[key]
         out[key] = {"label": label, "values": [k * v for v in s["values"]], "mean": k * s["mean"],
                     "sd": k * (s["std"] or 0.0),
                     **{c: None if s[c] is None else k * s[c] for c in ("ci95_low", "ci95_high")}}

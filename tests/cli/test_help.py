@@ -122,3 +122,19 @@ def test_command_list_rows_are_rewrapped_at_80_columns():
     lines = [line.strip("│ ").strip() for line in out.splitlines()]
     start = next(i for i, line in enumerate(lines) if line.startswith("run "))
     assert len(lines[start]) >= 60 and len(lines[start + 1]) >= 50, lines[start:start + 3]
+
+
+def test_no_help_text_loses_a_bracket_to_rich_markup():
+    """Helper trial: ``predict ner --help`` showed ``pip install 'bertkit'``: rich read
+    ``[onnx]`` as a style tag. Every help renders to its own text, brackets included."""
+    from rich.markup import render
+
+    eaten = []
+    for path, command in COMMANDS:
+        for p in command.params:
+            text = getattr(p, "help", None) or ""
+            if render(text).plain != text.replace("\\[", "["):
+                eaten.append((" ".join(path), p.name, text))
+    assert not eaten, eaten
+    out = runner.invoke(app, ["predict", "ner", "--help"], env={"COLUMNS": "200"}).output
+    assert "bertkit[onnx]" in out

@@ -250,3 +250,30 @@ def test_heap_released_after_every_chunk(tmp_path, ner_model, monkeypatch):
     inp = text_input(tmp_path / "in.txt", 20)
     stream_predict(_pred(ner_model, inp), str(inp), io.StringIO(), StreamOptions(chunk_size=6))
     assert len(calls) == 4  # 20 records in chunks of 6: 6, 6, 6, 2
+
+
+def test_a_second_run_onto_a_live_output_is_refused_and_the_first_finishes(tmp_path, ner_model):
+    """Helper trial: two ``predict`` runs on one -o: the second replaced the first's live
+    ``.part`` and the first died in ``os.replace`` (FileNotFoundError). Now the second is
+    refused at once (naming the first's process) and the first's output is whole."""
+    inp = text_input(tmp_path / "in.txt", 30)
+    out = tmp_path / "out.conll"
+    reference = io.StringIO()
+    stream_predict(_pred(ner_model, inp), str(inp), reference, StreamOptions(chunk_size=7))
+    pred, refused = _pred(ner_model, inp), []
+    inner = pred.predict
+
+    def predict(records):  # while the first run is inside its first chunk, start a second
+        if not refused:
+            with pytest.raises(BertkitError) as err:
+                stream_predict(_pred(ner_model, inp), str(inp), str(out),
+                               StreamOptions(chunk_size=7))
+            refused.append(str(err.value))
+        return inner(records)
+
+    pred.predict = predict
+    stream_predict(pred, str(inp), str(out), StreamOptions(chunk_size=7))
+    assert f"another bertkit predict (process {os.getpid()}) is writing" in refused[0]
+    assert out.read_text() == reference.getvalue()
+    assert not part_path(out).exists() and not state_path(out).exists()
+    assert not (tmp_path / "out.conll.lock").exists()

@@ -409,4 +409,24 @@ def load_cls_data(data: str, splits: tuple[str, ...], cols: Columns = Columns(),
         out[split], sources[split], bad[split] = read.examples, str(path), read.bad_lines
         if notes is not None:
             notes.extend(read.notes)
+    _same_form(out, sources, cols)
     return out, sources, bad
+
+
+def _same_form(out: dict, sources: dict, cols: Columns) -> None:
+    """Refuse splits of which some are sentence pairs and others single texts: a model trained
+    on pairs scored on single texts (or the reverse) is a silent wrong answer.
+
+    Raises:
+        BertkitError: naming the file without pairs, and a line of the other file with one.
+    """
+    with_pair = {s: next((ex for ex in exs if ex.text_pair), None) for s, exs in out.items()}
+    paired = [s for s, ex in with_pair.items() if ex is not None]
+    single = [s for s, ex in with_pair.items() if ex is None]
+    if paired and single:
+        ex = with_pair[paired[0]]
+        raise BertkitError(
+            f"the {single[0]} file has no pair text '{cols.pair}' in any record, but the "
+            f"{paired[0]} file is of sentence pairs ({ex.file}:{ex.line} has one): the splits "
+            f"must be of one form", file=sources[single[0]],
+            expected=f"a '{cols.pair}' field in every split's records, or in none")

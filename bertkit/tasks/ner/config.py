@@ -59,7 +59,7 @@ COMMANDS = Commands(
                "attention (no attention across sentences; 0: off); the same predictions.",
                ("--pack",), name="pack", type=int, min=0, default=0),
         Option("torch, onnx (ONNX Runtime fp32, the same predictions; exported once to "
-               "model.onnx beside the model; needs pip install 'bertkit[onnx]') or onnx-int8 "
+               "model.onnx beside the model; needs pip install 'bertkit\\[onnx]') or onnx-int8 "
                "(dynamic int8 quantisation: faster, NOT the same predictions).",
                ("--backend",), name="backend", type=str, choices=("torch", "onnx", "onnx-int8"),
                default="torch"),

@@ -140,9 +140,11 @@ with torch.no_grad():
 CARD = CardSpec(
     "finetune sim", "text-classification", "Sentence-pair similarity (regression)",
     "AutoModelForSequenceClassification",
-    (Metric("pearson", "pearsonr", "Pearson r (BLURB's BIOSSES metric)", "Pearson"),
-     Metric("spearman", "spearmanr", "Spearman rho", "Spearman"),
-     Metric("mse", "mse", "mean squared error (score units squared)", "MSE", scale=1.0)),
+    (Metric("pearson", "pearsonr", "Pearson r (BLURB's BIOSSES metric)", "Pearson",
+            bounds=(-1.0, 1.0)),
+     Metric("spearman", "spearmanr", "Spearman rho", "Spearman", bounds=(-1.0, 1.0)),
+     Metric("mse", "mse", "mean squared error (score units squared)", "MSE", scale=1.0,
+            bounds=(0.0, None))),
     _usage, notes=lambda results: [
         "A regression model (`num_labels=1`, `problem_type=\"regression\"` in its config): its "
         "one logit is the score; no softmax or sigmoid (a `text-classification` pipeline would "
