@@ -72,6 +72,8 @@ class CardSpec:
         notes: ``notes(results) -> [paragraph]`` printed after the usage snippet, or None.
         remote_code_file: a file of ``model/`` whose presence means the model needs
             ``trust_remote_code=True`` (the relation head's ``relation.py``); "" for none.
+        optional_metrics: metrics the card shows after the headline ones when a run has them
+            (a multi-label classifier's BLURB HoC F1); not headline metrics.
     """
 
     command: str
@@ -82,6 +84,12 @@ class CardSpec:
     usage: str | Callable[[dict], str]
     notes: Callable[[dict], list[str]] | None = None
     remote_code_file: str = ""
+    optional_metrics: tuple[Metric, ...] = ()
+
+    @property
+    def shown_metrics(self) -> tuple[Metric, ...]:
+        """The headline metrics, then the optional ones (shown where a run has them)."""
+        return self.metrics + self.optional_metrics
 
 
 def pipeline_usage(name: str, pipeline_tag: str, example: str, options: str = "") -> str:
@@ -196,7 +204,7 @@ def _metrics_of(task: str, results: dict, spec: CardSpec) -> list[tuple[str, dic
         splits = [("test", results.get("test") or {}), ("dev", results.get("dev") or {})]
     out = []
     for split, record in splits:
-        vals = {m.key: float(record[m.key]) for m in spec.metrics
+        vals = {m.key: float(record[m.key]) for m in spec.shown_metrics
                 if isinstance(record.get(m.key), (int, float))}
         if vals:
             out.append((split, vals))
@@ -234,7 +242,7 @@ def card_metadata(task: str, results: dict, spec: CardSpec,
             "dataset": {"name": name or "unknown", "type": _hub_dataset(task, name or "unknown"),
                         "split": split},
             "metrics": [{"type": m.hub_type, "value": round(vals[m.key], 6), "name": m.name}
-                        for m in spec.metrics if m.key in vals]})
+                        for m in spec.shown_metrics if m.key in vals]})
     if results_list:
         meta["model-index"] = [{"name": f"bertkit-{task}-{name or 'model'}",
                                 "results": results_list}]
@@ -256,11 +264,16 @@ def model_card(task: str, results: dict, spec: CardSpec, cfg: Any = None,
         lines += ["", f"`license` above is the licence of the training data ({meta['license']})"
                       + (": **non-commercial use only**." if "-nc" in meta["license"] else ".")]
     rows = _metrics_of(task, results, spec)
-    if rows:
-        lines += ["", "## Results", "", "| split | " + " | ".join(m.name for m in spec.metrics)
-                  + " |", "|---" * (len(spec.metrics) + 1) + "|"]
+    if rows:  # the metrics this run has (HoC F1 only for a multi-label classifier)
+        shown = [m for m in spec.shown_metrics if any(m.key in vals for _, vals in rows)]
+        selected = results.get("select_metric")
+        lines += ["", "## Results", ""]
+        if selected:
+            lines += [f"The best epoch was chosen on dev by `{selected}`.", ""]
+        lines += ["| split | " + " | ".join(m.name for m in shown) + " |",
+                  "|---" * (len(shown) + 1) + "|"]
         for split, vals in rows:
-            cells = [f"{vals[m.key]:.4f}" if m.key in vals else "" for m in spec.metrics]
+            cells = [f"{vals[m.key]:.4f}" if m.key in vals else "" for m in shown]
             lines.append(f"| {split} | " + " | ".join(cells) + " |")
     usage = (spec.usage(results) if callable(spec.usage) else spec.usage).replace(
         "{path}", path).replace("{remote}", ", trust_remote_code=True" if remote_code else "")

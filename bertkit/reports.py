@@ -39,12 +39,15 @@ def label_scores_table(metrics: dict, title: str) -> Table:
     Relation scores (metrics with ``negative_label``, :func:`bertkit.metrics.re.relation_scores`):
     micro (headline, with its precision and recall), macro and accuracy, the negative label
     marked. Classification scores (:func:`bertkit.metrics.cls.label_scores`): macro-F1
-    (headline, SciBERT's metric), micro-F1 and accuracy.
+    (headline, SciBERT's metric), micro-F1 and accuracy; multi-label scores with BLURB's HoC
+    figures (:func:`bertkit.metrics.cls.hoc_f1`) add a ``HoC (BLURB)`` row.
     """
     relation = "negative_label" in metrics
     neg = metrics.get("negative_label")
     if not relation:
-        caption = "scikit-learn; macro-F1 = unweighted mean over labels (SciBERT's metric)"
+        caption = "scikit-learn; macro-F1 = unweighted mean over labels (SciBERT's metric)" + (
+            "; HoC = micro-F1 over documents x labels (BLURB's HoC metric)"
+            if "hoc_f1" in metrics else "")
     elif neg:
         caption = (f"scikit-learn; micro and macro exclude the negative label ({escape(repr(neg))}); "
                    "accuracy counts every pair")
@@ -68,6 +71,10 @@ def label_scores_table(metrics: dict, title: str) -> Table:
                       str(metrics["support"]))
         table.add_row("micro", "", "", f"{100 * metrics['micro_f1']:.2f}", "")
     table.add_row("accuracy", "", "", f"{100 * metrics['accuracy']:.2f}", "")
+    if isinstance(metrics.get("hoc_f1"), (int, float)):  # BLURB's HoC score (multi-label)
+        table.add_row("HoC (BLURB)", f"{100 * metrics['hoc_precision']:.2f}",
+                      f"{100 * metrics['hoc_recall']:.2f}", f"{100 * metrics['hoc_f1']:.2f}",
+                      f"{metrics.get('hoc_documents', '')} docs")
     baseline_row(table, metrics)
     return table
 

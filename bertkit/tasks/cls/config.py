@@ -15,6 +15,7 @@ from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_bat
 
 LONG_TEXT = ("head-tail", "windows")
 QUOTING = ("csv", "none")  # CSV/TSV quotes: csv rules (quoted fields), or plain characters
+SELECT = ("macro_f1", "micro_f1", "accuracy", "hoc_f1")  # dev metrics that can pick the best epoch
 
 _TEXT_COLUMN = Option("Field or column holding the text. \\[default: as trained]", ("--text-column",),
                       name="text_column", type=str)
@@ -127,10 +128,25 @@ class CLSConfig(FinetuneConfig):
     eval_batch_size: int = eval_batch_option(64, "Texts")
     length_group: int = option(50, min=1, help="Training batches sorted by length together (1: "
                                "random batches).")
+    metric: str = option("auto", choices=("auto", *SELECT), help="Dev metric that picks the best epoch: "
+                         "macro_f1 (SciBERT's), micro_f1, accuracy (BLURB's PubMedQA), hoc_f1 "
+                         "(BLURB's HoC, multi-label) or auto (the registered set's, else "
+                         "macro_f1).")
     max_train_samples: int | None = max_train_option("texts")
     max_eval_samples: int | None = max_eval_option("texts")
 
     commands = COMMANDS
+
+    def select_metric(self) -> str:
+        """The dev metric that picks the best epoch: ``metric``, or for ``auto`` the registered
+        set's (:attr:`bertkit.data.sets.DatasetEntry.metric`: ``hoc_f1`` for HoC, ``accuracy``
+        for PubMedQA) where it is one of :data:`SELECT`, else ``macro_f1``."""
+        if self.metric != "auto":
+            return self.metric
+        from bertkit.data.sets import entry
+
+        reg = entry("cls", self.data)
+        return reg.metric if reg is not None and reg.metric in SELECT else "macro_f1"
 
     def __post_init__(self) -> None:
         # a registered multi-label set (HoC) is read as one, whatever the flag: its labels are
@@ -145,4 +161,6 @@ class CLSConfig(FinetuneConfig):
                 ("text_column", bool(self.text_column.strip()), "a field name"),
                 ("label_column", bool(self.label_column.strip()), "a field name"),
                 ("label_sep", self.label_sep is None or (bool(self.label_sep) and self.multi_label),
-                 "a non-empty separator, with --multi-label (labels are lists)"))
+                 "a non-empty separator, with --multi-label (labels are lists)"),
+                ("metric", self.metric != "hoc_f1" or self.multi_label,
+                 "hoc_f1 only with --multi-label (BLURB's HoC score is over label sets)"))

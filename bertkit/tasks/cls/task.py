@@ -41,6 +41,8 @@ from bertkit.training.devices import Runtime, make_runtime
 SCORING = ("scikit-learn: macro_f1 = unweighted mean F1 over labels present in gold or "
            "predictions (SciBERT's metric); micro_f1 pooled over all labels (= accuracy for "
            "single-label data); multi-label: accuracy = exact label set")
+HOC_SCORING = ("; hoc_f1 = BLURB's HoC score (Gu et al. 2021): micro-F1 over the document x "
+               "label indicator matrix, a document's sentences' labels pooled by the id prefix")
 
 
 def _columns(cfg: CLSConfig) -> Columns:
@@ -89,7 +91,9 @@ CARD = CardSpec(
     (Metric("macro_f1", "f1", "macro-F1 (scikit-learn, unweighted mean over labels)", "macro-F1"),
      Metric("micro_f1", "f1", "micro-F1", "micro-F1"),
      Metric("accuracy", "accuracy", "accuracy", "accuracy")),
-    _card_usage, notes=_card_notes)
+    _card_usage, notes=_card_notes,
+    optional_metrics=(Metric("hoc_f1", "f1", "HoC F1 (BLURB: micro-F1 over documents x labels)",
+                             "HoC F1"),))
 """The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
 
 
@@ -233,10 +237,11 @@ class CLSTask:
                 "quoting": cfg.quoting, "base_model": model_name, "data": cfg.data})
 
         return TaskRun(model, batches, evaluate_dev, test, save, summary=summary,
-                       choose_on_dev=choose_thresholds, results={
+                       choose_on_dev=choose_thresholds, select_metric=cfg.select_metric(),
+                       results={
             "labels": labels, "multi_label": cfg.multi_label, "long_text": cfg.long_text,
             "class_weights": cfg.class_weights, "shortened_texts": shortened,
-            "scoring": SCORING})
+            "metric": cfg.metric, "scoring": SCORING + (HOC_SCORING if cfg.multi_label else "")})
 
     def report(self, results: dict, title: str):
         """Per-label and averaged scores (:func:`bertkit.reports.label_scores_table`)."""

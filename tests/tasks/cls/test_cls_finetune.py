@@ -154,3 +154,39 @@ def test_every_evaluate_command_takes_max_eval_samples():
     for name in task_names():
         params = {p.name: p for p in group.commands[name].params}
         assert "--max-eval-samples" in params["max_eval_samples"].opts, name
+
+
+def test_hoc_metric_picks_the_epoch_and_is_shown_on_console_and_card(tmp_path, tiny_encoder):
+    """Helper trial: a HoC run chose its epoch by macro-F1 and showed BLURB's HoC score nowhere
+    but results.json. ``--metric hoc_f1`` (auto for the registered ``hoc``) selects by it; the
+    console table and the card show it; single-label runs keep macro-F1 and no HoC column."""
+    d = tmp_path / "ml"
+    d.mkdir()
+    rows = [{"id": f"{100 + i}", "text": t, "label": [lab] + (["Cites"] if i % 2 else [])}
+            for i, (t, lab) in enumerate(TEXTS)]
+    for split in ("train", "dev", "test"):
+        (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder,
+                              "-o", str(run), "--multi-label", "--metric", "hoc_f1", *FAST],
+                        env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    results = json.loads((run / "results.json").read_text())
+    assert results["select_metric"] == "hoc_f1" and results["test"]["hoc_documents"] == 6
+    test = results["test"]
+    shown = f"{100 * test['hoc_precision']:.2f}"
+    line = next(x for x in res.output.splitlines() if "HoC (BLURB)" in x)
+    assert shown in line and f"{100 * test['hoc_f1']:.2f}" in line and "6 docs" in line
+    card = (run / "model" / "README.md").read_text()
+    assert "| HoC F1 (BLURB: micro-F1 over documents x labels) |" in card
+    assert "chosen on dev by `hoc_f1`" in card and f"{test['hoc_f1']:.4f}" in card
+
+    from bertkit.tasks.cls.config import CLSConfig
+
+    assert CLSConfig(data="hoc").select_metric() == "hoc_f1"
+    assert CLSConfig(data="pubmedqa").select_metric() == "accuracy"
+    assert CLSConfig(data="scicite").select_metric() == "macro_f1"
+    assert CLSConfig(data="hoc", metric="macro_f1").select_metric() == "macro_f1"
+    single = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder, "-o",
+                                 str(tmp_path / "r2"), "--metric", "hoc_f1", *FAST])
+    assert single.exit_code != 0 and "hoc_f1 only with --multi-label" in " ".join(single.output.split())
