@@ -24,7 +24,7 @@ import csv
 import io
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
@@ -302,19 +302,36 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
                single_label=len(set(pred)) == 1 and len(gold) > 1)
     value = float(metrics.get(key, 0.0))
     out["at_or_below_baseline"] = value <= out["baseline_macro_f1"] + 1e-9
+    if len(set(gold)) == 1:  # one gold label: the constant prediction is perfect, no yardstick
+        out["at_or_below_baseline"] = False
+        out["warning"] = (f"every gold label of this split is {_shown(label)} ({len(gold)} "
+                          f"examples): its scores say little and no collapse can be told "
+                          f"(a --max-eval-samples cap of a label-sorted file?)")
+        return out
     reasons = []
     if out["single_label"]:
-        reasons.append(f"every prediction is {pred[0]!r}")
+        reasons.append(f"every prediction is {_shown(pred[0])}")
     if out["at_or_below_baseline"]:
         reasons.append(f"{key} {100 * value:.2f} is at or below the majority-class baseline "
                        f"{100 * out['baseline_macro_f1']:.2f}")
     if reasons:
         out["warning"] = ("the classifier may have collapsed: " + "; ".join(reasons) +
-                          f" (always predicting {out['majority_label']!r}: {key} "
+                          f" (always predicting {_shown(label)}: {key} "
                           f"{100 * out['baseline_macro_f1']:.2f}, accuracy "
                           f"{100 * out['baseline_accuracy']:.2f}); try more epochs, another "
                           f"--lr or --class-weights balanced")
     return out
+
+
+def _shown(label: Any) -> str:
+    """A label or a multi-label set as a sentence names it: ``'yes'``, ``no label``,
+    ``the labels 'a' + 'b'``."""
+    if isinstance(label, (tuple, list)):
+        if not label:
+            return "no label"
+        return "the label " + repr(label[0]) if len(label) == 1 else \
+            "the labels " + " + ".join(repr(x) for x in label)
+    return repr(label)
 
 
 def with_baseline(metrics: dict, gold: Sequence, pred: Sequence,

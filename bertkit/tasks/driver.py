@@ -147,7 +147,10 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
     for split, limit in (("train", cfg.max_train_samples), ("dev", cfg.max_eval_samples),
                          ("test", cfg.max_eval_samples)):
         if limit is not None:
-            data.splits[split] = data.splits[split][:limit]
+            whole = data.splits[split]
+            data.splits[split] = whole[:limit]
+            if split != "train":  # train's label set comes from the whole file (full_train)
+                _warn_capped_labels(whole, data.splits[split], split, limit, task.unit, console)
     if fraction is not None:
         # counts after --max-*-samples: what is trained on and selected by; the split's own
         # sizes (dev file less the held-out part, held-out part) under split_train/split_dev
@@ -169,6 +172,38 @@ def load_splits(task: Task, cfg, console=None) -> TaskData:
     if shared:
         data.info["shared_with_train"] = shared
     return data
+
+
+def _label_set(examples) -> set:
+    """The distinct labels of examples that carry a ``label`` (a string or a list of them);
+    empty for examples without one (tags, spans, scores)."""
+    out = set()
+    for ex in examples:
+        label = getattr(ex, "label", None)
+        if isinstance(label, str):
+            out.add(label)
+        elif isinstance(label, (list, tuple)):
+            out.update(x for x in label if isinstance(x, str))
+    return out
+
+
+def _warn_capped_labels(whole, kept, split: str, limit: int, unit: str, console) -> None:
+    """Warn when ``--max-eval-samples`` (the first N examples of a file) keeps fewer labels than
+    the file has: a label-sorted file (PubMedQA's test starts with 50 ``yes``) gives a split
+    whose scores and collapse check say little."""
+    if console is None or len(kept) >= len(whole):
+        return
+    full, have = _label_set(whole), _label_set(kept)
+    if len(have) >= len(full):
+        return
+    from rich.markup import escape
+
+    missing = sorted(full - have)
+    shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+    console.print(f"[yellow]warning:[/] --max-eval-samples {limit} keeps the first {len(kept)} of "
+                  f"{len(whole)} {split} {unit}: {len(have)} of the file's {len(full)} labels "
+                  f"(missing: {escape(shown)}); its scores cover those labels only (is the file "
+                  f"sorted by label?)", highlight=False)
 
 
 def finetune(task: Task, cfg, console=None) -> dict:

@@ -55,6 +55,28 @@ def test_collapse_single_label_warns_with_baseline():
     assert "collapsed" in r["warning"] and "25.00" in r["warning"]
 
 
+def test_a_one_label_split_says_so_instead_of_a_nonsense_collapse():
+    """Helper trial: PubMedQA's first 50 test answers are all 'yes'; the collapse warning read
+    "at or below the majority-class baseline 100.00". A one-label split gets its own note."""
+    gold, pred = ["yes"] * 5, ["yes", "no", "yes", "maybe", "yes"]
+    r = collapse_report(gold, pred, label_scores(gold, pred), lambda g, p: label_scores(g, p))
+    assert not r["at_or_below_baseline"]
+    assert r["warning"].startswith("every gold label of this split is 'yes' (5 examples)")
+    assert "collapsed" not in r["warning"] and "100.00" not in r["warning"]
+
+
+def test_a_multi_label_collapse_names_the_empty_set_as_no_label():
+    """Helper trial: HoC's majority label set is empty: the warning said "always predicting []"."""
+    gold = [(), (), ("a",), ("a", "b")]
+    pred = [()] * 4
+    r = collapse_report(gold, pred, {"macro_f1": 0.0}, lambda g, p: {"macro_f1": 0.0})
+    assert "every prediction is no label" in r["warning"]
+    assert "always predicting no label" in r["warning"] and "[]" not in r["warning"]
+    r = collapse_report([("a", "b")] * 2 + [()], [("a", "b")] * 3, {"macro_f1": 0.5},
+                        lambda g, p: {"macro_f1": 0.5})
+    assert "every prediction is the labels 'a' + 'b'" in r["warning"]
+
+
 def test_no_warning_for_a_good_classifier():
     gold = ["A"] * 6 + ["B"] * 3 + ["C"]
     pred = ["A"] * 5 + ["B"] + ["B"] * 3 + ["C"]

@@ -190,3 +190,20 @@ def test_hoc_metric_picks_the_epoch_and_is_shown_on_console_and_card(tmp_path, t
     single = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder, "-o",
                                  str(tmp_path / "r2"), "--metric", "hoc_f1", *FAST])
     assert single.exit_code != 0 and "hoc_f1 only with --multi-label" in " ".join(single.output.split())
+
+
+def test_a_capped_eval_split_that_loses_labels_is_warned_about(tmp_path, tiny_encoder):
+    """Helper trial: ``--max-eval-samples`` keeps the first N of a label-sorted file (PubMedQA's
+    test opens with 50 'yes'): the run must say the capped split lost labels."""
+    rows = sorted(TEXTS, key=lambda r: r[1])  # Background, Background, Compare..., Uses, Uses
+    d = write_cls_dir(tmp_path / "d", train=TEXTS, dev=TEXTS, test=rows)
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder, "-o",
+                              str(tmp_path / "run"), "--max-eval-samples", "2", *FAST],
+                        env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert ("--max-eval-samples 2 keeps the first 2 of 6 test texts: 1 of the file's 3 labels "
+            "(missing: CompareOrContrast, Uses)") in text
+    assert "every gold label of this split is 'Background' (2 examples)" in text
+    assert ("keeps the first 2 of 6 dev texts: 2 of the file's 3 labels (missing: "
+            "CompareOrContrast)") in text  # dev's first two: Uses, Background
