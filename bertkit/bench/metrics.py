@@ -216,6 +216,8 @@ METRICS: dict[str, MetricSpec] = {m.name: m for m in (
     MetricSpec("las", "las", ("dep",), "labelled attachment score, punctuation excluded"),
     MetricSpec("uas", "uas", ("dep",), "unlabelled attachment score, punctuation excluded"),
     MetricSpec("squad_f1", "f1", ("qa",), "SQuAD token F1 (official scorer, points)"),
+    MetricSpec("conll_f1", "conll_f1", ("coref",), "CoNLL F1: mean of MUC, B-cubed and CEAF-e F1 "
+               "(reference scorer, points), singletons included as LitBank annotates them"),
 )}
 """Every metric a suite may name."""
 

@@ -39,9 +39,10 @@ class BenchRunSettings:
         None, help="Comma-separated task names: run only these of the suite's tasks (a long "
                    "suite a few tasks at a time into one results folder).",
         flags=("--tasks", "-t"), shown="all")
-    jobs: int = option(0, help="Fine-tunes run side by side, each with cores/N threads (0: one "
-                       "per core, one thread each; cores: those this process may use, e.g. "
-                       "under taskset).", flags=("--jobs", "-j"), min=0)
+    jobs: int = option(0, help="Fine-tunes run side by side, each with cores/N threads, or "
+                       "OMP_NUM_THREADS where set (0: cores/OMP_NUM_THREADS jobs, else one per "
+                       "core, one thread each; cores: those this process may use, e.g. under "
+                       "taskset).", flags=("--jobs", "-j"), min=0)
     resume: bool = option(False, help="Continue stages that were stopped from their last "
                           "checkpoint (without it they start again).", flags=("--resume",))
     report: bool = option(True, help="Write the report when every stage has finished.",

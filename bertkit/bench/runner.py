@@ -136,6 +136,14 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def env_threads() -> int | None:
+    """``OMP_NUM_THREADS`` as a positive integer where the environment sets one, else None: a
+    bench run gives each job that many threads (and, without ``--jobs``, runs as many jobs as
+    the usable cores hold)."""
+    text = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
 def _sigterm_as_interrupt():
     """Make SIGTERM (a scheduler's stop) act as Ctrl-C in the main thread; returns the previous
     handler (None off the main thread, where signals cannot be set)."""
@@ -158,9 +166,11 @@ class Runner:
         self.tasks = tasks or suite.tasks  # --tasks: a part of the suite (bench.json keeps all)
         self.budget, self.protocol = budget, protocol or suite.protocol
         self.seeds = seeds or suite.seeds
-        cores = usable_cores()
-        self.jobs = jobs or cores
-        self.threads = max(1, cores // self.jobs)  # per job: one thread each at --jobs = cores
+        cores, asked = usable_cores(), env_threads()
+        # per job: OMP_NUM_THREADS where the user set it, else the cores shared out (one thread
+        # each at the default --jobs = cores)
+        self.jobs = jobs or max(1, cores // (asked or 1))
+        self.threads = asked or max(1, cores // self.jobs)
         self.resume, self.console = resume, console
         self.running: dict[str, subprocess.Popen] = {}
         self.lock = threading.Lock()

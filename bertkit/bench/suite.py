@@ -46,8 +46,10 @@ FAMILIES = {
     "qa": "question answering (BLURB)",
     "dep": "dependency parsing (SciBERT)",
     "cls": "text classification (SciBERT)",
+    "coref": "coreference resolution (SpanBERT)",
 }
-"""BLURB's six families (Gu et al. 2021, Table 2) and SciBERT's DEP and CLS (Beltagy et al. 2019)."""
+"""BLURB's six families (Gu et al. 2021, Table 2), SciBERT's DEP and CLS (Beltagy et al. 2019) and
+SpanBERT's coreference (Joshi et al. 2020, section 4.3)."""
 
 PROTOCOLS = ("fixed", "dev-grid")
 

@@ -235,3 +235,24 @@ def test_the_report_names_settings_that_did_not_come_from_the_suite(tmp_path, ti
     record["sources"].update(crf="data-set default", warmup="data-set default")
     stage.write_text(json.dumps(record))
     assert "a on ner-a: crf, warmup" in markdown(build(out))
+
+
+def test_jobs_and_threads_follow_omp_num_threads_where_set(tmp_path, monkeypatch, tiny_encoder):
+    """Helper trial: OMP_NUM_THREADS=1 was ignored (one job per core was started). Where it is
+    set it is each job's thread count, and without --jobs the cores are shared out by it."""
+    import bertkit.bench.runner as runner_module
+
+    encoders = resolve_all([f"a={tiny_encoder}"])
+    monkeypatch.setattr(runner_module, "usable_cores", lambda: 8)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    plain = Runner(_suite(tmp_path), encoders, tmp_path / "o1")
+    assert (plain.jobs, plain.threads) == (8, 1)
+    assert (lambda r: (r.jobs, r.threads))(Runner(_suite(tmp_path), encoders, tmp_path / "o2",
+                                                  jobs=2)) == (2, 4)
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    four = Runner(_suite(tmp_path), encoders, tmp_path / "o3")
+    assert (four.jobs, four.threads) == (2, 4)
+    one_job = Runner(_suite(tmp_path), encoders, tmp_path / "o4", jobs=1)
+    assert (one_job.jobs, one_job.threads) == (1, 4)
+    monkeypatch.setenv("OMP_NUM_THREADS", "x")  # not a number: ignored
+    assert Runner(_suite(tmp_path), encoders, tmp_path / "o5").threads == 1
