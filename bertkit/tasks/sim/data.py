@@ -51,6 +51,8 @@ def _kind(value: Any) -> str:
         return "a boolean"
     if isinstance(value, str):
         return f"the string {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):  # JSON's NaN / Infinity
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return {dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
 
 
@@ -82,8 +84,8 @@ def make_pair(record: Any, fields: Fields, labelled: bool, file: str, line: int)
         value = record[fields.score]
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value):
-            raise ValueError(f"'{fields.score}' is {_kind(value)}, expected a number (the "
-                             f"similarity score)")
+            raise ValueError(f"'{fields.score}' is {_kind(value)}, expected a finite number "
+                             f"(the similarity score)")
         score = float(value)
     return PairExample(texts[0], texts[1], score, file, line, dict(record))
 

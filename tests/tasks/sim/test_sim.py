@@ -28,9 +28,12 @@ def test_similarity_scores_against_numpy():
 
 
 @pytest.mark.parametrize("record,reason", [
-    ({"text": "a", "text_pair": "b", "score": "high"}, "'score' is the string 'high', expected a number"),
+    ({"text": "a", "text_pair": "b", "score": "high"},
+     "'score' is the string 'high', expected a finite number"),
     ({"text": "a", "text_pair": "b", "score": None}, "'score' is null"),
-    ({"text": "a", "text_pair": "b", "score": float("nan")}, "expected a number"),
+    ({"text": "a", "text_pair": "b", "score": float("nan")},
+     "'score' is NaN, expected a finite number"),  # was "is float, expected a number"
+    ({"text": "a", "text_pair": "b", "score": float("-inf")}, "'score' is -Infinity, expected"),
     ({"text": "a", "score": 1.0}, "no pair text field 'text_pair'"),
     ({"text": "a", "text_pair": "", "score": 1.0}, "'text_pair' is empty"),
 ])
@@ -54,7 +57,7 @@ def test_non_numeric_score_exits_1_with_file_and_line(tmp_path, tiny_encoder):
     assert res.exit_code == 1, res.output
     text = " ".join(res.output.split())
     assert "train.jsonl:4" in text.replace(" ", "") or "train.jsonl, line 4" in text, text
-    assert "expected a number" in text
+    assert "expected a finite number" in text
     assert not (tmp_path / "run" / "results.json").exists()
 
 
