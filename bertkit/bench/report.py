@@ -134,7 +134,11 @@ def build(out: Path, baseline: str | None = None) -> dict:
 
 
 def _pm(v: dict | None) -> str:
-    return "-" if not v else f"{v['mean']:.2f} ± {v['sd']:.2f} (n={v['n']})"
+    """``mean ± sd (n=N)``; one seed has no spread: ``mean (n=1)``."""
+    if not v:
+        return "-"
+    return f"{v['mean']:.2f} (n=1)" if v["n"] == 1 else \
+        f"{v['mean']:.2f} ± {v['sd']:.2f} (n={v['n']})"
 
 
 def _num(x) -> str:

@@ -99,3 +99,12 @@ def test_the_verdict(a, b, eps, p, expected):
     sa = {"mean": a[0], "sd": a[1], "n": 3}
     sb = {"mean": b[0], "sd": b[1], "n": 3}
     assert stats.verdict(sa, sb, eps, p) == expected
+
+
+def test_one_seed_shows_no_spread():
+    """Helper trial: one seed read "80.00 ± 0.00 (n=1)", a spread it does not have."""
+    from bertkit.bench.report import _pm
+
+    assert _pm({"mean": 80.0, "sd": 0.0, "n": 1}) == "80.00 (n=1)"
+    assert _pm({"mean": 80.0, "sd": 1.5, "n": 3}) == "80.00 ± 1.50 (n=3)"
+    assert _pm(None) == "-"
