@@ -212,6 +212,11 @@ def _stream_predict(pred: StreamPredictor, input_path: str, output: str | Path |
         if opts.resume and old is not None and old.get("complete") and final.exists():
             return StreamSummary(old["records"], old["skipped"], 0.0, final)  # done already
         if opts.resume:
+            if not part.exists() and final.exists():
+                raise BertkitError(f"nothing to resume: {final} is already a finished output "
+                                   f"(a run renames OUTPUT.part to OUTPUT when it ends)",
+                                   file=final, expected="another -o, or the command without "
+                                   "--resume to predict it again")
             if old is None or not part.exists():
                 raise BertkitError("nothing to resume: no unfinished output here", file=part,
                                    expected="the output of an interrupted predict (run "

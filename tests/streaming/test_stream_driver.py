@@ -84,6 +84,11 @@ def test_resume_after_a_crash_gives_the_same_bytes(tmp_path, ner_model, name, fm
                              StreamOptions(chunk_size=6, resume=True))
     assert summary.records == 50 and out.read_bytes() == whole.read_bytes()
     assert not state_path(out).exists() and not part_path(out).exists()
+    # --resume once more, on the finished output: said so, the file untouched
+    with pytest.raises(BertkitError, match="is already a finished output"):
+        stream_predict(_pred(ner_model, inp, fmt), str(inp), out,
+                       StreamOptions(chunk_size=6, resume=True))
+    assert out.read_bytes() == whole.read_bytes()
     if name.endswith(".gz"):
         lines = gzip.decompress(out.read_bytes()).decode().splitlines()
         assert [json.loads(x)["line"] for x in lines] == list(range(1, 51))
