@@ -51,6 +51,7 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
     task = get_task(task_name)
     console = Console(stderr=True)
     stream = {k: kwargs.pop(k, v) for k, v in STREAM_DEFAULTS.items()}
+    _check_stream(stream, output)  # before the model is loaded
     if hasattr(task, "stream"):
         task_kwargs = {k: v for k, v in kwargs.items() if k != "skip_bad_lines"}
         if "output" in inspect.signature(task.stream).parameters:  # its format may follow it
@@ -72,10 +73,15 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
     return text
 
 
-def _stream(task_name: str, model: str, input: Path, output: Path | None, stream: dict,
-            kwargs: dict, console: Console, predictor: Any) -> None:
+def _check_stream(stream: dict, output: Path | None) -> None:
+    """The streaming options' own checks, made before a model is loaded (seconds): ``--shard``
+    is I/N, ``--shard``/``--jobs``/``--resume`` need ``--output``, not ``--shard`` with ``--jobs``.
+
+    Raises:
+        BertkitError: naming the option and what it needs.
+    """
     from bertkit.errors import BertkitError
-    from bertkit.streaming import StreamOptions, parse_shard
+    from bertkit.streaming import parse_shard
 
     shard = parse_shard(stream["shard"]) if stream["shard"] else None
     jobs = stream["jobs"]
@@ -86,6 +92,14 @@ def _stream(task_name: str, model: str, input: Path, output: Path | None, stream
     if shard and jobs > 1:
         raise BertkitError("--shard and --jobs together", expected="one of them: --jobs N runs "
                            "N shards on this machine; --shard I/N is one of N runs")
+
+
+def _stream(task_name: str, model: str, input: Path, output: Path | None, stream: dict,
+            kwargs: dict, console: Console, predictor: Any) -> None:
+    from bertkit.streaming import StreamOptions, parse_shard
+
+    shard = parse_shard(stream["shard"]) if stream["shard"] else None
+    jobs = stream["jobs"]
     opts = StreamOptions(stream["chunk_size"], stream["resume"], shard, stream["skip_bad_lines"])
     if jobs > 1:
         from bertkit.streaming.merge import run_jobs

@@ -69,3 +69,18 @@ def test_jobs_two_processes_give_the_single_process_file(tmp_path, ner_model):
     assert two.read_bytes() == one.read_bytes() and "merged 2 shards" in res.output
     assert not state_path(two).exists() and sorted(p.name for p in tmp_path.iterdir()) == \
         ["in.txt", "one.conll", "two.conll"]
+
+
+def test_streaming_options_are_checked_before_the_model_is_loaded(tmp_path):
+    """Helper trial: a bad ``--shard`` was reported only after the model had loaded (seconds).
+    With a model folder that does not exist, the option's error still comes first."""
+    inp = text_input(tmp_path / "in.txt", 5)
+    missing = tmp_path / "no-model"
+    for args, message in ((("--shard", "3/2", "-o", tmp_path / "o"), "--shard '3/2' is not I/N"),
+                          (("--jobs", "2"), "--jobs needs --output"),
+                          (("--jobs", "2", "--shard", "1/2", "-o", tmp_path / "o"),
+                           "--shard and --jobs together")):
+        res = runner.invoke(app, ["predict", "ner", "-m", str(missing), "-i", str(inp),
+                                  *map(str, args)])
+        text = " ".join(res.output.split())
+        assert res.exit_code == 1 and message in text and "no-model" not in text, text
