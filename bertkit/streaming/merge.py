@@ -61,9 +61,13 @@ def _check(states: list[dict], shards: list[Path]) -> None:
             if st[key] != first[key]:
                 raise BertkitError(f"made from another {key} than {shards[0].name}", file=path,
                                    expected="shards of one input and one model")
-        same = {k: v for k, v in st["settings"].items() if k != "shard"}
-        if same != {k: v for k, v in first["settings"].items() if k != "shard"}:
-            raise BertkitError(f"made with other settings than {shards[0].name}", file=path,
+        mine, theirs = st["settings"], first["settings"]
+        differ = [f"{k}: {theirs.get(k)!r} there, {mine.get(k)!r} here"
+                  for k in sorted(set(mine) | set(theirs))
+                  if k != "shard" and mine.get(k) != theirs.get(k)]
+        if differ:
+            raise BertkitError(f"made with other settings than {shards[0].name} ("
+                               + "; ".join(differ) + ")", file=path,
                                expected="shards of one predict command")
 
 

@@ -187,6 +187,18 @@ def test_merge_refuses_missing_or_unfinished_shards(tmp_path, ner_model):
         merge_shards(out)
 
 
+def test_merge_names_the_setting_two_shards_differ_in(tmp_path, ner_model):
+    """Helper trial: "made with other settings" did not say which."""
+    inp = text_input(tmp_path / "in.txt", 20)
+    out = tmp_path / "out.conll"
+    for i, size in ((1, 4), (2, 5)):
+        stream_predict(_pred(ner_model, inp), str(inp), shard_output(out, (i, 2)),
+                       StreamOptions(chunk_size=size, shard=(i, 2)))
+    with pytest.raises(BertkitError, match=r"other settings than .*\(chunk_size: 4 there, 5 "
+                                           r"here\)"):
+        merge_shards(out)
+
+
 def test_a_bad_line_stops_with_everything_before_it_written(tmp_path, ner_model):
     inp = text_input(tmp_path / "in.txt", 40, bad_at=23)
     out = tmp_path / "out.jsonl"
