@@ -139,10 +139,12 @@ def _shard_work(task_name: str, model: str, input: str, output: Any, opts: Any, 
     if console is not None:
         _report_skipped(console, summary.skipped, input)
         if summary.output is not None:
-            rate = summary.records / summary.seconds if summary.seconds else 0.0
-            console.print(f"predict: {summary.records} {predictor.unit} in "
-                          f"{summary.seconds:.1f} s ({rate:.1f}/s) -> {summary.output}",
-                          highlight=False)
+            here = summary.records if summary.this_run is None else summary.this_run
+            rate = here / summary.seconds if summary.seconds else 0.0
+            resumed = f" (resumed: {here} this run, {summary.records} in all)" \
+                if here != summary.records else ""
+            console.print(f"predict: {here} {predictor.unit} in {summary.seconds:.1f} s "
+                          f"({rate:.1f}/s){resumed} -> {summary.output}", highlight=False)
 
 
 def _report_skipped(console: Console, skipped: list, input: Any) -> None:

@@ -88,13 +88,15 @@ class StreamOptions:
 
 @dataclass
 class StreamSummary:
-    """What a run did: ``records`` read, ``skipped`` ``[line, reason]``, ``seconds``, and the
-    ``output`` written (None: a stream)."""
+    """What a run did: ``records`` read (a resumed run: with those before), ``skipped``
+    ``[line, reason]``, ``seconds``, the ``output`` written (None: a stream) and ``this_run``,
+    the records this process predicted (what ``seconds`` were spent on; None: ``records``)."""
 
     records: int
     skipped: list
     seconds: float
     output: Path | None
+    this_run: int | None = None
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -210,7 +212,7 @@ def _stream_predict(pred: StreamPredictor, input_path: str, output: str | Path |
         part, spath = part_path(final), state_path(final)
         old = load_state(spath) if spath.exists() else None
         if opts.resume and old is not None and old.get("complete") and final.exists():
-            return StreamSummary(old["records"], old["skipped"], 0.0, final)  # done already
+            return StreamSummary(old["records"], old["skipped"], 0.0, final, 0)  # done already
         if opts.resume:
             if not part.exists() and final.exists():
                 raise BertkitError(f"nothing to resume: {final} is already a finished output "
@@ -239,6 +241,7 @@ def _stream_predict(pred: StreamPredictor, input_path: str, output: str | Path |
     records: list[Record] = []
     skipped_here: list[list] = []  # this run's skipped lines (a file's are also in its log)
     current, done = -1, state["records"] if state else 0
+    first = done  # records predicted before this run (a resumed one)
     written = [state["written"] if state else 0]
 
     def flush(chunk: int, nxt: Position, raw: int) -> None:
@@ -321,7 +324,8 @@ def _stream_predict(pred: StreamPredictor, input_path: str, output: str | Path |
         if not shard:
             spath.unlink()
             log_path(spath).unlink(missing_ok=True)
-    return StreamSummary(done, skipped, time.monotonic() - t0, Path(output) if to_file else None)
+    return StreamSummary(done, skipped, time.monotonic() - t0, Path(output) if to_file else None,
+                         done - first)
 
 
 def release_memory() -> None:

@@ -83,6 +83,7 @@ def test_resume_after_a_crash_gives_the_same_bytes(tmp_path, ner_model, name, fm
     summary = stream_predict(_pred(ner_model, inp, fmt), str(inp), out,
                              StreamOptions(chunk_size=6, resume=True))
     assert summary.records == 50 and out.read_bytes() == whole.read_bytes()
+    assert summary.this_run == 26  # the rate is of this run's records (helper trial)
     assert not state_path(out).exists() and not part_path(out).exists()
     # --resume once more, on the finished output: said so, the file untouched
     with pytest.raises(BertkitError, match="is already a finished output"):
