@@ -106,8 +106,11 @@ def _stream(task_name: str, model: str, input: Path, output: Path | None, stream
 
         console.print(f"predict: {jobs} processes, one thread each, then the merge",
                       highlight=False)
-        merged = run_jobs(functools.partial(_shard_work, task_name, model, str(input),
-                                            str(output), opts, kwargs), jobs, output)
+        from bertkit.streaming.state import output_lock
+
+        with output_lock(output):  # the whole output, its shards and the merge: one run's
+            merged = run_jobs(functools.partial(_shard_work, task_name, model, str(input),
+                                                str(output), opts, kwargs), jobs, output)
         _report_skipped(console, merged["skipped"], input)
         console.print(f"predict: merged {merged['shards']} shards into {output}", highlight=False)
         return
@@ -176,7 +179,10 @@ def merge_cli(
     """
     from bertkit.streaming.merge import merge_shards
 
-    merged = merge_shards(output, keep=keep_shards)
+    from bertkit.streaming.state import output_lock
+
+    with output_lock(output):  # not while a --jobs run or another merge writes it
+        merged = merge_shards(output, keep=keep_shards)
     console = Console(stderr=True)
     _report_skipped(console, merged["skipped"], "the input")
     console.print(f"merged {merged['shards']} shards ({merged['chunks']} chunks) into {output}",

@@ -23,6 +23,7 @@ what does grow, the chunks' byte ranges and the skipped lines, is appended to th
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -76,10 +77,12 @@ def part_path(output: str | Path) -> Path:
 @contextlib.contextmanager
 def output_lock(output: str | Path) -> Iterator[Path]:
     """Hold ``OUTPUT.lock`` (an exclusive ``flock``, never waited for) while a run writes
-    ``OUTPUT``: a second ``predict`` onto the same output would replace the first one's live
-    ``OUTPUT.part`` and state. The lock file holds the owner's process id and is removed when the
-    run ends; the kernel releases the lock of a killed run, so a stale file never blocks.
-    Where ``fcntl`` is missing (Windows) nothing is locked.
+    ``OUTPUT``: a second ``predict`` (or ``predict merge``) onto the same output would replace
+    the first one's live ``OUTPUT.part`` and state. The lock file holds the owner's process id
+    and is removed when the run ends; the kernel releases the lock of a killed run, so a stale
+    file never blocks. A lock taken on a file another run has just removed is taken again on
+    the new file (the inode is compared). Where ``fcntl`` is missing (Windows) or the file
+    system does not support ``flock`` (some network mounts), nothing is locked.
 
     Raises:
         BertkitError: another process holds the lock (its process id, and what to do).
@@ -91,17 +94,30 @@ def output_lock(output: str | Path) -> Iterator[Path]:
         return
     path = Path(str(output) + ".lock")
     path.parent.mkdir(parents=True, exist_ok=True)  # as the output's own writer does
-    handle = open(path, "a+", encoding="utf-8")
-    try:
+    while True:
+        handle = open(path, "a+", encoding="utf-8")
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                handle.close()  # no flock on this file system: run unlocked
+                yield path
+                return
             handle.seek(0)
             owner = handle.read().strip() or "unknown"
+            handle.close()
             raise BertkitError(f"another bertkit predict (process {owner}) is writing {output}",
                                file=path, expected="one run per output: wait for it to end, "
                                "stop it (Ctrl-C keeps its records; then --resume), or choose "
                                "another -o") from None
+        try:
+            same = os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        handle.close()  # locked a file its owner removed on finishing: take the new one
+    try:
         handle.seek(0)
         handle.truncate()
         handle.write(f"{os.getpid()}\n")

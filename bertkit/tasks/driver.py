@@ -221,6 +221,9 @@ def finetune(task: Task, cfg, console=None) -> dict:
         BertkitError: bad settings, data, model or output directory, all before training.
     """
     cfg.validate()
+    resolve = getattr(cfg, "resolve_registered", None)
+    if resolve is not None:  # settings that follow a registered set's name, decided as typed
+        resolve()  # (before a directory of that name becomes an absolute path)
     seeds = parse_seeds(cfg.seeds)
     if seeds:
         return finetune_seeds(task, cfg, seeds, console)

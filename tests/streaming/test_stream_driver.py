@@ -295,3 +295,30 @@ def test_a_second_run_onto_a_live_output_is_refused_and_the_first_finishes(tmp_p
     assert out.read_text() == reference.getvalue()
     assert not part_path(out).exists() and not state_path(out).exists()
     assert not (tmp_path / "out.conll.lock").exists()
+
+
+def test_the_output_lock_covers_jobs_and_merge_and_skips_file_systems_without_flock(
+        tmp_path, monkeypatch):
+    """Review: ``--jobs`` and ``predict merge`` hold the whole output's lock too; a file system
+    without ``flock`` (ENOLCK) runs unlocked instead of claiming another run holds it."""
+    import errno
+    import fcntl
+
+    from typer.testing import CliRunner
+
+    from bertkit.cli import app
+    from bertkit.streaming.state import output_lock
+
+    out = tmp_path / "out.conll"
+    with output_lock(out):
+        res = CliRunner().invoke(app, ["predict", "merge", str(out)])
+        assert res.exit_code == 1 and f"(process {os.getpid()}) is writing" in \
+            " ".join(res.output.split())
+    assert not (tmp_path / "out.conll.lock").exists()
+
+    def no_flock(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    with output_lock(out) as path:  # unlocked, no error
+        assert path.name == "out.conll.lock"

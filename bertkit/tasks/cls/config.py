@@ -137,6 +137,12 @@ class CLSConfig(FinetuneConfig):
 
     commands = COMMANDS
 
+    def resolve_registered(self) -> None:
+        """``--metric auto`` made concrete from ``data`` as typed (the driver calls this before
+        ``data`` becomes an absolute path, as ``__post_init__`` reads ``multi_label`` from the
+        name): the run's ``config.yaml`` then records the metric it selected by."""
+        self.metric = self.select_metric()
+
     def select_metric(self) -> str:
         """The dev metric that picks the best epoch: ``metric``, or for ``auto`` the registered
         set's (:attr:`bertkit.data.sets.DatasetEntry.metric`: ``hoc_f1`` for HoC, ``accuracy``

@@ -187,6 +187,23 @@ def test_hoc_metric_picks_the_epoch_and_is_shown_on_console_and_card(tmp_path, t
     assert CLSConfig(data="pubmedqa").select_metric() == "accuracy"
     assert CLSConfig(data="scicite").select_metric() == "macro_f1"
     assert CLSConfig(data="hoc", metric="macro_f1").select_metric() == "macro_f1"
+    # review: a local folder named like the set (./hoc) is read as HoC by its name, and its
+    # metric too, although the driver records its absolute path (resolved before that)
+    import os
+
+    (tmp_path / "cwd" / "hoc").mkdir(parents=True)
+    here = os.getcwd()
+    os.chdir(tmp_path / "cwd")
+    try:
+        from bertkit.data.sets import canonical_data
+
+        cfg = CLSConfig(data="hoc")
+        cfg.resolve_registered()
+        cfg.data = canonical_data(cfg.data)
+        assert cfg.data.endswith("/cwd/hoc") and cfg.multi_label
+        assert cfg.select_metric() == cfg.metric == "hoc_f1"
+    finally:
+        os.chdir(here)
     single = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder, "-o",
                                  str(tmp_path / "r2"), "--metric", "hoc_f1", *FAST])
     assert single.exit_code != 0 and "hoc_f1 only with --multi-label" in " ".join(single.output.split())
