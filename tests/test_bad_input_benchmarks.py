@@ -82,3 +82,32 @@ def test_pair_train_file_with_single_text_dev_and_test_is_refused(tmp_path, tiny
     assert_refused(res, text, "dev.jsonl", "no pair text 'text_pair' in any record",
                    "train.jsonl:1 has one", "in every split's records, or in none")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_pair_model_refuses_single_texts_in_evaluate_and_predict(tmp_path, tiny_encoder):
+    """Review: the pair-form check covered only finetune; a pair-trained model scored or run on
+    single texts (or the reverse) was a silent wrong answer. The model records ``pairs``."""
+    d = tmp_path / "d"
+    d.mkdir()
+    rows = [{"text": f"Does drug {k} work?", "text_pair": f"We tested drug {k} in mice.",
+             "label": ("yes", "no", "maybe")[k % 3]} for k in range(6)]
+    for split in ("train", "dev", "test"):
+        (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp_path / "run"
+    res, text = run_cli("finetune", "cls", "--data", d, "-m", tiny_encoder, "-o", run, *FAST)
+    assert res.exit_code == 0, text
+    assert json.loads((run / "model" / "bertkit.json").read_text())["pairs"] is True
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "test.jsonl").write_text("".join(
+        json.dumps({"text": r["text"], "label": r["label"]}) + "\n" for r in rows))
+    res, text = run_cli("evaluate", "cls", "-m", run / "model", "--data", single)
+    assert_refused(res, text, "test.jsonl:1", "no pair text 'text_pair'",
+                   "trained on sentence pairs")
+    res, text = run_cli("predict", "cls", "-m", run / "model", "-i", single / "test.jsonl",
+                        "-o", tmp_path / "p.jsonl")
+    assert_refused(res, text, "test.jsonl:1", "trained on sentence pairs")
+    assert not (tmp_path / "p.jsonl").exists()
+    res, text = run_cli("predict", "cls", "-m", run / "model", "-i", d / "test.jsonl",
+                        "-o", tmp_path / "ok.jsonl")
+    assert res.exit_code == 0, text

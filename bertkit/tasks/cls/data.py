@@ -413,6 +413,35 @@ def load_cls_data(data: str, splits: tuple[str, ...], cols: Columns = Columns(),
     return out, sources, bad
 
 
+def pair_form_problem(example: TextExample, pairs: bool | None, cols: Columns) -> str | None:
+    """Why ``example`` does not suit a model trained on sentence pairs (``pairs`` True) or on
+    single texts (False), or None (also for a model saved before bertkit recorded it: None):
+    scoring a pair model on single texts, or the reverse, is a silent wrong answer."""
+    if pairs is None or example.empty:
+        return None
+    if pairs and not example.text_pair:
+        return (f"no pair text '{cols.pair}', but the model was trained on sentence pairs "
+                f"(text + {cols.pair})")
+    if not pairs and example.text_pair:
+        return (f"a pair text '{cols.pair}', but the model was trained on single texts (it "
+                f"would read the pair as part of the input)")
+    return None
+
+
+def check_pair_form(examples: list[TextExample], pairs: bool | None, cols: Columns,
+                    expected: str) -> None:
+    """Refuse the first example that does not suit the model's form
+    (:func:`pair_form_problem`).
+
+    Raises:
+        BertkitError: naming its file and line.
+    """
+    for ex in examples:
+        problem = pair_form_problem(ex, pairs, cols)
+        if problem:
+            raise BertkitError(problem, file=ex.file, line=ex.line, expected=expected)
+
+
 def _same_form(out: dict, sources: dict, cols: Columns) -> None:
     """Refuse splits of which some are sentence pairs and others single texts: a model trained
     on pairs scored on single texts (or the reverse) is a silent wrong answer.

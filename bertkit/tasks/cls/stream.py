@@ -18,7 +18,8 @@ from rich.console import Console
 from bertkit.data.text import visible
 from bertkit.streaming.driver import StreamPredictor
 from bertkit.streaming.records import Record, open_binary
-from bertkit.tasks.cls.data import TextExample, _expected, _unique_fields, make_example
+from bertkit.tasks.cls.data import (TextExample, _expected, _unique_fields, make_example,
+                                    pair_form_problem)
 from bertkit.tasks.cls.model import load_classifier
 from bertkit.training.devices import make_runtime
 
@@ -59,11 +60,13 @@ def cls_predictor(model_dir: str, input_path: str, fmt: str, device: str, precis
     runtime = make_runtime(device, precision, console)
     cols = columns(meta, text_column, None, quoting)
 
+    pairs = meta.get("pairs")  # trained on sentence pairs (None: a model saved before)
+
     def check(rec: Record) -> str | None:
         if fmt == "text":
             rec.item = TextExample(rec.text, None, None, input_path, rec.line,
                                    {"text": rec.text}, empty=not visible(rec.text))
-            return None
+            return pair_form_problem(rec.item, pairs, cols)
         if not rec.text.strip():
             return None  # a blank line: no record, as ever
         try:
@@ -72,7 +75,7 @@ def cls_predictor(model_dir: str, input_path: str, fmt: str, device: str, precis
         except ValueError as exc:
             return (f"not JSON: {exc.msg} at column {exc.colno}"
                     if isinstance(exc, json.JSONDecodeError) else str(exc))
-        return None
+        return pair_form_problem(rec.item, pairs, cols)
 
     empty: list[int] = []  # the first 11 empty lines' numbers (memory stays flat)
     n_empty = [0]

@@ -25,6 +25,7 @@ from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
+                                    check_pair_form,
                                     delimited_labels, label_set, labels_missing_from,
                                     load_cls_data, read_examples, training_labels_source)
 from bertkit.tasks.cls.delimiters import shared_delimiter
@@ -234,7 +235,8 @@ class CLSTask:
                 "max_length": cfg.max_length, "long_text": cfg.long_text,
                 "text_column": cfg.text_column, "text_pair_column": cfg.text_pair_column,
                 "label_column": cfg.label_column, "label_sep": cfg.label_sep,
-                "quoting": cfg.quoting, "base_model": model_name, "data": cfg.data})
+                "quoting": cfg.quoting, "base_model": model_name, "data": cfg.data,
+                "pairs": any(x.text_pair for x in data.full_train)})
 
         return TaskRun(model, batches, evaluate_dev, test, save, summary=summary,
                        choose_on_dev=choose_thresholds, select_metric=cfg.select_metric(),
@@ -355,6 +357,7 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
     warn_bad_lines(bad[split], console)
     warn_notes(notes, console)
     xs = out[split][:max_eval_samples]
+    check_pair_form(xs, meta.get("pairs"), cols, "records of the form the model was trained on")
     check_known_labels(xs, labels, split, f"the model's labels ({model_dir})")
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size)
     metrics = score([x.label for x in xs], pred, labels, cols.multi_label, example_ids(xs))
@@ -432,6 +435,7 @@ def predict_cls(model_dir: str, input_path: str, output: str | None = None,
     cols = _saved_columns(meta, text_column, None, quoting)
     xs, bad = _read_input(input_path, input_format, cols, skip_bad_lines)
     warn_bad_lines(bad, console)
+    check_pair_form(xs, meta.get("pairs"), cols, "records of the form the model was trained on")
     kept = [x for x in xs if not x.empty]
     empty = [x.line for x in xs if x.empty]
     if console and empty:
