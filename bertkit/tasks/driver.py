@@ -22,16 +22,16 @@ as SciBERT reports the mean over seeds (Beltagy et al. 2019, §4).
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from bertkit.config import config_yaml, field_defaults, replace, to_dict
 from bertkit.errors import BertkitError
 from bertkit.tasks.base import Task, TaskData, score_bounds, score_scale
 from bertkit.tasks.common import warn_shared
+from bertkit.tasks.seed_stats import NOT_METRICS, seed_statistics  # noqa: F401 (re-exported)
 
 SPLIT_KEYS = ("train", "dev", "test")
 
@@ -398,57 +398,3 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
                            "correlation; with few seeds the formula can pass it)"}
     write_json(root / "summary.json", summary)
     return summary
-
-
-NOT_METRICS = frozenset({"epoch", "step", "steps", "global_step", "n", "support"})
-
-
-def seed_statistics(records: list[dict], scale: Callable[[str], float | None] = None,
-                    bounds: Callable[[str], tuple[float | None, float | None] | None] = None
-                    ) -> dict:
-    """Per metric (numeric top-level keys present in every record): mean, sample standard
-    deviation, the 95% t-interval of the mean, n, the values in seed order and ``scale``.
-
-    Args:
-        records: one metrics dict per seed.
-        scale: ``scale(key)``: the metric's factor to points (100 for a fraction, 1 for a score
-            in points, as :attr:`bertkit.modelcard.Metric.scale` says), None for what is no
-            score (a loss, a time, a count); default :func:`bertkit.tasks.base.score_scale` of a
-            task whose scores are fractions; nothing is decided from the values.
-        bounds: ``bounds(key)``: the metric's range in its own units, ``(low, high)`` (None on
-            a side: unbounded; :func:`bertkit.tasks.base.score_bounds`), None: not clipped;
-            default ``(0, 100 / scale)`` for a score. The interval is clipped to it.
-
-    With one seed the standard deviation and interval are None.
-
-    >>> s = seed_statistics([{"f1": 80.0}, {"f1": 82.0}, {"f1": 84.0}], lambda key: 1.0)["f1"]
-    >>> s["mean"], s["std"], round(s["ci95_high"], 2), s["scale"]
-    (82.0, 2.0, 86.97, 1.0)
-    """
-    if scale is None:
-        scale = lambda key: score_scale(None, key)  # noqa: E731
-    if bounds is None:
-        bounds = lambda key: (0.0, 100.0 / scale(key)) if scale(key) else None  # noqa: E731
-    from scipy import stats
-
-    keys = [k for k, v in (records[0] if records else {}).items()
-            if k not in NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)
-            and all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool)
-                    for r in records)]
-    out = {}
-    for key in keys:
-        values = [float(r[key]) for r in records]
-        n = len(values)
-        mean = sum(values) / n
-        if n > 1:
-            std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-            half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
-            low, high = mean - half, mean + half
-            lo, hi = bounds(key) or (None, None)  # a score cannot leave its range
-            low = low if lo is None else max(low, lo)
-            high = high if hi is None else min(high, hi)
-        else:
-            std = low = high = None
-        out[key] = {"mean": mean, "std": std, "ci95_low": low, "ci95_high": high, "n": n,
-                    "values": values, "scale": scale(key)}
-    return out

@@ -18,9 +18,9 @@ from rich.console import Console
 from bertkit.data.text import visible
 from bertkit.streaming.driver import StreamPredictor
 from bertkit.streaming.records import Record, open_binary
-from bertkit.tasks.cls.data import (TextExample, _expected, _unique_fields, make_example,
-                                    pair_form_problem)
+from bertkit.tasks.cls.data import TextExample, _expected, _unique_fields, make_example
 from bertkit.tasks.cls.model import load_classifier
+from bertkit.tasks.cls.pairs import pair_form_problem
 from bertkit.training.devices import make_runtime
 
 

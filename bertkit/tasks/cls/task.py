@@ -9,7 +9,6 @@ SciCite, ACL-ARC and Paper Field).
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -21,14 +20,14 @@ from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.cls import best_thresholds, warn_collapse
-from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
+from bertkit.tasks.cls.card import CARD, HOC_SCORING, SCORING  # noqa: F401 (re-exported)
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
-                                    check_pair_form,
                                     delimited_labels, label_set, labels_missing_from,
                                     load_cls_data, read_examples, training_labels_source)
 from bertkit.tasks.cls.delimiters import shared_delimiter
+from bertkit.tasks.cls.pairs import check_pair_form
 from bertkit.tasks.cls.encoding import collate, encode
 from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_classifier,
                                      save_classifier)
@@ -38,13 +37,6 @@ from bertkit.tasks.common import (class_weights, parse_split, warn_bad_lines,
                                   warn_notes, write_test_outputs)
 from bertkit.tasks.driver import finetune
 from bertkit.training.devices import Runtime, make_runtime
-
-SCORING = ("scikit-learn: macro_f1 = unweighted mean F1 over labels present in gold or "
-           "predictions (SciBERT's metric); micro_f1 pooled over all labels (= accuracy for "
-           "single-label data); multi-label: accuracy = exact label set")
-HOC_SCORING = ("; hoc_f1 = BLURB's HoC score (Gu et al. 2021): micro-F1 over the document x "
-               "label indicator matrix, a document's sentences' labels pooled by the id prefix")
-
 
 def _columns(cfg: CLSConfig) -> Columns:
     return Columns(cfg.text_column, cfg.text_pair_column, cfg.label_column, cfg.multi_label,
@@ -57,45 +49,6 @@ def _split_note(sep: str, joined: list[str], examples: Sequence[TextExample]) ->
     return (f"--multi-label: {len(joined)} label(s) are {sep!r}-delimited lists ({shown}), so "
             f"every label is read split on {sep!r} (as --label-sep '{sep}'): "
             f"{len(label_set(list(examples)))} labels, not one class per combination")
-
-
-def _card_usage(results: dict) -> str:
-    """The card's usage snippet: a pipeline; for a multi-label classifier every label's sigmoid
-    score (``top_k=None``), then the per-label thresholds chosen on dev, so the snippet predicts
-    what ``bertkit predict cls`` predicts."""
-    if not results.get("multi_label"):
-        return pipeline_usage("clf", "text-classification",
-                              "We use the parser of Collins ( 1997 ) to parse the corpus .")
-    labels = list(results.get("labels") or [])
-    saved = (results.get("test") or {}).get("thresholds") or [0.5] * len(labels)
-    thresholds = {lab: round(float(t), 6) for lab, t in zip(labels, saved)}
-    return ('from transformers import pipeline\n\n'
-            'clf = pipeline("text-classification", model="{path}", top_k=None,\n'
-            '               function_to_apply="sigmoid"{remote})\n'
-            f'thresholds = {json.dumps(thresholds, ensure_ascii=False)}  # per label, from dev\n'
-            'scores = clf(["We use the parser of Collins ( 1997 ) to parse the corpus ."])[0]\n'
-            'predicted = [s["label"] for s in scores if s["score"] >= thresholds[s["label"]]]')
-
-
-def _card_notes(results: dict) -> list[str]:
-    if not results.get("multi_label"):
-        return []
-    return ["A multi-label model (`problem_type=\"multi_label_classification\"` in its config): "
-            "`top_k=None` returns every label's sigmoid score, and each label whose score reaches "
-            "its threshold (chosen on dev, saved in `bertkit.json`) is predicted, as `bertkit "
-            "predict cls` does. Without `top_k=None` the pipeline returns only the top label."]
-
-
-CARD = CardSpec(
-    "finetune cls", "text-classification", "Text classification",
-    "AutoModelForSequenceClassification",
-    (Metric("macro_f1", "f1", "macro-F1 (scikit-learn, unweighted mean over labels)", "macro-F1"),
-     Metric("micro_f1", "f1", "micro-F1", "micro-F1"),
-     Metric("accuracy", "accuracy", "accuracy", "accuracy")),
-    _card_usage, notes=_card_notes,
-    optional_metrics=(Metric("hoc_f1", "f1", "HoC F1 (BLURB: micro-F1 over documents x labels)",
-                             "HoC F1"),))
-"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
 
 
 class CLSTask:
