@@ -181,7 +181,7 @@ def merge_cli(
 
     from bertkit.streaming.state import output_lock
 
-    with output_lock(output):  # not while a --jobs run or another merge writes it
+    with output_lock(output, create=False):  # not while a --jobs run or a merge writes it
         merged = merge_shards(output, keep=keep_shards)
     console = Console(stderr=True)
     _report_skipped(console, merged["skipped"], "the input")

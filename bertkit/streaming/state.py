@@ -75,7 +75,7 @@ def part_path(output: str | Path) -> Path:
 
 
 @contextlib.contextmanager
-def output_lock(output: str | Path) -> Iterator[Path]:
+def output_lock(output: str | Path, create: bool = True) -> Iterator[Path]:
     """Hold ``OUTPUT.lock`` (an exclusive ``flock``, never waited for) while a run writes
     ``OUTPUT``: a second ``predict`` (or ``predict merge``) onto the same output would replace
     the first one's live ``OUTPUT.part`` and state. The lock file holds the owner's process id
@@ -83,6 +83,9 @@ def output_lock(output: str | Path) -> Iterator[Path]:
     file never blocks. A lock taken on a file another run has just removed is taken again on
     the new file (the inode is compared). Where ``fcntl`` is missing (Windows) or the file
     system does not support ``flock`` (some network mounts), nothing is locked.
+
+    ``create=False`` (``predict merge``, which writes no new folder): where the output's folder
+    does not exist nothing is locked (no run can be writing there) and nothing is created.
 
     Raises:
         BertkitError: another process holds the lock (its process id, and what to do).
@@ -93,6 +96,9 @@ def output_lock(output: str | Path) -> Iterator[Path]:
         yield Path(str(output) + ".lock")
         return
     path = Path(str(output) + ".lock")
+    if not create and not path.parent.is_dir():
+        yield path
+        return
     path.parent.mkdir(parents=True, exist_ok=True)  # as the output's own writer does
     while True:
         handle = open(path, "a+", encoding="utf-8")

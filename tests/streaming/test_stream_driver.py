@@ -315,6 +315,9 @@ def test_the_output_lock_covers_jobs_and_merge_and_skips_file_systems_without_fl
         assert res.exit_code == 1 and f"(process {os.getpid()}) is writing" in \
             " ".join(res.output.split())
     assert not (tmp_path / "out.conll.lock").exists()
+    res = CliRunner().invoke(app, ["predict", "merge", str(tmp_path / "none" / "out.conll")])
+    assert res.exit_code == 1 and "no shard outputs found" in res.output
+    assert not (tmp_path / "none").exists()  # a failed merge creates no folder
 
     def no_flock(fd, op):
         raise OSError(errno.ENOLCK, "No locks available")
