@@ -169,4 +169,5 @@ class CLSConfig(FinetuneConfig):
                 ("label_sep", self.label_sep is None or (bool(self.label_sep) and self.multi_label),
                  "a non-empty separator, with --multi-label (labels are lists)"),
                 ("metric", self.metric != "hoc_f1" or self.multi_label,
-                 "hoc_f1 only with --multi-label (BLURB's HoC score is over label sets)"))
+                 "macro_f1, micro_f1 or accuracy for single-label data; hoc_f1 needs "
+                 "--multi-label (BLURB's HoC score is over label sets)"))

@@ -109,5 +109,8 @@ def cls_predictor(model_dir: str, input_path: str, fmt: str, device: str, precis
         skipped=lambda r: json.dumps({"line": r.line, "skipped": r.bad},
                                      ensure_ascii=False) + "\n",
         settings={"task": "cls", "input": fmt, "text_column": cols.text},
-        expected=_expected(Path(input_path).with_suffix(".jsonl"), cols, False)
+        expected=_expected(Path(input_path).with_suffix(".jsonl"), cols, False) + (
+            f", and a pair text '{cols.pair}' (the model was trained on sentence pairs)"
+            if pairs else f", and no '{cols.pair}' (the model was trained on single texts)"
+            if pairs is False else "")
         if fmt == "jsonl" else "UTF-8 text, one text a line")

@@ -206,7 +206,7 @@ def test_hoc_metric_picks_the_epoch_and_is_shown_on_console_and_card(tmp_path, t
         os.chdir(here)
     single = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder, "-o",
                                  str(tmp_path / "r2"), "--metric", "hoc_f1", *FAST])
-    assert single.exit_code != 0 and "hoc_f1 only with --multi-label" in " ".join(single.output.split())
+    assert single.exit_code != 0 and "hoc_f1 needs --multi-label" in " ".join(single.output.split())
 
 
 def test_a_capped_eval_split_that_loses_labels_is_warned_about(tmp_path, tiny_encoder):
