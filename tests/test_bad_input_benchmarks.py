@@ -38,13 +38,23 @@ def test_multi_label_string_in_one_line_list_in_another(tmp_path, tiny_encoder):
                    "other labels are lists (line 1)")
 
 
-def test_pubmedqa_line_without_its_pair_text(tmp_path, tiny_encoder):
-    d = tmp_path / "d"
+QA_ROWS = [{"text": f"Does drug {k} work?", "text_pair": f"We tested drug {k} in mice.",
+            "label": ("yes", "no", "maybe")[k % 3]} for k in range(6)]
+"""PubMedQA-style records: a question, its abstract as the pair text, yes/no/maybe."""
+
+
+def _pair_dir(d, single=()):
+    """train/dev/test JSON lines of :data:`QA_ROWS`; the splits in ``single`` without the pair."""
     d.mkdir()
-    rows = [{"text": f"Does drug {k} work?", "text_pair": f"We tested drug {k} in mice.",
-             "label": ("yes", "no", "maybe")[k % 3]} for k in range(6)]
     for split in ("train", "dev", "test"):
+        rows = [{k: v for k, v in r.items() if k != "text_pair"} if split in single else r
+                for r in QA_ROWS]
         (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return d
+
+
+def test_pubmedqa_line_without_its_pair_text(tmp_path, tiny_encoder):
+    d = _pair_dir(tmp_path / "d")
     _rewrite(d / "test.jsonl", 5, {"text": "Does drug 4 work?", "label": "maybe"})
     res, text = run_cli("finetune", "cls", "--data", d, "-m", tiny_encoder, "-o",
                         tmp_path / "run", *FAST)
@@ -69,14 +79,7 @@ def test_re_line_whose_markers_overlap(tmp_path, tiny_encoder):
 def test_pair_train_file_with_single_text_dev_and_test_is_refused(tmp_path, tiny_encoder):
     """Helper trial: train of sentence pairs, dev/test without ``text_pair`` trained and scored
     silently (a pair model scored on single texts). The splits must be of one form."""
-    d = tmp_path / "d"
-    d.mkdir()
-    rows = [{"text": f"Does drug {k} work?", "text_pair": f"We tested drug {k} in mice.",
-             "label": ("yes", "no", "maybe")[k % 3]} for k in range(6)]
-    (d / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    for split in ("dev", "test"):
-        (d / f"{split}.jsonl").write_text("".join(
-            json.dumps({"text": r["text"], "label": r["label"]}) + "\n" for r in rows))
+    d = _pair_dir(tmp_path / "d", single=("dev", "test"))
     res, text = run_cli("finetune", "cls", "--data", d, "-m", tiny_encoder, "-o",
                         tmp_path / "run", *FAST)
     assert_refused(res, text, "dev.jsonl", "no pair text 'text_pair' in any record",
@@ -87,20 +90,12 @@ def test_pair_train_file_with_single_text_dev_and_test_is_refused(tmp_path, tiny
 def test_a_pair_model_refuses_single_texts_in_evaluate_and_predict(tmp_path, tiny_encoder):
     """Review: the pair-form check covered only finetune; a pair-trained model scored or run on
     single texts (or the reverse) was a silent wrong answer. The model records ``pairs``."""
-    d = tmp_path / "d"
-    d.mkdir()
-    rows = [{"text": f"Does drug {k} work?", "text_pair": f"We tested drug {k} in mice.",
-             "label": ("yes", "no", "maybe")[k % 3]} for k in range(6)]
-    for split in ("train", "dev", "test"):
-        (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    d = _pair_dir(tmp_path / "d")
     run = tmp_path / "run"
     res, text = run_cli("finetune", "cls", "--data", d, "-m", tiny_encoder, "-o", run, *FAST)
     assert res.exit_code == 0, text
     assert json.loads((run / "model" / "bertkit.json").read_text())["pairs"] is True
-    single = tmp_path / "single"
-    single.mkdir()
-    (single / "test.jsonl").write_text("".join(
-        json.dumps({"text": r["text"], "label": r["label"]}) + "\n" for r in rows))
+    single = _pair_dir(tmp_path / "single", single=("train", "dev", "test"))
     res, text = run_cli("evaluate", "cls", "-m", run / "model", "--data", single)
     assert_refused(res, text, "test.jsonl:1", "no pair text 'text_pair'",
                    "trained on sentence pairs")
