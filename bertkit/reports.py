@@ -32,6 +32,17 @@ def entity_table(metrics: dict, title: str) -> Table:
     return table
 
 
+def _absent_labels(metrics: dict) -> set:
+    """Single-label scores: the labels with no gold example and no prediction (support 0, an
+    empty confusion column), which macro-F1 leaves out (:func:`bertkit.metrics.cls.label_table`);
+    empty when the confusion matrix is not there."""
+    labels, confusion = metrics.get("labels"), metrics.get("confusion")
+    if not labels or not confusion or len(confusion) != len(labels):
+        return set()
+    return {lab for j, lab in enumerate(labels)
+            if sum(row[j] for row in confusion) == 0 and sum(confusion[j]) == 0}
+
+
 def label_scores_table(metrics: dict, title: str) -> Table:
     """Per-label precision/recall/F1 (percent) and the averages of a classification-style task,
     every average named, with the majority-class baseline (:func:`baseline_row`).
@@ -56,10 +67,15 @@ def label_scores_table(metrics: dict, title: str) -> Table:
     table = Table(title=escape(title), caption=caption)
     for col in ("label", "precision", "recall", "F1", "support"):
         table.add_column(col, justify="left" if col == "label" else "right")
+    absent = _absent_labels(metrics)
     for name, row in sorted(metrics["per_label"].items()):
         name_cell = escape(f"{name} (negative)" if relation and name == neg else name)
-        table.add_row(name_cell, f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
-                      f"{100 * row['f1']:.2f}", str(row["support"]))
+        cells = (["-"] * 3 if name in absent else
+                 [f"{100 * row[k]:.2f}" for k in ("precision", "recall", "f1")])
+        table.add_row(name_cell, *cells, str(row["support"]))
+    if absent:
+        table.caption += ("; -: a label neither in this split's gold labels nor predicted, "
+                          "left out of macro")
     table.add_section()
     if relation:
         table.add_row("[bold]micro", f"{100 * metrics['micro_precision']:.2f}",

@@ -88,3 +88,13 @@ def test_a_correlation_seed_interval_may_go_below_zero_and_sim_counts_are_not_x1
     # adapt's summary (same statistics) keeps the sign too
     summary = score_summary(task_metrics("sim"), [{"test": s} for s in seeds])
     assert summary["pearson"]["ci95_low"] < -20.0 and summary["pearson"]["mean"] == pytest.approx(8.33, abs=0.01)
+
+
+def test_seed_statistics_leave_out_the_dev_records_training_progress():
+    """Helper trial: ``finetune --seeds``' summary listed ``train_tokens`` and ``train_seconds``
+    (the dev evaluation record's learning-curve fields) as dev metrics."""
+    dev = [{"pearson": 0.5, "train_tokens": 1000, "train_seconds": 3.5, "cut_pairs": 0},
+           {"pearson": 0.7, "train_tokens": 1000, "train_seconds": 3.9, "cut_pairs": 1}]
+    stats = seed_statistics(dev, lambda k: score_scale(get_task("sim"), k))
+    assert set(stats) == {"pearson", "cut_pairs"}
+    assert stats["pearson"]["mean"] == pytest.approx(0.6)

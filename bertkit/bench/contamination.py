@@ -41,10 +41,27 @@ def corpus_lines(path: str) -> frozenset[str]:
 
 def split_sentences(path: Path) -> set[str]:
     """The distinct normalised sentences of a test file: CoNLL-style columns (first or, for
-    CoNLL-U, second column; blank lines between sentences) or JSON lines (``text``,
-    ``text_pair``). Other formats give an empty set."""
+    CoNLL-U, second column; blank lines between sentences), CoNLL-2012 documents (fourth column,
+    ``#begin document`` files; a folder of them, as LitBank's test split) or JSON lines
+    (``text``, ``text_pair``). Other formats give an empty set."""
     out: set[str] = set()
+    if path.is_dir():  # a split held as one document per file (coreference)
+        for child in sorted(path.iterdir()):
+            if child.is_file():
+                out |= split_sentences(child)
+        return out
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    if lines and lines[0].startswith("#begin document"):  # CoNLL-2012: doc part index word ...
+        words: list[str] = []
+        for line in lines + [""]:
+            cols = line.split()
+            if len(cols) >= 4 and not line.startswith("#"):
+                words.append(cols[3])
+            elif words:
+                if n := normalise(" ".join(words)):
+                    out.add(n)
+                words = []
+        return out
     if path.suffix == ".jsonl":
         for line in lines:
             if line.strip():
@@ -80,13 +97,17 @@ def count(test_file: Path, corpora: tuple[str, ...]) -> dict:
 
 
 def task_test_file(task: str, data: str) -> Path | None:
-    """The test file of a registered set under ``$BERTKIT_DATA`` (None if not found)."""
-    from bertkit.data.sets import resolve_local
+    """The test file of a registered set under ``$BERTKIT_DATA``, or its ``test/`` folder of
+    documents (coreference); None if not found."""
+    from bertkit.data.sets import data_root, resolve_local
     from bertkit.errors import BertkitError
     from bertkit.tasks.registry import get_task
 
     try:
         files = resolve_local(data, task, tuple(get_task(task).extensions), ("test",))
     except (BertkitError, AttributeError):
-        return None
-    return files["test"] if files else None
+        files = None
+    if files:
+        return files["test"]
+    folder = data_root() / task / data / "test" if data_root() else None
+    return folder if folder is not None and folder.is_dir() else None  # one file per document

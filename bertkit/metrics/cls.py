@@ -304,6 +304,7 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
     out["at_or_below_baseline"] = value <= out["baseline_macro_f1"] + 1e-9
     if len(set(gold)) == 1:  # one gold label: the constant prediction is perfect, no yardstick
         out["at_or_below_baseline"] = False
+        out["one_gold_label"] = True  # a property of the split: said once a run (warn_collapse)
         out["warning"] = (f"every gold label of this split is {_shown(label)} ({len(gold)} "
                           f"examples): its scores say little and no collapse can be told "
                           f"(a --max-eval-samples cap of a label-sorted file?)")
@@ -346,10 +347,18 @@ def with_baseline(metrics: dict, gold: Sequence, pred: Sequence,
     return metrics
 
 
-def warn_collapse(metrics: dict, console=None, where: str = "") -> str | None:
+def warn_collapse(metrics: dict, console=None, where: str = "",
+                  said: set | None = None) -> str | None:
     """Print the collapse warning of ``metrics["baseline"]`` (if any) on ``console``, prefixed
-    by ``where`` (e.g. ``"dev epoch 2"``). Returns the warning (None: nothing to warn about)."""
-    warning = (metrics.get("baseline") or {}).get("warning")
+    by ``where`` (e.g. ``"dev epoch 2"``). ``said``: the split notes already printed this run
+    (a split with one gold label is said once, not at every dev epoch; a collapse, which may
+    change from epoch to epoch, always). Returns the warning (None: nothing to warn about)."""
+    baseline = metrics.get("baseline") or {}
+    warning = baseline.get("warning")
+    if warning and said is not None and baseline.get("one_gold_label"):
+        if warning in said:
+            return warning
+        said.add(warning)
     if warning and console is not None:
         from rich.markup import escape
 

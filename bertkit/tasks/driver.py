@@ -387,6 +387,7 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
         return {"task": task.name, "rank": rank(), "seeds": seeds}
     summary = {"task": task.name, "data": data, "model": results[seeds[0]].get("model"),
                "seeds": seeds, "runs": {str(s): str(root / f"seed-{s}") for s in seeds},
+               "train_seconds": {str(s): results[s].get("train_seconds") for s in seeds},
                "select_metric": results[seeds[0]].get("select_metric") or task.select_metric,
                "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds],
                                                   lambda key: score_scale(task, key),

@@ -8,7 +8,9 @@ from typing import Callable
 
 from bertkit.tasks.base import score_scale
 
-NOT_METRICS = frozenset({"epoch", "step", "steps", "global_step", "n", "support"})
+# the dev record's training progress (train_tokens, train_seconds) is no score of the split
+NOT_METRICS = frozenset({"epoch", "step", "steps", "global_step", "n", "support", "train_tokens",
+                         "train_seconds"})
 
 
 def seed_statistics(records: list[dict], scale: Callable[[str], float | None] = None,

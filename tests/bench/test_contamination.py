@@ -32,6 +32,29 @@ def test_pair_sets_count_both_texts_and_drop_relation_markers(tmp_path):
     assert normalise("a b c d") is None
 
 
+def test_a_coreference_test_folder_of_conll_2012_documents_is_read(tmp_path, monkeypatch):
+    """LitBank's test split is a folder of CoNLL-2012 documents (the word in the fourth column):
+    once read as no sentences at all, so coreference had no contamination count."""
+    from bertkit.bench.contamination import task_test_file
+
+    folder = tmp_path / "coref" / "litbank" / "test"
+    folder.mkdir(parents=True)
+    words = "It was the best of times".split()
+    doc = ["#begin document (a); part 0",
+           *[f"a\t0\t{i}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_\t{'(0)' if i == 0 else ''}"
+             for i, w in enumerate(words)], "", "a\t0\t0\tShort\t_\t_", "", "#end document"]
+    (folder / "a.conll").write_text("\n".join(doc) + "\n", encoding="utf-8")
+    (folder / "b.conll").write_text("#begin document (b); part 0\nb\t0\t0\tAnother\t_\n"
+                                    "b\t0\t1\tsentence\t_\nb\t0\t2\tof\t_\nb\t0\t3\tfive\t_\n"
+                                    "b\t0\t4\twords\t_\n#end document\n", encoding="utf-8")
+    assert split_sentences(folder) == {"it was the best of times", "another sentence of five words"}
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("It was the best of times\n", encoding="utf-8")
+    monkeypatch.setenv("BERTKIT_DATA", str(tmp_path))
+    assert task_test_file("coref", "litbank") == folder
+    assert count(folder, (str(corpus),))["found"] == 1
+
+
 def test_a_bertkit_pretrained_encoder_names_its_corpora_through_its_parent(tmp_path,
                                                                             tiny_encoder):
     import shutil

@@ -114,3 +114,29 @@ def test_multilabel_baseline_on_label_sets():
     pred = [("a",), ("a",), ("a",)]
     m = multilabel_scores(gold, pred)
     assert m["baseline"]["majority_label"] == ["a"] and m["baseline"]["single_label"]
+
+
+def test_table_marks_labels_absent_from_gold_and_predictions():
+    """A one-label split (a --max-eval-samples cap of a label-sorted file): labels with neither
+    gold examples nor predictions show '-' (not F1 0.00 beside macro 100) and the caption says
+    macro leaves them out; a label that is predicted but has no gold keeps its 0.00."""
+    from rich.console import Console
+
+    from bertkit.metrics.cls import label_scores
+    from bertkit.reports import label_scores_table
+
+    console = Console(record=True, width=140)
+    console.print(label_scores_table(label_scores(["yes", "yes"], ["yes", "yes"],
+                                                  ["maybe", "no", "yes"]), "test"))
+    out = console.export_text()
+    assert "│ maybe " in out and "│ no " in out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 4}
+    assert rows["maybe"].split("│")[4].strip() == "-" and rows["no"].split("│")[4].strip() == "-"
+    assert "100.00" in rows["yes"]
+    assert "left out of macro" in out
+    console = Console(record=True, width=140)
+    console.print(label_scores_table(label_scores(["yes", "yes"], ["yes", "no"],
+                                                  ["maybe", "no", "yes"]), "test"))
+    out = console.export_text()
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 4}
+    assert rows["no"].split("│")[4].strip() == "0.00" and rows["maybe"].split("│")[4].strip() == "-"

@@ -146,9 +146,11 @@ class CLSTask:
             metrics = score([x.label for x in xs], pred, labels, cfg.multi_label, example_ids(xs))
             return metrics, pred, probs
 
+        said: set = set()  # split notes printed once a run
+
         def evaluate_dev(m) -> dict:
             metrics = scored(m, "dev", dev_x)[0]
-            warn_collapse(metrics, console, "dev")
+            warn_collapse(metrics, console, "dev", said)
             return metrics
 
         def choose_thresholds(m) -> dict | None:

@@ -168,12 +168,13 @@ class RETask:
                    f"model {model_name}; device {runtime.device}, {runtime.precision}")
         batches = PairBatches(enc["train"], cfg.batch_size, cfg.seed, tokenizer.pad_token_id)
         dev_gold = [ex.label for ex in dev_x]
+        said: set = set()  # split notes printed once a run
 
         def evaluate_dev(m) -> dict:
             pred, _ = classify(m, enc["dev"], runtime, tokenizer.pad_token_id,
                                cfg.eval_batch_size)
             scores = relation_scores(dev_gold, [labels[k] for k in pred], negative, labels)
-            warn_collapse(scores, console if is_main_process() else None, "dev")
+            warn_collapse(scores, console if is_main_process() else None, "dev", said)
             return scores
 
         def test(m, console: Console | None = None) -> ScoredSplit:

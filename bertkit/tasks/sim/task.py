@@ -205,7 +205,7 @@ class SimTask:
 
         def evaluate_dev(m) -> dict:
             pred = predict_scores(m, items["dev"], runtime, pad, cfg.eval_batch_size)
-            return similarity_scores([x.score for x in dev_x], pred)
+            return {**similarity_scores([x.score for x in dev_x], pred), "cut_pairs": cut["dev"]}
 
         def test(m, console: Console | None = None) -> ScoredSplit:
             items["test"], cut["test"] = encode(test_x, tokenizer, cfg.max_length)

@@ -224,3 +224,18 @@ def test_a_capped_eval_split_that_loses_labels_is_warned_about(tmp_path, tiny_en
     assert "every gold label of this split is 'Background' (2 examples)" in text
     assert ("keeps the first 2 of 6 dev texts: 2 of the file's 3 labels (missing: "
             "CompareOrContrast)") in text  # dev's first two: Uses, Background
+
+
+def test_a_one_label_dev_split_is_noted_once_not_at_every_epoch(tmp_path, tiny_encoder):
+    """Helper trial: a dev split with one gold label printed its "scores say little" note at
+    every dev epoch; it is a property of the split, said once a run."""
+    rows = sorted(TEXTS, key=lambda r: r[1])
+    d = write_cls_dir(tmp_path / "d", train=TEXTS, dev=rows, test=TEXTS)
+    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder, "-o",
+                              str(tmp_path / "run"), "--max-eval-samples", "2", *FAST[2:],
+                              "--epochs", "3"], env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert text.count("dev: every gold label of this split is 'Background' (2 examples)") == 1
+    assert len([r for r in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+                if '"split": "dev"' in r]) == 3
