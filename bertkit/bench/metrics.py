@@ -196,6 +196,35 @@ def _pearson(s: np.ndarray) -> np.ndarray:
     return np.divide(cov, np.sqrt(np.clip(var, 0, None)), out=np.zeros(n.shape), where=var > 0)
 
 
+def _coref_stats(run_dir: Path, results: dict) -> np.ndarray | None:
+    """``[D, 12]``: per test document the CoNLL F1's statistics
+    (:func:`bertkit.metrics.coref.document_statistics`, singletons kept as the headline), gold
+    clusters from the run's data set (``results["data"]``), predicted ones from
+    ``test_predictions.conll``; documents in the gold split's order. None when the gold split
+    cannot be read here (another machine's data root)."""
+    from bertkit.errors import BertkitError
+    from bertkit.metrics.coref import document_statistics
+    from bertkit.tasks.coref.data import load_documents, resolve_coref
+
+    try:
+        gold = load_documents(resolve_coref(str(results["data"]), ("test",))["test"])
+        pred = {d.name: d.clusters or []
+                for d in load_documents(run_dir / "test_predictions.conll")}
+    except BertkitError:
+        return None
+    rows = [document_statistics(d.clusters or [], pred[d.name]) for d in gold if d.name in pred]
+    if len(rows) != len(pred):  # a predicted document the gold split lacks
+        return None
+    return np.asarray(rows, dtype=float).reshape(-1, 12)
+
+
+def _conll_score(s: np.ndarray) -> np.ndarray:
+    """CoNLL F1 in points, the unit of the task's own ``conll_f1`` (its ``Metric.scale`` is 1)."""
+    from bertkit.metrics.coref import conll_from_statistics
+
+    return 100.0 * conll_from_statistics(s)
+
+
 METRICS: dict[str, MetricSpec] = {m.name: m for m in (
     MetricSpec("entity_f1", "f1", ("ner",), "entity F1, strict IOB2 spans, micro over types "
                "(seqeval strict)", _entity_stats, _micro_score),
@@ -217,7 +246,8 @@ METRICS: dict[str, MetricSpec] = {m.name: m for m in (
     MetricSpec("uas", "uas", ("dep",), "unlabelled attachment score, punctuation excluded"),
     MetricSpec("squad_f1", "f1", ("qa",), "SQuAD token F1 (official scorer, points)"),
     MetricSpec("conll_f1", "conll_f1", ("coref",), "CoNLL F1: mean of MUC, B-cubed and CEAF-e F1 "
-               "(reference scorer, points), singletons included as LitBank annotates them"),
+               "(reference scorer, points), singletons included as LitBank annotates them",
+               _coref_stats, _conll_score),
 )}
 """Every metric a suite may name."""
 

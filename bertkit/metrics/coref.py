@@ -183,6 +183,41 @@ def score_documents(keys: Iterable[Clusters], responses: Iterable[Clusters],
     return out
 
 
+def document_statistics(key: Clusters, response: Clusters, singletons: bool = True
+                        ) -> np.ndarray:
+    """The CoNLL F1's sufficient statistics of one document: ``[12]`` floats, for MUC, B-cubed
+    and CEAF-e in turn: recall numerator, recall denominator, precision numerator, precision
+    denominator (the reference scorer's per-document counts, Pradhan et al. 2014). Summed over
+    documents they give :func:`score_documents`' totals; :func:`conll_from_statistics` scores
+    such sums, so a paired bootstrap over documents costs one sum a resample.
+
+    >>> key = [[(0, 0), (1, 1), (2, 2)]]
+    >>> s = document_statistics(key, [[(0, 0), (1, 1)], [(2, 2)]])
+    >>> s[:4].tolist()
+    [1.0, 2.0, 1.0, 1.0]
+    """
+    key, response = _dedupe(key), _dedupe(response)
+    if not singletons:
+        key, response = drop_singletons(key), drop_singletons(response)
+    best, key_den, resp_den = _ceaf(key, response, True)
+    return np.asarray([*_muc_side(key, response), *_muc_side(response, key),
+                       *_bcub_side(key, response), *_bcub_side(response, key),
+                       best, key_den, best, resp_den], dtype=float)
+
+
+def conll_from_statistics(s: np.ndarray) -> np.ndarray:
+    """CoNLL F1 (the mean of MUC, B-cubed and CEAF-e F1; a fraction) of summed
+    :func:`document_statistics`: ``[..., 12] -> [...]``, 0 where a denominator is 0."""
+    s = np.asarray(s, dtype=float).reshape(*np.shape(s)[:-1], 3, 4)
+
+    def ratio(num, den):
+        return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+
+    recall, precision = ratio(s[..., 0], s[..., 1]), ratio(s[..., 2], s[..., 3])
+    f1 = ratio(2 * recall * precision, recall + precision)
+    return f1.mean(axis=-1)
+
+
 def coref_scores(keys: Sequence[Clusters], responses: Sequence[Clusters]) -> dict[str, float]:
     """The flat metrics of a run (percent, 0-100): ``conll_f1``, ``muc_f1``, ``bcub_f1``,
     ``ceafe_f1``, ``ceafm_f1``, ``blanc_f1`` and their recall/precision, with singletons; the same

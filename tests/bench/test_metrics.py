@@ -107,3 +107,45 @@ def test_hoc_from_per_abstract_indicator_counts(tmp_path):
     assert stats.tolist() == [[1, 0, 1], [0, 1, 0], [0, 0, 1], [1, 1, 0]]
     # TP 2, predicted 4, gold 4: P = R = 0.5, F1 = 2PR / (P + R) = 0.5
     assert float(METRICS["hoc_f1"].score(stats.sum(axis=0))) == pytest.approx(0.5)
+
+
+def test_coref_statistics_per_document_give_back_the_conll_f1(tmp_path, monkeypatch):
+    """Coreference's paired bootstrap resamples test documents: the per-document MUC, B-cubed
+    and CEAF-e counts, summed, score as the task's own CoNLL F1 (points), singletons kept."""
+    from bertkit.data.conll2012 import CorefDocument, format_conll2012
+    from bertkit.metrics.coref import coref_scores
+
+    rng = random.Random(3)
+
+    def clusters(n):
+        spans = rng.sample([(i, i + rng.randint(0, 1)) for i in range(0, n - 1, 2)], n // 3)
+        out = [[]]
+        for span in spans:
+            if out[-1] and rng.random() < 0.4:
+                out.append([])
+            out[-1].append(span)
+        return [sorted(c) for c in out if c]
+
+    docs, gold, pred = [], [], []
+    for d in range(6):
+        n = rng.randint(12, 30)
+        doc = CorefDocument(f"doc{d}; part 0", [[f"w{i}" for i in range(n)]])
+        docs.append(doc)
+        gold.append(clusters(n))
+        pred.append(clusters(n) if d else gold[-1])
+    folder = tmp_path / "coref" / "toy" / "test"
+    folder.mkdir(parents=True)
+    for doc, g in zip(docs, gold):
+        (folder / f"{doc.name.split(';')[0]}.conll").write_text(format_conll2012([doc], [g]))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "test_predictions.conll").write_text(format_conll2012(docs, pred))
+    results = {"data": str(tmp_path / "coref" / "toy")}
+    spec = METRICS["conll_f1"]
+    stats = spec.stats(run, results)
+    assert stats.shape == (6, 12)
+    assert float(spec.score(stats.sum(axis=0))) == \
+        pytest.approx(coref_scores(gold, pred)["conll_f1"], abs=1e-9)
+    assert float(spec.score(stats[:1].sum(axis=0))) == pytest.approx(100.0)  # doc0 is perfect
+    monkeypatch.delenv("BERTKIT_DATA", raising=False)
+    assert spec.stats(run, {"data": "litbank"}) is None  # gold not readable here: no bootstrap
