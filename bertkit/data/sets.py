@@ -116,7 +116,7 @@ register(DatasetEntry("cls", "hoc", "", "Hallmarks of Cancer: abstracts -> 10 ha
                       license="gpl-3.0", metric="hoc_f1"))
 register(DatasetEntry("cls", "pubmedqa", "", "PubMedQA PQA-L: question + abstract -> yes/no/maybe "
                                              "(Jin et al., 2019), BLURB's setting",
-                      license="mit", metric="accuracy"))
+                      recipe="pubmedqa-cls-minilm", license="mit", metric="accuracy"))
 MULTI_LABEL_SETS = ("hoc",)  # registered cls sets whose labels are lists
 
 # sentence-pair similarity (regression): sim/<name>/{train,dev,test}.jsonl (``text``,
