@@ -109,5 +109,6 @@ def task_test_file(task: str, data: str) -> Path | None:
         files = None
     if files:
         return files["test"]
-    folder = data_root() / task / data / "test" if data_root() else None
+    base = Path(data) if Path(data).is_dir() else (data_root() / task / data if data_root() else None)
+    folder = base / "test" if base is not None else None
     return folder if folder is not None and folder.is_dir() else None  # one file per document

@@ -202,14 +202,19 @@ def _coref_stats(run_dir: Path, results: dict) -> np.ndarray | None:
     clusters from the run's data set (``results["data"]``), predicted ones from
     ``test_predictions.conll``; documents in the gold split's order. None when the gold split
     cannot be read here (another machine's data root)."""
+    from bertkit.bench.contamination import task_test_file
+    from bertkit.data.conll2012 import read_conll2012
     from bertkit.errors import BertkitError
     from bertkit.metrics.coref import document_statistics
-    from bertkit.tasks.coref.data import load_documents, resolve_coref
 
+    test = task_test_file("coref", str(results["data"]))  # a file, or a folder of documents
+    if test is None:
+        return None
+    files = sorted(f for f in test.iterdir() if f.is_file()) if test.is_dir() else [test]
     try:
-        gold = load_documents(resolve_coref(str(results["data"]), ("test",))["test"])
+        gold = [d for f in files for d in read_conll2012(f)]
         pred = {d.name: d.clusters or []
-                for d in load_documents(run_dir / "test_predictions.conll")}
+                for d in read_conll2012(run_dir / "test_predictions.conll")}
     except BertkitError:
         return None
     rows = [document_statistics(d.clusters or [], pred[d.name]) for d in gold if d.name in pred]
