@@ -43,38 +43,73 @@ def collect(out: Path) -> tuple[dict, dict[str, dict[str, list[dict]]]]:
     return manifest, found
 
 
-def _item_stats(record: dict):
+def _run_dir(record: dict, out: Path) -> Path:
+    """A stage's run folder: stored relative to the results folder (absolute in results of
+    bertkit before 0.30, then looked up under ``out/runs`` when the stored path is gone)."""
+    run = Path(record["run"])
+    if not run.is_absolute():
+        return Path(out) / run
+    if run.is_dir():
+        return run
+    return Path(out) / "runs" / record["encoder"] / record["task"] / run.name
+
+
+def _item_stats(record: dict, out: Path):
+    """The stage's per-test-item statistics ``[N, K]``: its ``.items.npz`` beside the result
+    file, else read from its run's predictions; None where neither is there."""
+    import numpy as np
+
+    from bertkit.bench.runner import item_statistics
+
     spec = METRICS[record["metric"]]
     if spec.stats is None:
         return None
-    run = Path(record["run"])
+    if record.get("items"):
+        stage = Path(out) / "stages" / record["encoder"] / record["task"] / record["items"]
+        try:
+            with np.load(stage) as z:
+                return z["items"]
+        except (OSError, ValueError, KeyError):
+            pass
+    run = _run_dir(record, out)
     try:
         results = json.loads((run / "results.json").read_text(encoding="utf-8"))
-        return spec.stats(run, results)
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError):
         return None
+    return item_statistics(spec, run, results)
 
 
-def compare(a: list[dict], b: list[dict]) -> dict:
+def compare(a: list[dict], b: list[dict], out: Path) -> dict:
     """An encoder's seed records against the baseline's on one task: the difference of means,
-    almost stochastic order, the paired bootstrap over test items, the verdict."""
+    almost stochastic order, the paired bootstrap over test items, the verdict.
+
+    Where the metric has a bootstrap but a seed's test predictions are gone (a results folder
+    moved without its ``runs/`` from before the statistics were kept with the stages), the
+    comparison says so (``bootstrap_note``) and its verdict is marked "(no bootstrap)" rather
+    than silently differing from the full test's.
+    """
     sa, sb = stats.summary([r["score"] for r in a]), stats.summary([r["score"] for r in b])
-    out = {"delta": sa["mean"] - sb["mean"], "eps_min": None, "bootstrap": None}
+    out_ = {"delta": sa["mean"] - sb["mean"], "eps_min": None, "bootstrap": None}
     if len(a) >= 2 and len(b) >= 2:
         hi, lo = (a, b) if sa["mean"] >= sb["mean"] else (b, a)
-        out["eps_min"] = stats.aso([r["score"] for r in hi], [r["score"] for r in lo])
+        out_["eps_min"] = stats.aso([r["score"] for r in hi], [r["score"] for r in lo])
     spec = METRICS[a[0]["metric"]]
-    ia, ib = [_item_stats(r) for r in a], [_item_stats(r) for r in b]
-    if spec.score is not None and all(x is not None for x in ia + ib):
+    ia, ib = [_item_stats(r, out) for r in a], [_item_stats(r, out) for r in b]
+    missing = [f"{r['encoder']} seed {r['seed']}" for r, x in zip(a + b, ia + ib) if x is None]
+    if spec.score is not None and spec.stats is not None and not missing:
         try:
             boot = stats.paired_bootstrap(ia, ib, spec.score)
             scale = task_scale(a[0]["task_kind"], spec.key)  # in points, as the rest
-            out["bootstrap"] = {k: (v * scale if k != "p" else v) for k, v in boot.items()}
+            out_["bootstrap"] = {k: (v * scale if k != "p" else v) for k, v in boot.items()}
         except ValueError as exc:
-            out["bootstrap_note"] = str(exc)
-    p = out["bootstrap"]["p"] if out["bootstrap"] else None
-    out["verdict"] = stats.verdict(sa, sb, out["eps_min"], p)
-    return out
+            out_["bootstrap_note"] = str(exc)
+    elif spec.stats is not None:
+        out_["bootstrap_note"] = "test predictions missing for " + ", ".join(missing)
+    p = out_["bootstrap"]["p"] if out_["bootstrap"] else None
+    out_["verdict"] = stats.verdict(sa, sb, out_["eps_min"], p)
+    if spec.stats is not None and out_["bootstrap"] is None:
+        out_["verdict"] += " (no bootstrap)"
+    return out_
 
 
 def build(out: Path, baseline: str | None = None) -> dict:
@@ -111,7 +146,8 @@ def build(out: Path, baseline: str | None = None) -> dict:
                                   "dataset_defaults": sorted(
                                       k for k, v in records[0].get("sources", {}).items()
                                       if v == "data-set default"),
-                                  "predictions": [r["run"] for r in records]}
+                                  "predictions": [r["run"] for r in records],
+                                  "items": [r.get("items") for r in records]}
         means = {t: v["mean"] for t, v in per_task.items()}
         fam = stats.family_means(means, families)
         wanted = {t["family"] for t in suite["tasks"]} | {m["family"] for m in suite.get("missing", [])}
@@ -128,7 +164,7 @@ def build(out: Path, baseline: str | None = None) -> dict:
         if enc == baseline:
             continue
         report["comparisons"][enc] = {
-            name: compare(found[enc][name], found[baseline][name]) for name in tasks
+            name: compare(found[enc][name], found[baseline][name], out) for name in tasks
             if found.get(enc, {}).get(name) and found.get(baseline, {}).get(name)}
     return report
 
@@ -191,6 +227,8 @@ def markdown(r: dict) -> str:
                          (f"{b['low']:+.2f} .. {b['high']:+.2f} | {b['p']:.3f}" if b
                           else "- | -") + f" | {c['verdict']} |")
         lines.append("")
+        lines += [f"No bootstrap on {t}: {c['bootstrap_note']}." for t, c in tasks.items()
+                  if c.get("bootstrap_note")]
         lines.append(f"ASO: almost stochastic order (Dror et al. 2019, deepsig), eps_min of the "
                      f"higher side over the other, < {stats.ASO_THRESHOLD} supports it; bootstrap: "
                      f"{stats.BOOTSTRAP_SAMPLES} paired resamples of test items (seed means); "

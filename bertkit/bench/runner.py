@@ -4,6 +4,9 @@ Layout of a results folder ``OUT``::
 
     bench.json                          the suite, budget, protocol, encoders (fingerprints)
     stages/ENC/TASK/seed-N.json         a finished stage: settings, sources, scores, timing
+    stages/ENC/TASK/seed-N.items.npz    its per-test-item statistics (the paired bootstrap's
+                                        input, kept with the result so a moved or committed
+                                        results folder still tests without its runs/)
     stages/ENC/TASK/grid-lrX.json       a dev-grid point (protocol dev-grid)
     runs/ENC/TASK/seed-N/               the fine-tuning run (results.json, test predictions,
                                         config.yaml; model/ and checkpoints/ removed once done)
@@ -125,6 +128,27 @@ def check_manifest(out: Path, new: dict) -> None:
         raise BertkitError("this results folder holds a bench run with other settings: " +
                            "; ".join(diffs), file=path,
                            expected="the same settings, or another -o folder")
+
+
+def item_statistics(spec, run_dir: Path, results: dict):
+    """The metric's per-test-item statistics ``[N, K]`` of a finished run (None where the metric
+    has no reader or the predictions cannot be read)."""
+    if spec.stats is None:
+        return None
+    try:
+        return spec.stats(run_dir, results)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def save_items(path: Path, items) -> None:
+    """Write the ``[N, K]`` statistics atomically (compressed ``.npz``, key ``items``)."""
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as fh:
+        np.savez_compressed(fh, items=np.asarray(items))
+    os.replace(fh.name, path)
 
 
 def usable_cores() -> int:
@@ -288,9 +312,14 @@ class Runner:
                   "overrides": stage.overrides, "score": float(test[spec.key]) * scale,
                   "dev_score": float(dev.get(select, float("nan"))) * scale,
                   "test": {k: v for k, v in test.items() if isinstance(v, (int, float))},
-                  "settings": settings, "sources": sources, "run": str(run_dir),
+                  "settings": settings, "sources": sources,
+                  "run": run_dir.relative_to(self.out).as_posix(),
                   "command": "python " + " ".join(cmd[1:]),
                   "seconds": round(time.time() - start, 1), "budget": self.budget}
+        items = item_statistics(spec, run_dir, results)
+        if items is not None:
+            record["items"] = result.with_suffix(".items.npz").name
+            save_items(result.with_suffix(".items.npz"), items)
         for heavy in ("model", "checkpoints"):  # the scores and predictions stay
             shutil.rmtree(run_dir / heavy, ignore_errors=True)
         write_json(result, record)

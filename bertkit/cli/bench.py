@@ -48,6 +48,11 @@ def _report(out: Path, baseline: str | None, console) -> None:
     from bertkit.bench.report import write_report
 
     r = write_report(out, baseline)
+    for enc, tasks in r["comparisons"].items():
+        for task, c in tasks.items():
+            if c.get("bootstrap_note"):
+                console.print(f"warning: {enc} against {r['baseline']} on {task}: no bootstrap "
+                              f"({c['bootstrap_note']})", highlight=False, markup=False)
     for enc, e in r["encoders"].items():
         score = e["suite_score"]
         console.print(f"{enc}: suite score {score:.2f}" if score is not None else f"{enc}: -",

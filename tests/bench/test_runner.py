@@ -157,12 +157,14 @@ def test_dev_grid_chooses_each_encoders_rate_on_dev(tmp_path, tiny_encoder, fake
     assert runner.run() == {"finished": 3, "kept": 1, "failed": 0}
     assert len(_calls(fake)) == 3
     assert sorted(p.name for p in (out / "stages/a/ner-a").iterdir()) == [
-        "grid-lr0.0001.json", "grid-lr0.001.json", "seed-1.json", "seed-2.json"]
+        "grid-lr0.0001.items.npz", "grid-lr0.0001.json", "grid-lr0.001.items.npz",
+        "grid-lr0.001.json", "seed-1.json", "seed-2.items.npz", "seed-2.json"]
     seed = json.loads((out / "stages/a/ner-a/seed-1.json").read_text())
     assert seed["settings"]["lr"] == 1e-3 and seed["overrides"] == {"lr": 1e-3}
     assert seed["kind"] == "seed" and seed["reused"] == "a/ner-a/grid-lr0.001"
     grid = json.loads((out / "stages/a/ner-a/grid-lr0.001.json").read_text())
     assert seed["score"] == grid["score"] and seed["settings"] == grid["settings"]
+    assert seed["items"] == "grid-lr0.001.items.npz"  # the grid run's statistics
 
 
 def test_tasks_runs_part_of_a_suite_and_the_manifest_keeps_all(tmp_path, tiny_encoder, fake):
@@ -197,6 +199,29 @@ def test_the_report_of_a_run(tmp_path, tiny_encoder, still_encoder, fake):
     assert "| Ref (paper) | base (110 M) | 90.00 | 90.00 (published, all its tasks) |" in text
     with pytest.raises(BertkitError, match="no encoder 'c'"):
         build(out, baseline="c")
+
+
+def test_a_moved_results_folder_keeps_its_bootstrap_and_a_missing_one_is_said(
+        tmp_path, tiny_encoder, still_encoder, fake):
+    import shutil
+
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}", f"b={still_encoder}"]), out,
+           budget="lite").run()
+    record = json.loads((out / "stages/a/ner-a/seed-1.json").read_text())
+    assert record["run"] == "runs/a/ner-a/seed-1" and record["items"] == "seed-1.items.npz"
+    moved = tmp_path / "elsewhere"
+    shutil.move(out, moved)
+    shutil.rmtree(moved / "runs")  # a committed folder: stages only
+    c = build(moved, baseline="a")["comparisons"]["b"]["ner-a"]
+    assert c["bootstrap"] is not None and c["verdict"] == "none"
+    for items in (moved / "stages").glob("b/*/*.items.npz"):
+        items.unlink()  # results from before the statistics were kept, their runs gone
+    r = build(moved, baseline="a")
+    c = r["comparisons"]["b"]["ner-a"]
+    assert c["bootstrap"] is None and c["verdict"] == "none (no bootstrap)"
+    assert c["bootstrap_note"] == "test predictions missing for b seed 1, b seed 2"
+    assert "No bootstrap on ner-a: test predictions missing for b seed 1, b seed 2." in markdown(r)
 
 
 @pytest.mark.slow
