@@ -59,7 +59,8 @@ def test_pubmedqa_line_without_its_pair_text(tmp_path, tiny_encoder):
     res, text = run_cli("finetune", "cls", "--data", d, "-m", tiny_encoder, "-o",
                         tmp_path / "run", *FAST)
     assert_refused(res, text, "test.jsonl:5", "no pair text field 'text_pair'",
-                   "sentence pairs (line 1 has one)")
+                   "sentence pairs (line 1 has one)",
+                   '"text_pair" (the pair text, a non-empty string)')
     _rewrite(d / "test.jsonl", 5, {"text": "Does drug 4 work?", "text_pair": " ",
                                    "label": "maybe"})
     res, text = run_cli("finetune", "cls", "--data", d, "-m", tiny_encoder, "-o",
@@ -95,6 +96,12 @@ def test_a_pair_model_refuses_single_texts_in_evaluate_and_predict(tmp_path, tin
     res, text = run_cli("finetune", "cls", "--data", d, "-m", tiny_encoder, "-o", run, *FAST)
     assert res.exit_code == 0, text
     assert json.loads((run / "model" / "bertkit.json").read_text())["pairs"] is True
+    snippet = (run / "model" / "README.md").read_text().split("```python\n")[1].split("```")[0]
+    assert 'clf({"text": "Does drug 0 work?", "text_pair": "We tested drug 0 in mice."})' \
+        in snippet  # the card's example is a pair from the model's own training set
+    scope: dict = {}
+    exec(snippet.replace("clf({", "out = clf({"), scope)  # noqa: S102 - the card's code
+    assert scope["out"]["label"] in ("yes", "no", "maybe")
     single = _pair_dir(tmp_path / "single", single=("train", "dev", "test"))
     res, text = run_cli("evaluate", "cls", "-m", run / "model", "--data", single)
     assert_refused(res, text, "test.jsonl:1", "no pair text 'text_pair'",

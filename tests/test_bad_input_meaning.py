@@ -284,10 +284,11 @@ def test_multi_label_card_snippet_gives_what_predict_gives(tmp_path, tiny_encode
     card = (run / "model" / "README.md").read_text()
     snippet = card.split("```python\n")[1].split("```")[0]
     assert "top_k=None" in snippet and "thresholds = {" in snippet
+    assert json.dumps(texts[0]) in snippet  # the example is the model's own first train text
     scope: dict = {}
     exec(snippet, scope)  # noqa: S102 - the card's own code, as a user would run it
     inp = tmp_path / "one.txt"
-    inp.write_text("We use the parser of Collins ( 1997 ) to parse the corpus .\n")
+    inp.write_text(texts[0] + "\n")
     res = runner.invoke(app, ["predict", "cls", "-m", str(run), "-i", str(inp), "--device",
                               "cpu"])
     assert res.exit_code == 0, res.output

@@ -87,7 +87,9 @@ def export_encoder(model: str | Path, out: str | Path, name: str,
         out: the release folder (``benchmarks/encoders/NAME``); written beside and renamed into
             place, so a stopped export leaves nothing half-written.
         name: the encoder's name (``S``, ``G+D``), in the card and the provenance.
-        provenance: more to record (the recipe command, the plan stage, the token budget).
+        provenance: more to record (the recipe command, the plan stage, the token budget);
+            ``pretraining_tokens: 0`` marks initial weights, released with no corpora (they saw
+            none: no contamination to count).
         overwrite: replace an existing ``out``.
 
     Returns:
@@ -127,10 +129,16 @@ def export_encoder(model: str | Path, out: str | Path, name: str,
         write_text(tmp / "vocab.txt", wordpiece_vocab(tmp / "tokenizer.json"))
     history = lineage(model)
     corpora = list(dict.fromkeys(c for entry in history for c in entry["corpus"]))
+    untrained = (provenance or {}).get("pretraining_tokens") == 0
+    if untrained:  # initial weights (R): the run's corpus was never read into them
+        corpora, history = [], [{**h, "corpus": []} for h in history]
     meta = _meta(model)
     if meta:  # bench's contamination check reads corpus here (a parent folder is not shipped)
         meta = {k: v for k, v in meta.items() if k != "base_model"}
         meta["corpus"] = ",".join(corpora)
+        if untrained:
+            meta["steps"] = 0
+            meta["note"] = "initial weights, no pretraining step: no corpus seen"
         write_text(tmp / "bertkit.json", json.dumps(meta, indent=2) + "\n")
     record = {"name": name, "source": str(model), "source_fingerprint": fingerprint(model),
               "weights_sha256": _sha256(tmp / WEIGHTS), "dtype_stored": "float16",
@@ -155,7 +163,7 @@ def card(record: dict, config: dict) -> str:
         (f"A {size} BERT encoder ({record['parameters']:,} parameters) pretrained by bertkit for "
          "its miniature domain-adaptation study (benchmarks/reproduce.py, issue 43). A research "
          "artefact for comparing pretraining routes, not a model for production use."), "",
-        f"- Pretraining corpora: {', '.join(record['corpora']) or 'none recorded'}",
+        f"- Pretraining corpora: {', '.join(record['corpora']) or ('none: initial weights, never pretrained' if record.get('pretraining_tokens') == 0 else 'none recorded')}",
         (f"- Weights stored in fp16 (sha256 {record['weights_sha256'][:16]}...), loaded as fp32 "
          "(config.json `dtype`); rounding error <= 2^-11 relative per weight."),
         "- Provenance (commands, lineage, versions): provenance.json", "",

@@ -154,7 +154,8 @@ def build(out: Path, baseline: str | None = None) -> dict:
         report["encoders"][enc] = {
             "model": manifest["encoders"][enc]["model"], "tasks": per_task, "families": fam,
             "suite_score": stats.suite_score(means, families) if means else None,
-            "families_missing": sorted(wanted - set(fam))}
+            "families_missing": sorted(wanted - set(fam)),
+            "tasks_without_results": [t for t in tasks if t not in per_task]}
         corpora = tuple(manifest["encoders"][enc].get("corpora") or ())
         if corpora:
             report["contamination"][enc] = {
@@ -195,11 +196,16 @@ def markdown(r: dict) -> str:
         lines.append(f"| {enc} | " + " | ".join(_pm(e["tasks"].get(t)) for t in names) + " |")
     fams = sorted({f for e in r["encoders"].values() for f in e["families"]})
     lines += ["", "## Families and suite score (BLURB: the mean of the family means)", lite,
-              "| encoder | " + " | ".join(fams) + " | suite score | families missing |",
-              "|---" * (len(fams) + 3) + "|"]
+              "| encoder | " + " | ".join(fams) + " | suite score | families missing | "
+              "tasks without results |", "|---" * (len(fams) + 4) + "|"]
     for enc, e in r["encoders"].items():
         lines.append(f"| {enc} | " + " | ".join(_num(e["families"].get(f)) for f in fams) +
-                     f" | {_num(e['suite_score'])} | {', '.join(e['families_missing']) or '-'} |")
+                     f" | {_num(e['suite_score'])} | {', '.join(e['families_missing']) or '-'} | "
+                     f"{', '.join(e.get('tasks_without_results', [])) or '-'} |")
+    if any(e.get("tasks_without_results") for e in r["encoders"].values()):
+        lines += ["", "A family mean is over the family's tasks with results: where a task has "
+                  "none yet (tasks without results), its family and the suite score are partial "
+                  "and not comparable with another encoder's or the published ones."]
     if r["missing"]:
         lines += ["", "Not available here (the suite score averages the families without "
                   "them): " + "; ".join(f"{m['name']} ({FAMILIES[m['family']]}"

@@ -39,7 +39,7 @@ from typing import Any
 
 from bertkit.bench.encoders import Encoder
 from bertkit.bench.metrics import METRICS, task_scale
-from bertkit.bench.settings import finetune_settings, recipe_text
+from bertkit.bench.settings import check_suite_settings, recipe_text, suite_stage_settings
 from bertkit.bench.suite import Suite, SuiteTask, as_dict, task_settings
 from bertkit.errors import BertkitError
 from bertkit.io import write_json, write_text
@@ -104,8 +104,8 @@ def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
 
 
 def check_manifest(out: Path, new: dict) -> None:
-    """Refuse a results folder that holds another bench run's budget, protocol, suite tasks or
-    an encoder name with other weights (new encoders, seeds and tasks may be added).
+    """Refuse a results folder that holds another bench run's suite (by name), budget, protocol
+    or an encoder name with other weights (new encoders, seeds and tasks may be added).
 
     Raises:
         BertkitError: naming each difference.
@@ -119,6 +119,9 @@ def check_manifest(out: Path, new: dict) -> None:
     old = json.loads(path.read_text(encoding="utf-8"))
     diffs = [d for d in _differences({k: old.get(k) for k in ("budget", "protocol")},
                                      {k: new[k] for k in ("budget", "protocol")})]
+    was_suite = (old.get("suite") or {}).get("name")
+    if was_suite != new["suite"]["name"]:
+        diffs.insert(0, f"suite: {was_suite!r} -> {new['suite']['name']!r}")
     for name, enc in new["encoders"].items():
         was = old.get("encoders", {}).get(name)
         if was and was["fingerprint"] != enc["fingerprint"]:
@@ -235,17 +238,9 @@ class Runner:
             BertkitError: a finished stage stored with other settings or another encoder.
         """
         result, run_dir, recipe = stage.where(self.out)
-        text = recipe_text(stage.task.task, stage_recipe(self.suite, stage, self.budget))
-        with tempfile.TemporaryDirectory() as tmp:  # nothing written before the checks pass
-            (Path(tmp) / recipe.name).write_text(text, encoding="utf-8")
-            try:
-                settings, sources = finetune_settings(stage.task.task, Path(tmp) / recipe.name)
-            except BertkitError as e:  # name the suite's line, not the temporary recipe
-                where = str(Path(tmp) / recipe.name)
-                raise BertkitError(
-                    f"task {stage.task.name} (its defaults, recipe or lite settings): "
-                    + e.message.replace(f" in {where}", "").replace(where, "the recipe"),
-                    file=self.suite.path, line=stage.task.line, expected=e.expected) from None
+        layer = stage_recipe(self.suite, stage, self.budget)
+        settings, sources = suite_stage_settings(self.suite, stage.task, layer)
+        text = recipe_text(stage.task.task, layer)
         if not result.is_file():
             if not recipe.is_file() or recipe.read_text(encoding="utf-8") != text:
                 write_text(recipe, text)
@@ -281,7 +276,8 @@ class Runner:
         env = {**os.environ, "OMP_NUM_THREADS": str(self.threads),
                "MKL_NUM_THREADS": str(self.threads), "TOKENIZERS_PARALLELISM": "false"}
         start, cmd = time.time(), self.command(stage)
-        with open(log, "w", encoding="utf-8") as fh:
+        with open(log, "a" if "--resume" in cmd else "w", encoding="utf-8") as fh:  # a
+            # resumed stage's log goes on after the stopped part
             proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
                                     env=env)
             with self.lock:
@@ -390,6 +386,9 @@ class Runner:
             BertkitError: another bench run's folder, changed settings, failed stages (exit 1),
                 or a stop (exit 130: rerun with ``--resume`` to continue).
         """
+        bad = check_suite_settings(self.suite)  # either budget: a lite typo fails full too
+        if bad:
+            raise bad[0]
         new = manifest(self.suite, self.encoders, self.budget, self.protocol)
         check_manifest(self.out, new)
         grid = self.grid_stages()

@@ -49,3 +49,51 @@ def finetune_settings(task: str, recipe_file: Path) -> tuple[dict[str, Any], dic
     cfg.validate()
     settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NOT_COMPARED}
     return settings, {k: v for k, v in sources.items() if k not in NOT_COMPARED}
+
+
+def suite_stage_settings(suite, task, layer: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """:func:`finetune_settings` of a suite task's settings ``layer`` (the suite's defaults,
+    recipe or lite caps, data set, encoder, seed), checked in a temporary recipe so that nothing
+    is written before the check passes.
+
+    Raises:
+        BertkitError: an unknown setting or a bad value, naming the suite file and the task's
+            line (not the temporary recipe).
+    """
+    import tempfile
+
+    from bertkit.errors import BertkitError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        recipe = Path(tmp) / "recipe.yaml"
+        recipe.write_text(recipe_text(task.task, layer), encoding="utf-8")
+        try:
+            return finetune_settings(task.task, recipe)
+        except BertkitError as e:
+            where = str(recipe)
+            raise BertkitError(
+                f"task {task.name} (its defaults, recipe or lite settings): "
+                + e.message.replace(f" in {where}", "").replace(where, "the recipe"),
+                file=suite.path, line=task.line, expected=e.expected) from None
+
+
+def check_suite_settings(suite) -> list:
+    """The suite's tasks whose settings ``bertkit bench run`` would refuse, under either budget
+    (one :class:`~bertkit.errors.BertkitError` each, with the file and line); tasks whose kind
+    or data set is not registered are left to :func:`bertkit.bench.suite.check_suite`."""
+    from bertkit.bench.suite import check_suite, task_settings
+    from bertkit.errors import BertkitError
+
+    skip = {e.line for e in check_suite(suite)}
+    problems = []
+    for t in suite.tasks:
+        if t.line in skip:
+            continue
+        for budget in ("full", "lite"):
+            try:
+                suite_stage_settings(suite, t, {**task_settings(suite, t, budget),
+                                                "data": t.data, "seed": suite.seeds[0]})
+            except BertkitError as e:
+                problems.append(e)
+                break
+    return problems

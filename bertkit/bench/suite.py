@@ -211,7 +211,19 @@ def parse_suite(path: str | Path) -> Suite:
     if not (isinstance(seeds, list) and seeds and all(isinstance(s, int) for s in seeds)):
         raise BertkitError("'seeds' must be a list of integers or a count", file=path,
                            line=m.lines.get("seeds"), expected="e.g. [1, 2, 3] or 5")
+    if len(set(seeds)) != len(seeds):
+        raise BertkitError(f"'seeds' repeats a seed: {seeds} (two runs with one seed would "
+                           "count one result twice)", file=path, line=m.lines.get("seeds"),
+                           expected="distinct seeds, e.g. [1, 2, 3]")
     grid = _settings(m.get("grid"), path, m.lines.get("grid", 1), "grid")
+    if len(grid) > 1:
+        raise BertkitError(f"'grid' names {len(grid)} settings; dev-grid searches one",
+                           file=path, line=m.lines.get("grid"), expected="e.g. {lr: [1e-4, 3e-4]}")
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values or len(set(map(str, values))) != len(values):
+            raise BertkitError(f"grid {key}: {values!r} is not a list of distinct values",
+                               file=path, line=m.lines.get("grid"),
+                               expected="e.g. {lr: [1e-4, 3e-4]}")
     if protocol == "dev-grid" and not grid:
         raise BertkitError("protocol dev-grid needs a 'grid' (e.g. {lr: [1e-4, 3e-4, 1e-3]})",
                            file=path, line=m.lines["protocol"])

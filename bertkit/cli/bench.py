@@ -90,6 +90,7 @@ def list_cli(
     from rich.table import Table
 
     from bertkit.bench.metrics import METRICS
+    from bertkit.bench.settings import check_suite_settings
     from bertkit.bench.suite import check_suite, find_suite, parse_suite, suite_files
 
     console = make_console()
@@ -99,7 +100,7 @@ def list_cli(
             table.add_column(col)
         for name, path in suite_files().items():
             s = parse_suite(path)
-            problems = check_suite(s)
+            problems = check_suite(s) + check_suite_settings(s)
             note = f" [{len(problems)} task(s) not runnable yet]" if problems else ""
             table.add_row(name, str(len(s.tasks)), s.description + note)
         console.print(table)
@@ -121,3 +122,8 @@ def list_cli(
                       highlight=False)
     for problem in check_suite(s):
         console.print(f"not runnable yet: {problem}", highlight=False, markup=False)
+    bad = check_suite_settings(s)
+    for problem in bad:
+        console.print(f"error: {problem}", highlight=False, markup=False)
+    if bad:
+        raise typer.Exit(1)

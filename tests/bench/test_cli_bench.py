@@ -73,3 +73,18 @@ def test_a_non_empty_folder_that_is_no_bench_run_is_refused(tmp_path):
     res = invoke("bench", "run", suite, "-e", "a=minilm", "-o", out)
     assert res.exit_code == 1 and "not empty and holds no bench run" in _flat(res)
     assert (out / "mine.txt").read_text() == "keep me" and len(list(out.iterdir())) == 1
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ("family: ner}", "family: ner, recipe: {epochz: 2}}", "unknown option 'epochz'"),
+    ("family: ner}", "family: ner, lite: {max_train_sample: 2}}", "unknown option "
+                                                                  "'max_train_sample'"),
+])
+def test_list_refuses_the_settings_that_run_refuses(tmp_path, old, new, words):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.replace(old, new), encoding="utf-8")
+    listed = invoke("bench", "list", suite)
+    ran = invoke("bench", "run", suite, "-e", "a=minilm", "-o", tmp_path / "out")
+    assert listed.exit_code == ran.exit_code == 1, listed.output
+    for res in (listed, ran):
+        assert f"{suite}:4: task ner-a" in _flat(res) and words in _flat(res)

@@ -70,6 +70,18 @@ def test_export_keeps_provenance_and_bench_reads_it(source, tmp_path):
     assert encoder.corpora and encoder.corpora[0].endswith("corpus/train.txt")
 
 
+def test_initial_weights_are_released_without_a_corpus(source, tmp_path):
+    """Helper trial: R (initial weights of a pretraining run, 0 tokens) carried the run's corpus
+    and was listed in the contamination table: it saw no text."""
+    out = export_encoder(source, tmp_path / "R", "R", provenance={"pretraining_tokens": 0})
+    record = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
+    assert record["corpora"] == [] and record["lineage"][0]["corpus"] == []
+    meta = json.loads((out / "bertkit.json").read_text(encoding="utf-8"))
+    assert meta["corpus"] == "" and meta["steps"] == 0
+    assert resolve("R", str(out)).corpora == ()
+    assert "none: initial weights, never pretrained" in (out / "README.md").read_text()
+
+
 def test_export_refuses_and_verify_catches_tampering(source, tmp_path):
     out = export_encoder(source, tmp_path / "S", "S")
     with pytest.raises(BertkitError, match="exists"):

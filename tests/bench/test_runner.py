@@ -79,6 +79,9 @@ def test_a_rerun_with_other_settings_is_refused_and_nothing_is_lost(tmp_path, ti
         Runner(changed, encoders, out).run()
     with pytest.raises(BertkitError, match="budget: 'full' -> 'lite'"):
         Runner(_suite(tmp_path), encoders, out, budget="lite").run()
+    other = _suite(tmp_path, SUITE.replace("name: t", "name: other"))
+    with pytest.raises(BertkitError, match="suite: 't' -> 'other'"):
+        Runner(other, encoders, out).run()
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert len(_calls(fake)) == 2
 
@@ -178,6 +181,10 @@ references:""")
     assert sorted(p.name for p in (out / "stages/a").iterdir()) == ["ner-b"]
     manifest = json.loads((out / "bench.json").read_text())
     assert [t["name"] for t in manifest["suite"]["tasks"]] == ["ner-a", "ner-b"]
+    part = build(out)
+    assert part["encoders"]["a"]["tasks_without_results"] == ["ner-a"]
+    assert "| ner-a |" in markdown(part) and "its family and the suite score are partial" \
+        in markdown(part)
     assert Runner(suite, encoders, out).run() == {"finished": 2, "kept": 2, "failed": 0}
     with pytest.raises(BertkitError, match="has no task 'ner-c'"):
         suite.only(["ner-c"])

@@ -58,6 +58,9 @@ def test_a_suite_parses_with_its_lines(tmp_path):
     ("scores: {bc5cdr: 90.0}", "scores: {bc2gm: 90.0}", 13, "unknown task 'bc2gm'"),
     ("name: cite, ", "name: bc5cdr, ", 9, "two tasks named 'bc5cdr'"),
     ("seeds: 2", "seeds: 2\nseeds: 3", 4, "'seeds' appears twice"),
+    ("seeds: 2", "seeds: [1, 1]", 3, "'seeds' repeats a seed: [1, 1]"),
+    ("{lr: [1.0e-4, 1.0e-3]}", "{lr: [1.0e-4, 1.0e-4]}", 4, "is not a list of distinct values"),
+    ("{lr: [1.0e-4, 1.0e-3]}", "{lr: [1.0e-4], epochs: [1, 2]}", 4, "dev-grid searches one"),
 ])
 def test_a_bad_suite_is_refused_with_file_and_line(tmp_path, old, new, line, words):
     path = _write(tmp_path, GOOD.replace(old, new))
@@ -107,3 +110,16 @@ def test_blurb_lite_names_the_families_it_lacks_data_for():
     assert {t.family for t in suite.tasks} == {"ner", "pico", "re", "similarity", "doc-cls", "qa"}
     pubmedbert = suite.references[0]
     assert pubmedbert.model == "PubMedBERT" and pubmedbert.suite_score == 81.16
+
+
+def test_the_guide_names_every_metric_and_family():
+    """Helper trial: the guide's lists had fallen behind the code (coref, conll_f1, squad_f1)."""
+    from pathlib import Path
+
+    from bertkit.bench.metrics import METRICS
+    from bertkit.bench.suite import FAMILIES
+
+    guide = (Path(__file__).parents[2] / "docs" / "guide.md").read_text(encoding="utf-8")
+    section = guide[guide.index("A suite is a YAML file"):][:2500]
+    assert [m for m in METRICS if f"`{m}`" not in section] == []
+    assert [f for f in FAMILIES if f"`{f}`" not in section] == []

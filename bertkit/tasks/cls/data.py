@@ -305,16 +305,20 @@ def _unique_fields(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
-def _expected(path: Path, cols: Columns, labelled: bool) -> str:
-    """What a record of ``path`` should be, in the words of its format."""
+def _expected(path: Path, cols: Columns, labelled: bool, pairs: bool = False) -> str:
+    """What a record of ``path`` should be, in the words of its format (``pairs``: a file of
+    sentence pairs, whose records need the pair text too)."""
     label = ("a list of labels" if cols.multi_label else "a string label")
     if _is_table(path):
         kind = path.suffix.lower()[1:].upper()
         return (f"a {kind} row with as many fields as the header row, the text in column "
                 f'"{cols.text}" (--text-column)'
+                + (f', the pair text in column "{cols.pair}" (--text-pair-column)' if pairs
+                   else "")
                 + (f' and the label in column "{cols.label}" (--label-column)' if labelled
                    else ""))
     return (f'one JSON object a line with "{cols.text}" (a non-empty string)'
+            + (f', "{cols.pair}" (the pair text, a non-empty string)' if pairs else "")
             + (f' and "{cols.label}" ({label})' if labelled else ""))
 
 
@@ -345,7 +349,7 @@ def read_examples(path: str | Path, cols: Columns = Columns(), labelled: bool = 
                            and isinstance(rec.get(cols.label), list)), None)
     pair_line = next((n for n, rec in records if isinstance(rec, dict)  # a sentence-pair file
                       and isinstance(rec.get(cols.pair), str) and visible(rec[cols.pair])), None)
-    expected = _expected(path, cols, labelled)
+    expected = _expected(path, cols, labelled, pair_line is not None)
     out, bad, notes, respelled = [], [], [], set()
     for number, rec in records:
         try:

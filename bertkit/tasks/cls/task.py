@@ -21,7 +21,7 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.cls import best_thresholds, warn_collapse
 from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
-from bertkit.tasks.cls.card import CARD, HOC_SCORING, SCORING  # noqa: F401 (re-exported)
+from bertkit.tasks.cls.card import CARD, HOC_SCORING, SCORING, card_example  # noqa: F401
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
                                     delimited_labels, label_set, labels_missing_from,
@@ -171,6 +171,9 @@ class CLSTask:
         def test(m, console: Console | None = None) -> ScoredSplit:
             items["test"] = enc(test_x)
             shortened["test"] = len({x.example for x in items["test"] if x.shortened})
+            if console is not None:  # the summary line counted train and dev
+                console.print(f"test: {shortened['test']} of {len(test_x)} texts over "
+                              f"{cfg.max_length} pieces, {how}", highlight=False)
             t = thresholds_of(m)
             metrics, pred, probs = scored(m, "test", test_x,
                                           np.asarray(t) if t is not None else None)
@@ -198,7 +201,8 @@ class CLSTask:
                        results={
             "labels": labels, "multi_label": cfg.multi_label, "long_text": cfg.long_text,
             "class_weights": cfg.class_weights, "shortened_texts": shortened,
-            "metric": cfg.metric, "scoring": SCORING + (HOC_SCORING if cfg.multi_label else "")})
+            "metric": cfg.metric, "scoring": SCORING + (HOC_SCORING if cfg.multi_label else ""),
+            "example": card_example(data.full_train)})
 
     def report(self, results: dict, title: str):
         """Per-label and averaged scores (:func:`bertkit.reports.label_scores_table`)."""

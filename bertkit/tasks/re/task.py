@@ -164,7 +164,9 @@ class RETask:
         summary = (f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} pairs (train/dev/test); "
                    f"{len(labels)} labels, negative label {negative!r}; pooling {cfg.pooling}; "
                    f"class weights {cfg.class_weights}; "
-                   f"{len(markers.tokens())} markers; cut around the entities: {truncated}; "
+                   f"{len(markers.tokens())} markers; over {cfg.max_length} pieces, cut around the "
+                   f"entities: {truncated['train']} train, {truncated['dev']} dev, "
+                   f"{truncated['test']} test; "
                    f"model {model_name}; device {runtime.device}, {runtime.precision}")
         batches = PairBatches(enc["train"], cfg.batch_size, cfg.seed, tokenizer.pad_token_id)
         dev_gold = [ex.label for ex in dev_x]
