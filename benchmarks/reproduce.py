@@ -272,7 +272,7 @@ def question_rows(bench: Path, questions=QUESTIONS) -> list[str]:
             if not ra or not rb:
                 rows.append(f"| {text} | {task} | - | not measured yet |")
                 continue
-            c = compare(ra, rb)
+            c = compare(ra, rb, bench)
             flag = " (BC2GM: test text in the scientific corpus, outside the verdicts)" \
                 if task == "bc2gm" else ""
             rows.append(f"| {text} | {task} | {c['delta']:+.2f} | {c['verdict']}{flag} |")
