@@ -29,7 +29,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -149,9 +148,10 @@ def save_items(path: Path, items) -> None:
     import numpy as np
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as fh:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one stage writes it; umask modes
+    with open(tmp, "wb") as fh:
         np.savez_compressed(fh, items=np.asarray(items))
-    os.replace(fh.name, path)
+    os.replace(tmp, path)
 
 
 def usable_cores() -> int:
