@@ -44,8 +44,8 @@ def collect(out: Path) -> tuple[dict, dict[str, dict[str, list[dict]]]]:
 
 
 def _run_dir(record: dict, out: Path) -> Path:
-    """A stage's run folder: stored relative to the results folder (absolute in results of
-    bertkit before 0.30, then looked up under ``out/runs`` when the stored path is gone)."""
+    """A stage's run folder: stored relative to the results folder (absolute in older results:
+    then looked up under ``out/runs`` when the stored path is gone)."""
     run = Path(record["run"])
     if not run.is_absolute():
         return Path(out) / run
@@ -79,9 +79,10 @@ def _item_stats(record: dict, out: Path):
     return item_statistics(spec, run, results)
 
 
-def compare(a: list[dict], b: list[dict], out: Path) -> dict:
+def compare(a: list[dict], b: list[dict], folder: Path) -> dict:
     """An encoder's seed records against the baseline's on one task: the difference of means,
-    almost stochastic order, the paired bootstrap over test items, the verdict.
+    almost stochastic order, the paired bootstrap over test items, the verdict. ``folder``: the
+    results folder (the stages' item statistics, or their runs' predictions).
 
     Where the metric has a bootstrap but a seed's test predictions are gone (a results folder
     moved without its ``runs/`` from before the statistics were kept with the stages), the
@@ -89,27 +90,27 @@ def compare(a: list[dict], b: list[dict], out: Path) -> dict:
     than silently differing from the full test's.
     """
     sa, sb = stats.summary([r["score"] for r in a]), stats.summary([r["score"] for r in b])
-    out_ = {"delta": sa["mean"] - sb["mean"], "eps_min": None, "bootstrap": None}
+    res = {"delta": sa["mean"] - sb["mean"], "eps_min": None, "bootstrap": None}
     if len(a) >= 2 and len(b) >= 2:
         hi, lo = (a, b) if sa["mean"] >= sb["mean"] else (b, a)
-        out_["eps_min"] = stats.aso([r["score"] for r in hi], [r["score"] for r in lo])
+        res["eps_min"] = stats.aso([r["score"] for r in hi], [r["score"] for r in lo])
     spec = METRICS[a[0]["metric"]]
-    ia, ib = [_item_stats(r, out) for r in a], [_item_stats(r, out) for r in b]
+    ia, ib = [_item_stats(r, folder) for r in a], [_item_stats(r, folder) for r in b]
     missing = [f"{r['encoder']} seed {r['seed']}" for r, x in zip(a + b, ia + ib) if x is None]
     if spec.score is not None and spec.stats is not None and not missing:
         try:
             boot = stats.paired_bootstrap(ia, ib, spec.score)
             scale = task_scale(a[0]["task_kind"], spec.key)  # in points, as the rest
-            out_["bootstrap"] = {k: (v * scale if k != "p" else v) for k, v in boot.items()}
+            res["bootstrap"] = {k: (v * scale if k != "p" else v) for k, v in boot.items()}
         except ValueError as exc:
-            out_["bootstrap_note"] = str(exc)
+            res["bootstrap_note"] = str(exc)
     elif spec.stats is not None:
-        out_["bootstrap_note"] = "test predictions missing for " + ", ".join(missing)
-    p = out_["bootstrap"]["p"] if out_["bootstrap"] else None
-    out_["verdict"] = stats.verdict(sa, sb, out_["eps_min"], p)
-    if spec.stats is not None and out_["bootstrap"] is None:
-        out_["verdict"] += " (no bootstrap)"
-    return out_
+        res["bootstrap_note"] = "test predictions missing for " + ", ".join(missing)
+    p = res["bootstrap"]["p"] if res["bootstrap"] else None
+    res["verdict"] = stats.verdict(sa, sb, res["eps_min"], p)
+    if spec.stats is not None and res["bootstrap"] is None:
+        res["verdict"] += " (no bootstrap)"
+    return res
 
 
 def build(out: Path, baseline: str | None = None) -> dict:
