@@ -125,7 +125,11 @@ def build(out: Path, baseline: str | None = None) -> dict:
     suite = manifest["suite"]
     tasks = {t["name"]: t for t in suite["tasks"]}
     families = {name: t["family"] for name, t in tasks.items()}
-    encoders = list(manifest["encoders"])
+    listed = manifest["encoders"]
+    # stage folders of encoders bench.json does not list (stages copied in from another run):
+    # reported from their stage records, and said so
+    unlisted = [e for e in found if e not in listed and any(found[e].values())]
+    encoders = list(listed) + unlisted
     if baseline is not None and baseline not in encoders:
         raise BertkitError(f"no encoder {baseline!r} in this bench run",
                            expected="one of " + ", ".join(encoders))
@@ -134,7 +138,7 @@ def build(out: Path, baseline: str | None = None) -> dict:
               "protocol": manifest["protocol"], "note": manifest.get("note", ""),
               "baseline": baseline, "encoders": {}, "missing": suite.get("missing", []),
               "references": suite.get("references", []), "comparisons": {},
-              "contamination": {}}
+              "contamination": {}, "unlisted": unlisted, "no_corpora": []}
     for enc in encoders:
         per_task = {}
         for name in tasks:
@@ -153,11 +157,15 @@ def build(out: Path, baseline: str | None = None) -> dict:
         fam = stats.family_means(means, families)
         wanted = {t["family"] for t in suite["tasks"]} | {m["family"] for m in suite.get("missing", [])}
         report["encoders"][enc] = {
-            "model": manifest["encoders"][enc]["model"], "tasks": per_task, "families": fam,
+            "model": (listed[enc]["model"] if enc in listed else
+                      next(r for rs in found[enc].values() for r in rs).get("model", "?")),
+            "tasks": per_task, "families": fam,
             "suite_score": stats.suite_score(means, families) if means else None,
             "families_missing": sorted(wanted - set(fam)),
             "tasks_without_results": [t for t in tasks if t not in per_task]}
-        corpora = tuple(manifest["encoders"][enc].get("corpora") or ())
+        corpora = tuple(listed.get(enc, {}).get("corpora") or ())
+        if enc in listed and not corpora:
+            report["no_corpora"].append(enc)
         if corpora:
             report["contamination"][enc] = {
                 name: contamination.count(f, corpora) for name, t in tasks.items()
@@ -240,6 +248,10 @@ def markdown(r: dict) -> str:
                      f"higher side over the other, < {stats.ASO_THRESHOLD} supports it; bootstrap: "
                      f"{stats.BOOTSTRAP_SAMPLES} paired resamples of test items (seed means); "
                      "'none': the difference is inside the seed spread or not supported.")
+    if r.get("unlisted"):
+        lines += ["", f"Stage results of encoders not listed in this folder's bench.json "
+                  f"(copied in from another run) are reported from their stage files, without "
+                  f"a contamination check: {', '.join(r['unlisted'])}."]
     own = [(enc, t, c["dataset_defaults"]) for enc, e in r["encoders"].items()
              for t, c in e["tasks"].items() if c.get("dataset_defaults")]
     if own:
@@ -256,6 +268,10 @@ def markdown(r: dict) -> str:
             for t, c in tasks.items():
                 flag = "**contaminated**" if c["found"] and c["found"] >= 0.01 * c["of"] else ""
                 lines.append(f"| {enc} | {t} | {c['found']} | {c['of']} | {flag} |")
+    if r.get("no_corpora"):
+        lines += ["", "No pretraining corpus recorded (initial weights, or an encoder bertkit "
+                  "did not pretrain), so no contamination to count: " +
+                  ", ".join(r["no_corpora"]) + "."]
     return "\n".join(lines) + "\n"
 
 

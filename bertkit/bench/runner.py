@@ -102,6 +102,13 @@ def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
     return out
 
 
+def _portable(settings: dict) -> dict:
+    """A stage's settings without the encoder's path: the encoder is the same one where its
+    fingerprint is (a results folder continued from another checkout or machine names it by
+    another path)."""
+    return {k: v for k, v in settings.items() if k != "model"}
+
+
 def check_manifest(out: Path, new: dict) -> None:
     """Refuse a results folder that holds another bench run's suite (by name), budget, protocol
     or an encoder name with other weights (new encoders, seeds and tasks may be added).
@@ -246,7 +253,7 @@ class Runner:
                 write_text(recipe, text)
             return False, settings, sources
         done = json.loads(result.read_text(encoding="utf-8"))
-        diffs = _differences(done.get("settings", {}), settings)
+        diffs = _differences(_portable(done.get("settings", {})), _portable(settings))
         if done.get("fingerprint") != stage.encoder.fingerprint:
             diffs.insert(0, f"encoder {stage.encoder.name}: other weights")
         if diffs:
@@ -287,12 +294,13 @@ class Runner:
                 self.running.pop(stage.label(), None)
         if code != 0:
             raise BertkitError(f"stage {stage.label()} {'stopped' if code in (130, 143) else 'failed'}"
-                               f" (exit {code})", file=log, expected="see the log")
+                               f" (exit {code})", file=log,
+                               expected="a finished run (its log says why not)")
         try:
             results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise BertkitError(f"stage {stage.label()}: no readable results.json ({exc})",
-                               file=log, expected="see the log") from None
+                               file=log, expected="a finished run (its log says why not)") from None
         spec = METRICS[stage.task.metric]
         scale = task_scale(stage.task.task, spec.key)
         test, dev = results.get("test") or {}, results.get("dev") or {}
@@ -349,7 +357,8 @@ class Runner:
         if not path.is_file():
             return False
         done = json.loads(path.read_text(encoding="utf-8"))
-        if done.get("settings") != settings or done.get("fingerprint") != stage.encoder.fingerprint:
+        if _portable(done.get("settings", {})) != _portable(settings) \
+                or done.get("fingerprint") != stage.encoder.fingerprint:
             return False
         write_json(stage.where(self.out)[0],
                    {**done, "stage": stage.label(), "kind": "seed", "reused": grid.label()})

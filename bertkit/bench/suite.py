@@ -181,12 +181,25 @@ def _choice(value: Any, choices, path: Path, line: int, what: str) -> str:
     return value
 
 
+BENCH_SETS = {"data": "the task's 'data'", "model": "--encoder", "seed": "the suite's 'seeds'",
+              "seeds": "the suite's 'seeds'", "output_dir": "bench (runs/ENC/TASK/seed-N)",
+              "overwrite": "bench", "resume": "bench run --resume"}
+"""Finetune settings a suite may not set in defaults, recipes, lite caps or the grid: bench sets
+them for each stage (and would otherwise replace them silently, or train other seeds)."""
+
+
 def _settings(m: Any, path: Path, line: int, what: str) -> dict[str, Any]:
     if m is None:
         return {}
     if not isinstance(m, dict):
         raise BertkitError(f"'{what}' must be a mapping of finetune settings", file=path, line=line)
-    return {str(k).replace("-", "_"): v for k, v in m.items()}
+    out = {str(k).replace("-", "_"): v for k, v in m.items()}
+    for key in out:
+        if key in BENCH_SETS:
+            raise BertkitError(f"'{what}' sets {key!r}, which bench sets for each stage from "
+                               f"{BENCH_SETS[key]}", file=path, line=line,
+                               expected="finetune settings other than " + ", ".join(BENCH_SETS))
+    return out
 
 
 def parse_suite(path: str | Path) -> Suite:

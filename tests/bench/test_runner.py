@@ -86,6 +86,19 @@ def test_a_rerun_with_other_settings_is_refused_and_nothing_is_lost(tmp_path, ti
     assert len(_calls(fake)) == 2
 
 
+def test_the_same_encoder_at_another_path_keeps_the_finished_stages(tmp_path, tiny_encoder,
+                                                                    fake):
+    """Helper trial: a results folder continued from another checkout was refused (the stage
+    compared the encoder's absolute path); the encoder is its fingerprint."""
+    import shutil
+
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out).run()
+    elsewhere = shutil.copytree(tiny_encoder, tmp_path / "checkout2" / "a")
+    assert Runner(_suite(tmp_path), resolve_all([f"a={elsewhere}"]), out).run() == {
+        "finished": 0, "kept": 2, "failed": 0}
+
+
 @pytest.mark.parametrize("old, new, words", [
     ("max_train_samples: 8}", "max_train_samples: 8, epochz: 1}", "unknown option 'epochz'"),
     ("lr: 1.0e-4}", "lr: fast}", "option 'lr' has the value 'fast'"),
@@ -229,6 +242,13 @@ def test_a_moved_results_folder_keeps_its_bootstrap_and_a_missing_one_is_said(
     assert c["bootstrap"] is None and c["verdict"] == "none (no bootstrap)"
     assert c["bootstrap_note"] == "test predictions missing for b seed 1, b seed 2"
     assert "No bootstrap on ner-a: test predictions missing for b seed 1, b seed 2." in markdown(r)
+    assert "no contamination to count: a, b." in markdown(r)  # neither names a corpus
+    manifest = json.loads((moved / "bench.json").read_text())
+    del manifest["encoders"]["b"]  # b's stages copied in from another run
+    (moved / "bench.json").write_text(json.dumps(manifest))
+    r = build(moved, baseline="a")
+    assert r["unlisted"] == ["b"] and r["encoders"]["b"]["tasks"]["ner-a"]["n"] == 2
+    assert "without a contamination check: b." in markdown(r)
 
 
 @pytest.mark.slow

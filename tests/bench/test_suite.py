@@ -59,6 +59,9 @@ def test_a_suite_parses_with_its_lines(tmp_path):
     ("name: cite, ", "name: bc5cdr, ", 9, "two tasks named 'bc5cdr'"),
     ("seeds: 2", "seeds: 2\nseeds: 3", 4, "'seeds' appears twice"),
     ("seeds: 2", "seeds: [1, 1]", 3, "'seeds' repeats a seed: [1, 1]"),
+    ("defaults: {epochs: 1}", "defaults: {epochs: 1, seeds: [5, 6]}", 5,
+     "'defaults' sets 'seeds', which bench sets for each stage"),
+    ("family: cls}", "family: cls, recipe: {model: minilm}}", 9, "'recipe' sets 'model'"),
     ("{lr: [1.0e-4, 1.0e-3]}", "{lr: [1.0e-4, 1.0e-4]}", 4, "is not a list of distinct values"),
     ("{lr: [1.0e-4, 1.0e-3]}", "{lr: [1.0e-4], epochs: [1, 2]}", 4, "dev-grid searches one"),
 ])
