@@ -255,6 +255,9 @@ def model_card(task: str, results: dict, spec: CardSpec, cfg: Any = None,
     :func:`card_metadata` for the arguments. ``cfg`` (the run's config dataclass) gives the command
     and the settings listed."""
     meta = card_metadata(task, results, spec, remote_code)
+    capped = getattr(cfg, "max_eval_samples", None)
+    if capped:  # scores on a slice of dev/test are no claim for the Hub's model-index
+        meta.pop("model-index", None)
     data = results.get("data", results.get("corpus"))
     lines = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
              f"# {meta.get('model-index', [{}])[0].get('name', f'bertkit-{task}')}", "",
@@ -270,6 +273,10 @@ def model_card(task: str, results: dict, spec: CardSpec, cfg: Any = None,
         lines += ["", "## Results", ""]
         if selected:
             lines += [f"The best epoch was chosen on dev by `{selected}`.", ""]
+        if capped:
+            lines += [f"**Scored on the first {capped} examples of dev and of test only** "
+                      f"(`--max-eval-samples {capped}`): not comparable with full-set scores, "
+                      "and left out of the card's `model-index`.", ""]
         lines += ["| split | " + " | ".join(m.name for m in shown) + " |",
                   "|---" * (len(shown) + 1) + "|"]
         for split, vals in rows:

@@ -51,6 +51,27 @@ def test_card_says_non_commercial_for_ddi_only():
     assert "non-commercial" not in _card("chemprot")
 
 
+def test_a_card_of_a_capped_evaluation_says_so_and_claims_no_model_index():
+    """Helper trial: a run scored on 20 test items published test accuracy 1.0 in its card's
+    model-index, as if it were the set's score."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Cfg:
+        data: str = "ddi"
+        max_eval_samples: int | None = 20
+
+    spec = CardSpec("finetune re", "text-classification", "Relation extraction",
+                    "AutoModelForSequenceClassification",
+                    (Metric("micro_f1", "f1", "micro-F1", "micro-F1"),), "clf()")
+    results = {"data": "ddi", "model": "m", "test": {"micro_f1": 1.0}}
+    capped = model_card("re", results, spec, Cfg())
+    assert "model-index" not in capped.split("---")[1]
+    assert "Scored on the first 20 examples of dev and of test only" in capped
+    full = model_card("re", results, spec, Cfg(max_eval_samples=None))
+    assert "model-index" in full.split("---")[1] and "Scored on the first" not in full
+
+
 def _pretrained(tmp_path, corpus, name="enc", base=None, in_results=False):
     model = tmp_path / name / "model"
     model.mkdir(parents=True)
