@@ -270,12 +270,19 @@ def question_rows(bench: Path, questions=QUESTIONS) -> list[str]:
         for task in tasks:
             ra, rb = found.get(a, {}).get(task), found.get(b, {}).get(task)
             if not ra or not rb:
-                rows.append(f"| {text} | {task} | - | not measured yet |")
+                rows.append(f"| {text} | {task} | - | - | - | - | - | not measured yet |")
                 continue
+            from bertkit.bench.stats import summary
+
             c = compare(ra, rb, bench)
             flag = " (BC2GM: test text in the scientific corpus, outside the verdicts)" \
                 if task == "bc2gm" else ""
-            rows.append(f"| {text} | {task} | {c['delta']:+.2f} | {c['verdict']}{flag} |")
+            sa, sb = (summary([r["score"] for r in x]) for x in (ra, rb))
+            boot = c["bootstrap"]
+            rows.append(f"| {text} | {task} | {_cell(sa)} | {_cell(sb)} | {c['delta']:+.2f} | "
+                        + ("-" if c["eps_min"] is None else f"{c['eps_min']:.2f}") + " | "
+                        + (f"{boot['low']:+.2f} .. {boot['high']:+.2f}" if boot else "-")
+                        + f" | {c['verdict']}{flag} |")
     return rows
 
 
@@ -305,12 +312,13 @@ def merge(bench: Path, devgrid: Path | None = None, out: Path | None = None) -> 
         lines += ["", "Test examples found verbatim in each encoder's pretraining corpora: " +
                   "; ".join(f"{enc}: " + ", ".join(f"{t} {c}" for t, c in counts.items())
                             for enc, counts in report["contamination"].items())]
-    lines += ["", "## Questions", "", "| question | task | difference | verdict |",
-              "|---|---|---|---|", *question_rows(bench)]
+    head = ["| question | task | first | second | difference | ASO eps_min | bootstrap 95% | "
+            "verdict |", "|---|---|---|---|---|---|---|---|"]
+    lines += ["", "## Questions", "", "First: the question's first encoder (mean ± sd over "
+              "seeds), second: the one it is compared with.", "", *head, *question_rows(bench)]
     if devgrid is not None and (devgrid / "bench.json").is_file():
         lines += ["", "## 3. Under dev-grid (each encoder its own dev-chosen rate)", "",
-                  "| question | task | difference | verdict |", "|---|---|---|---|",
-                  *question_rows(devgrid, [("3. S vs G under dev-grid", "S", "G",
+                  *head, *question_rows(devgrid, [("3. S vs G under dev-grid", "S", "G",
                                             ("chemprot",))])]
     text = "\n".join(lines) + "\n"
     from bertkit.io import write_text

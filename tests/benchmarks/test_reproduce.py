@@ -127,13 +127,17 @@ def test_merge_reads_the_bench_folder(rp, tmp_path, monkeypatch):
     text = rp.merge(bench)
     assert (bench / "reproduce.md").read_text() == text
     assert "| S | - | 71.00 ± 1.00 | - |" in text  # bc5cdr not run, bc5-chem run
-    assert "| 1. SciBERT beyond BC5CDR: S vs G | bc5-chem | +10.00 |" in text
-    assert "| 1. SciBERT beyond BC5CDR: S vs G | jnlpba | - | not measured yet |" in text
-    assert "| 1. DAPT on DDI and HoC: G+D vs G+G | ddi | - | not measured yet |" in text
+    assert "| 1. SciBERT beyond BC5CDR: S vs G | bc5-chem | 71.00 ± 1.00 | 61.00 ± 1.00 | " \
+        "+10.00 | 0.00 |" in text
+    assert "| 1. SciBERT beyond BC5CDR: S vs G | jnlpba | - | - | - | - | - | not measured yet |" \
+        in text
+    assert "| 1. DAPT on DDI and HoC: G+D vs G+G | ddi | - | - | - | - | - | not measured yet |" \
+        in text
     devgrid = tmp_path / "grid"
     _fake_bench(devgrid, {"G": {"chemprot": [50.0, 51.0, 52.0]},
                           "S": {"chemprot": [45.0, 46.0, 47.0]}}, "dev-grid")
-    assert "| 3. S vs G under dev-grid | chemprot | -5.00 |" in rp.merge(bench, devgrid)
+    assert "| 3. S vs G under dev-grid | chemprot | 46.00 ± 1.00 | 51.00 ± 1.00 | -5.00 |" \
+        in rp.merge(bench, devgrid)
 
 
 def test_run_stage_stops_at_the_time_limit_and_records_it(rp, tmp_path):
