@@ -113,7 +113,7 @@ for _name, _hub, _desc in [
 # hoc_f1). PubMedQA: ``text`` the question, ``text_pair`` the contexts, yes/no/maybe.
 register(DatasetEntry("cls", "hoc", "", "Hallmarks of Cancer: abstracts -> 10 hallmarks, "
                                         "multi-label (Baker et al., 2016); split by PMID (ours)",
-                      license="gpl-3.0", metric="hoc_f1"))
+                      recipe="hoc-cls-minilm", license="gpl-3.0", metric="hoc_f1"))
 register(DatasetEntry("cls", "pubmedqa", "", "PubMedQA PQA-L: question + abstract -> yes/no/maybe "
                                              "(Jin et al., 2019), BLURB's setting",
                       recipe="pubmedqa-cls-minilm", license="mit", metric="accuracy"))
