@@ -247,6 +247,8 @@ def export(enc: str, work: Path, out_dir: Path = ENCODERS_DIR) -> Path:
 QUESTIONS = [  # (question, encoder, against, tasks)
     ("1. SciBERT beyond BC5CDR: S vs G", "S", "G", ("bc5-chem", "bc5-disease", "jnlpba")),
     ("1. DAPT on DDI and HoC: G+D vs G+G", "G+D", "G+G", ("ddi", "hoc")),
+    ("1. DAPT on the other tasks: G+D vs G+G", "G+D", "G+G",
+     ("bc5cdr", "bc5-chem", "bc5-disease", "jnlpba", "chemprot", "scicite")),
     ("2. From scratch vs continued, same domain tokens: S vs G+D37 (G's vocabulary)", "S",
      "G+D37", tuple(SUITE_TASKS)),
     ("2. S vs G+D37sv (G extended with S's pieces)", "S", "G+D37sv", tuple(SUITE_TASKS)),

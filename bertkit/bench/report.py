@@ -108,6 +108,8 @@ def compare(a: list[dict], b: list[dict], folder: Path) -> dict:
         res["bootstrap_note"] = "test predictions missing for " + ", ".join(missing)
     p = res["bootstrap"]["p"] if res["bootstrap"] else None
     res["verdict"] = stats.verdict(sa, sb, res["eps_min"], p)
+    if min(len(a), len(b)) < 2:  # one seed has no spread to be outside of
+        res["verdict"] = "none (fewer than 2 seeds)"
     if spec.stats is not None and res["bootstrap"] is None:
         res["verdict"] += " (no bootstrap)"
     return res
