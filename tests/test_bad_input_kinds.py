@@ -275,6 +275,7 @@ STREAMING = ("predict ner", "predict cls", "predict re")  # predict through bert
 MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/bench/encoders.py": ("bench run",),
     "bertkit/bench/runner.py": ("bench run",),
+    "bertkit/bench/suite.py": ("bench run",),  # the options a suite may not set
     "bertkit/cli/predict.py": STREAMING,
     "bertkit/streaming/driver.py": STREAMING,
     "bertkit/streaming/merge.py": STREAMING,
@@ -288,6 +289,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/masking/span.py": ("pretrain",),
     # the collapse warning; evaluate re/cls show it too, as a hint for re-training
     "bertkit/metrics/cls.py": ("finetune re", "finetune cls"),
+    "bertkit/modelcard.py::model_card": FINETUNE,  # a capped evaluation (--max-eval-samples)
     "bertkit/recipes.py": ("run",),  # --set overrides and kept stages
     "bertkit/tasks/common.py::_stopped_run": FINETUNE,  # continue the run: finetune --resume
     "bertkit/tasks/common.py::find_saved_model": FINETUNE,  # a --seeds root: one model per seed

@@ -108,3 +108,22 @@ def test_one_seed_shows_no_spread():
     assert _pm({"mean": 80.0, "sd": 0.0, "n": 1}) == "80.00 (n=1)"
     assert _pm({"mean": 80.0, "sd": 1.5, "n": 3}) == "80.00 ± 1.50 (n=3)"
     assert _pm(None) == "-"
+
+
+def _records(encoder, scores, metric="las"):
+    return [{"encoder": encoder, "task": "dep", "seed": i + 1, "score": s, "metric": metric,
+             "task_kind": "dep"} for i, s in enumerate(scores)]
+
+
+def test_a_single_seed_comparison_gets_no_verdict(tmp_path):
+    """Review: JNLPBA G+G with one seed read "better" against three seeds of G+D; one seed has no
+    spread, so the comparison shows its difference of means and no verdict."""
+    from bertkit.bench.report import compare
+
+    one = compare(_records("A", [90.0]), _records("B", [80.0, 80.5, 79.5]), tmp_path)
+    assert one["verdict"] == "none (fewer than 2 seeds)"
+    assert one["delta"] == pytest.approx(10.0) and one["eps_min"] is None
+    # the same gap with three seeds a side is a verdict (LAS has no bootstrap: spread and ASO)
+    three = compare(_records("A", [90.0, 90.5, 89.5]), _records("B", [80.0, 80.5, 79.5]),
+                    tmp_path)
+    assert three["verdict"] == "better" and three["eps_min"] == pytest.approx(0.0)

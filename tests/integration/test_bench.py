@@ -49,7 +49,8 @@ def test_bench_run_and_report_on_tiny_slices(tmp_path, tiny_encoder, still_encod
     # the stage trained with exactly the settings finetune records, and its per-item statistics
     # give back the task's own test score (what the bootstrap resamples)
     record = json.loads((out / "stages/tiny/bc5cdr/seed-2.json").read_text())
-    run = Path(record["run"])
+    run = out / record["run"]  # relative to the results folder, so a moved folder still works
+    assert not Path(record["run"]).is_absolute()
     saved = yaml.safe_load((run / "config.yaml").read_text())
     assert {k: saved[k] for k in record["settings"]} == record["settings"]
     assert saved["seed"] == 2 and saved["max_train_samples"] == 24
