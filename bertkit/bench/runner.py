@@ -102,6 +102,16 @@ def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
     return out
 
 
+STOPPED = (130, 143, -2, -15)
+"""A fine-tune's exit codes when it was stopped (SIGINT, SIGTERM: bertkit's or the signal's)."""
+
+
+class StageStopped(BertkitError):
+    """A stage's fine-tune was stopped from outside the runner (``kill -INT`` or ``-TERM`` of
+    the child): the runner stops every stage, as for its own Ctrl-C, instead of counting a
+    failure and starting the next."""
+
+
 def _portable(settings: dict) -> dict:
     """A stage's settings without the encoder's path: the encoder is the same one where its
     fingerprint is (a results folder continued from another checkout or machine names it by
@@ -278,6 +288,8 @@ class Runner:
         Raises:
             BertkitError: the command failed (its log named) or was stopped.
         """
+        if self.stopping:  # a stage stopped: start no other (its log is left as it was)
+            raise StageStopped(f"stage {stage.label()} not started: the run is stopping")
         result, run_dir, recipe = stage.where(self.out)
         log = recipe.with_suffix(".log")
         env = {**os.environ, "OMP_NUM_THREADS": str(self.threads),
@@ -292,8 +304,11 @@ class Runner:
             code = proc.wait()
             with self.lock:
                 self.running.pop(stage.label(), None)
+        if code in STOPPED and not self.stopping:  # stopped from outside (kill -INT/-TERM)
+            self.stopping = True
+            raise StageStopped(f"stage {stage.label()} stopped (exit {code})", file=log)
         if code != 0:
-            raise BertkitError(f"stage {stage.label()} {'stopped' if code in (130, 143) else 'failed'}"
+            raise BertkitError(f"stage {stage.label()} {'stopped' if code in STOPPED else 'failed'}"
                                f" (exit {code})", file=log,
                                expected="a finished run (its log says why not)")
         try:
@@ -377,6 +392,8 @@ class Runner:
                         try:
                             fut.result()
                             progress.finished()
+                        except StageStopped:  # a child stopped from outside: stop them all
+                            raise KeyboardInterrupt from None
                         except BertkitError as exc:
                             failures.append(str(exc))
                             progress.failed(str(exc))

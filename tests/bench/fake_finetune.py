@@ -1,7 +1,7 @@
 """A stand-in for ``python -m bertkit finetune TASK --recipe R -o D [--overwrite|--resume]`` in
 the runner's tests: writes what a finished NER run writes (results.json, config.yaml and
 test_predictions.conll), a score that depends on the seed and the learning rate. With
-``FAKE_FINETUNE_FAIL=<seed>`` that seed's run fails (exit 1); with ``FAKE_FINETUNE_SLEEP`` it
+``FAKE_FINETUNE_FAIL=<seed>[:<exit code>]`` that seed's run fails (exit 1, or the code given); with ``FAKE_FINETUNE_SLEEP`` it
 sleeps first (a run to interrupt); every call appends its arguments to ``FAKE_FINETUNE_LOG``."""
 
 import json
@@ -22,9 +22,10 @@ out.mkdir(parents=True, exist_ok=True)
 (out / "config.yaml").write_text(yaml.safe_dump(recipe))
 if os.environ.get("FAKE_FINETUNE_SLEEP"):
     time.sleep(float(os.environ["FAKE_FINETUNE_SLEEP"]))
-if str(recipe["seed"]) == os.environ.get("FAKE_FINETUNE_FAIL"):
+fail, _, code = os.environ.get("FAKE_FINETUNE_FAIL", "").partition(":")
+if str(recipe["seed"]) == fail:
     print("error: made to fail", file=sys.stderr)
-    sys.exit(1)
+    sys.exit(int(code or 1))
 seed, lr = recipe["seed"], float(recipe.get("lr", 5e-5))
 right = 6 + seed % 3 + (2 if lr == 1e-3 else 0)  # sentences of 10 tagged right
 lines = []

@@ -252,6 +252,18 @@ def test_a_moved_results_folder_keeps_its_bootstrap_and_a_missing_one_is_said(
 
 
 @pytest.mark.slow
+def test_a_stage_stopped_from_outside_stops_the_run(tmp_path, tiny_encoder, fake, monkeypatch):
+    """Review: a child fine-tune stopped with ``kill -INT`` (exit 130) was counted a failure and
+    the runner started the next stage; it now stops, as for its own Ctrl-C."""
+    out = tmp_path / "out"
+    monkeypatch.setenv("FAKE_FINETUNE_FAIL", "1:130")
+    with pytest.raises(BertkitError, match="stopped; .*--resume to continue") as err:
+        Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out, jobs=1).run()
+    assert err.value.exit_code == 130
+    assert len(_calls(fake)) == 1  # seed 2 never started
+    assert not list((out / "stages").rglob("*.json"))
+
+
 def test_ctrl_c_stops_the_children_and_leaves_no_half_written_result(tmp_path, tiny_encoder,
                                                                       fake, monkeypatch):
     import os
