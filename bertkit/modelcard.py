@@ -123,6 +123,14 @@ def hub_base_model(model: str | None) -> str | None:
     return model
 
 
+def _base_named(model: str | None, base: str | None) -> str:
+    """The encoder a card says the model was trained from: the packaged encoder by its Hub id
+    (not the path it has in one virtual environment), another model as given."""
+    if base == DEFAULT_HUB_ID and model != DEFAULT_HUB_ID:
+        return f"`{DEFAULT_HUB_ID}` (bertkit's packaged encoder)"
+    return f"`{model or 'a new model'}`"
+
+
 def data_name(data: Any) -> str:
     """A short name for the data: a registered name as given, else the directory's or file's name
     (several corpus files: their names joined by ``+``).
@@ -262,7 +270,7 @@ def model_card(task: str, results: dict, spec: CardSpec, cfg: Any = None,
     lines = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
              f"# {meta.get('model-index', [{}])[0].get('name', f'bertkit-{task}')}", "",
              f"{spec.task_name} model trained with bertkit (`bertkit {spec.command}`) from "
-             f"`{results.get('model') or 'a new model'}` on `{data}`."]
+             f"{_base_named(results.get('model'), meta.get('base_model'))} on `{data}`."]
     if "license" in meta:
         lines += ["", f"`license` above is the licence of the training data ({meta['license']})"
                       + (": **non-commercial use only**." if "-nc" in meta["license"] else ".")]

@@ -228,12 +228,16 @@ def markdown(r: dict) -> str:
     rows = [(e["suite_score"] or -1, f"| {enc} | this run | " + " | ".join(
         _num(e["tasks"].get(t, {}).get("mean")) for t in names) + f" | {_num(e['suite_score'])} |")
         for enc, e in r["encoders"].items()]
-    for ref in r["references"]:
+    sources = list(dict.fromkeys(ref["source"] for ref in r["references"]))
+    for ref in r["references"]:  # the source as a numbered note: labels stay short
         score = ref.get("suite_score")
-        rows.append((score or -1, f"| {ref['model']} ({ref['source']}) | {ref['size']} | " +
+        mark = sources.index(ref["source"]) + 1
+        rows.append((score or -1, f"| {ref['model']} [{mark}] | {ref['size']} | " +
                      " | ".join(_num(ref["scores"].get(t)) for t in names) +
                      f" | {_num(score)}{' (published, all its tasks)' if score else ''} |"))
     lines += [row for _, row in sorted(rows, key=lambda x: -x[0])]
+    if sources:
+        lines += [""] + [f"[{i}] {src}  " for i, src in enumerate(sources, 1)]
     for enc, tasks in r["comparisons"].items():
         lines += ["", f"## {enc} against {r['baseline']}", lite,
                   "| task | difference | ASO eps_min | bootstrap 95% interval | p | verdict |",

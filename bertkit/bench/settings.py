@@ -51,10 +51,12 @@ def finetune_settings(task: str, recipe_file: Path) -> tuple[dict[str, Any], dic
     return settings, {k: v for k, v in sources.items() if k not in NOT_COMPARED}
 
 
-def suite_stage_settings(suite, task, layer: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def suite_stage_settings(suite, task, layer: dict[str, Any],
+                         where: str = "its defaults, recipe or lite settings",
+                         ) -> tuple[dict[str, Any], dict[str, str]]:
     """:func:`finetune_settings` of a suite task's settings ``layer`` (the suite's defaults,
     recipe or lite caps, data set, encoder, seed), checked in a temporary recipe so that nothing
-    is written before the check passes.
+    is written before the check passes; ``where`` names the suite's layers the error is in.
 
     Raises:
         BertkitError: an unknown setting or a bad value, naming the suite file and the task's
@@ -70,10 +72,10 @@ def suite_stage_settings(suite, task, layer: dict[str, Any]) -> tuple[dict[str, 
         try:
             return finetune_settings(task.task, recipe)
         except BertkitError as e:
-            where = str(recipe)
+            tmp_file = str(recipe)
             raise BertkitError(
-                f"task {task.name} (its defaults, recipe or lite settings): "
-                + e.message.replace(f" in {where}", "").replace(where, "the recipe"),
+                f"task {task.name} ({where}): "
+                + e.message.replace(f" in {tmp_file}", "").replace(tmp_file, "the recipe"),
                 file=suite.path, line=task.line, expected=e.expected) from None
 
 
@@ -89,11 +91,28 @@ def check_suite_settings(suite) -> list:
     for t in suite.tasks:
         if t.line in skip:
             continue
-        for budget in ("full", "lite"):
+        def attempt(layer: dict, where: str):
             try:
-                suite_stage_settings(suite, t, {**task_settings(suite, t, budget),
-                                                "data": t.data, "seed": suite.seeds[0]})
+                suite_stage_settings(suite, t, {**layer, "data": t.data, "seed": suite.seeds[0]},
+                                     where)
             except BertkitError as e:
-                problems.append(e)
-                break
+                return e
+            return None
+
+        # which layer holds the bad setting: the suite's defaults (if they alone fail the same
+        # way), else the task's recipe; the lite caps where only the lite budget fails
+        bad = attempt(task_settings(suite, t, "full"), "its recipe")
+        if bad is not None:
+            alone = attempt(dict(suite.defaults), "the suite's defaults")
+            if alone is not None and _said(alone) == _said(bad):
+                bad = alone
+        else:
+            bad = attempt(task_settings(suite, t, "lite"), "its lite caps")
+        if bad is not None:
+            problems.append(bad)
     return problems
+
+
+def _said(error) -> str:
+    """An error's message less its ``task NAME (LAYER): `` prefix."""
+    return error.message.partition("): ")[2]

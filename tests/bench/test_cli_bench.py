@@ -76,9 +76,11 @@ def test_a_non_empty_folder_that_is_no_bench_run_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("old, new, words", [
-    ("family: ner}", "family: ner, recipe: {epochz: 2}}", "unknown option 'epochz'"),
-    ("family: ner}", "family: ner, lite: {max_train_sample: 2}}", "unknown option "
-                                                                  "'max_train_sample'"),
+    ("family: ner}", "family: ner, recipe: {epochz: 2}}", "(its recipe): unknown option 'epochz'"),
+    ("family: ner}", "family: ner, lite: {max_train_sample: 2}}", "(its lite caps): unknown "
+                                                                  "option 'max_train_sample'"),
+    # helper trial: the error said "defaults, recipe or lite settings"; it names the layer
+    ("tasks:", "defaults: {epochz: 2}\ntasks:", "(the suite's defaults): unknown option 'epochz'"),
 ])
 def test_list_refuses_the_settings_that_run_refuses(tmp_path, old, new, words):
     suite = tmp_path / "suite.yaml"
@@ -86,5 +88,6 @@ def test_list_refuses_the_settings_that_run_refuses(tmp_path, old, new, words):
     listed = invoke("bench", "list", suite)
     ran = invoke("bench", "run", suite, "-e", "a=minilm", "-o", tmp_path / "out")
     assert listed.exit_code == ran.exit_code == 1, listed.output
+    line = 5 if "defaults" in new else 4
     for res in (listed, ran):
-        assert f"{suite}:4: task ner-a" in _flat(res) and words in _flat(res)
+        assert f"{suite}:{line}: task ner-a" in _flat(res) and words in _flat(res)

