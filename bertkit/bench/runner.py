@@ -32,18 +32,17 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bertkit.bench.encoders import Encoder
+from bertkit.bench.manifest import LITE_NOTE, check_manifest, differences, manifest, portable
 from bertkit.bench.metrics import METRICS, task_scale
 from bertkit.bench.settings import check_suite_settings, recipe_text, suite_stage_settings
-from bertkit.bench.suite import Suite, SuiteTask, as_dict, task_settings
+from bertkit.bench.suite import Suite, SuiteTask, task_settings
 from bertkit.errors import BertkitError
 from bertkit.io import write_json, write_text
-
-LITE_NOTE = "lite: not comparable with the published numbers"
 
 
 @dataclass
@@ -81,27 +80,6 @@ def stage_recipe(suite: Suite, stage: Stage, budget: str) -> dict[str, Any]:
             "data": stage.task.data, "model": stage.encoder.path, "seed": stage.seed}
 
 
-def manifest(suite: Suite, encoders: list[Encoder], budget: str, protocol: str) -> dict:
-    """``bench.json``: what a rerun into the same folder must match."""
-    from bertkit import __version__
-
-    return {"suite": as_dict(suite), "budget": budget, "protocol": protocol,
-            "encoders": {e.name: asdict(e) for e in encoders}, "bertkit": __version__,
-            "note": LITE_NOTE if budget == "lite" else ""}
-
-
-def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
-    """``key: old -> new`` for each setting that differs (nested dicts flattened)."""
-    out = []
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key), new.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += _differences(a, b, f"{prefix}{key}.")
-        elif a != b:
-            out.append(f"{prefix}{key}: {a!r} -> {b!r}")
-    return out
-
-
 STOPPED = (130, 143, -2, -15)
 """A fine-tune's exit codes when it was stopped (SIGINT, SIGTERM: bertkit's or the signal's)."""
 
@@ -110,43 +88,6 @@ class StageStopped(BertkitError):
     """A stage's fine-tune was stopped from outside the runner (``kill -INT`` or ``-TERM`` of
     the child): the runner stops every stage, as for its own Ctrl-C, instead of counting a
     failure and starting the next."""
-
-
-def _portable(settings: dict) -> dict:
-    """A stage's settings without the encoder's path: the encoder is the same one where its
-    fingerprint is (a results folder continued from another checkout or machine names it by
-    another path)."""
-    return {k: v for k, v in settings.items() if k != "model"}
-
-
-def check_manifest(out: Path, new: dict) -> None:
-    """Refuse a results folder that holds another bench run's suite (by name), budget, protocol
-    or an encoder name with other weights (new encoders, seeds and tasks may be added).
-
-    Raises:
-        BertkitError: naming each difference.
-    """
-    path = out / "bench.json"
-    if not path.is_file():
-        if out.is_dir() and any(out.iterdir()):
-            raise BertkitError("the results folder is not empty and holds no bench run",
-                               file=out, expected="a new or empty folder, or a bench run's")
-        return
-    old = json.loads(path.read_text(encoding="utf-8"))
-    diffs = [d for d in _differences({k: old.get(k) for k in ("budget", "protocol")},
-                                     {k: new[k] for k in ("budget", "protocol")})]
-    was_suite = (old.get("suite") or {}).get("name")
-    if was_suite != new["suite"]["name"]:
-        diffs.insert(0, f"suite: {was_suite!r} -> {new['suite']['name']!r}")
-    for name, enc in new["encoders"].items():
-        was = old.get("encoders", {}).get(name)
-        if was and was["fingerprint"] != enc["fingerprint"]:
-            diffs.append(f"encoder {name}: {was['model']} ({was['fingerprint'][:12]}) -> "
-                         f"{enc['model']} ({enc['fingerprint'][:12]}): other weights")
-    if diffs:
-        raise BertkitError("this results folder holds a bench run with other settings: " +
-                           "; ".join(diffs), file=path,
-                           expected="the same settings, or another -o folder")
 
 
 def item_statistics(spec, run_dir: Path, results: dict):
@@ -263,7 +204,7 @@ class Runner:
                 write_text(recipe, text)
             return False, settings, sources
         done = json.loads(result.read_text(encoding="utf-8"))
-        diffs = _differences(_portable(done.get("settings", {})), _portable(settings))
+        diffs = differences(portable(done.get("settings", {})), portable(settings))
         if done.get("fingerprint") != stage.encoder.fingerprint:
             diffs.insert(0, f"encoder {stage.encoder.name}: other weights")
         if diffs:
@@ -372,7 +313,7 @@ class Runner:
         if not path.is_file():
             return False
         done = json.loads(path.read_text(encoding="utf-8"))
-        if _portable(done.get("settings", {})) != _portable(settings) \
+        if portable(done.get("settings", {})) != portable(settings) \
                 or done.get("fingerprint") != stage.encoder.fingerprint:
             return False
         write_json(stage.where(self.out)[0],

@@ -1,0 +1,73 @@
+"""A bench results folder's ``bench.json``: what a rerun into the same folder must match (the
+suite by name, budget, protocol, each encoder's weights by fingerprint), and the comparison of
+a finished stage's stored settings with a rerun's."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from bertkit.bench.encoders import Encoder
+from bertkit.bench.suite import Suite, as_dict
+from bertkit.errors import BertkitError
+
+LITE_NOTE = "lite: not comparable with the published numbers"
+
+
+def manifest(suite: Suite, encoders: list[Encoder], budget: str, protocol: str) -> dict:
+    """``bench.json``: what a rerun into the same folder must match."""
+    from bertkit import __version__
+
+    return {"suite": as_dict(suite), "budget": budget, "protocol": protocol,
+            "encoders": {e.name: asdict(e) for e in encoders}, "bertkit": __version__,
+            "note": LITE_NOTE if budget == "lite" else ""}
+
+
+def differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """``key: old -> new`` for each setting that differs (nested dicts flattened)."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} -> {b!r}")
+    return out
+
+
+def portable(settings: dict) -> dict:
+    """A stage's settings without the encoder's path: the encoder is the same one where its
+    fingerprint is (a results folder continued from another checkout or machine names it by
+    another path)."""
+    return {k: v for k, v in settings.items() if k != "model"}
+
+
+def check_manifest(out: Path, new: dict) -> None:
+    """Refuse a results folder that holds another bench run's suite (by name), budget, protocol
+    or an encoder name with other weights (new encoders, seeds and tasks may be added).
+
+    Raises:
+        BertkitError: naming each difference.
+    """
+    path = out / "bench.json"
+    if not path.is_file():
+        if out.is_dir() and any(out.iterdir()):
+            raise BertkitError("the results folder is not empty and holds no bench run",
+                               file=out, expected="a new or empty folder, or a bench run's")
+        return
+    old = json.loads(path.read_text(encoding="utf-8"))
+    diffs = [d for d in differences({k: old.get(k) for k in ("budget", "protocol")},
+                                     {k: new[k] for k in ("budget", "protocol")})]
+    was_suite = (old.get("suite") or {}).get("name")
+    if was_suite != new["suite"]["name"]:
+        diffs.insert(0, f"suite: {was_suite!r} -> {new['suite']['name']!r}")
+    for name, enc in new["encoders"].items():
+        was = old.get("encoders", {}).get(name)
+        if was and was["fingerprint"] != enc["fingerprint"]:
+            diffs.append(f"encoder {name}: {was['model']} ({was['fingerprint'][:12]}) -> "
+                         f"{enc['model']} ({enc['fingerprint'][:12]}): other weights")
+    if diffs:
+        raise BertkitError("this results folder holds a bench run with other settings: " +
+                           "; ".join(diffs), file=path,
+                           expected="the same settings, or another -o folder")
