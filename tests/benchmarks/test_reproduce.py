@@ -157,3 +157,19 @@ def test_run_stage_stops_at_the_time_limit_and_records_it(rp, tmp_path):
     assert rp.run_stage(make, {}, tmp_path / "w", None, tmp_path / "log") is True
     assert rp.finished(make) and json.loads(
         (tmp_path / "log" / "pretrain-X.json").read_text())["finished"] is True
+
+
+def test_merge_shows_contamination_as_a_table_and_leaves_bc2gm_unjudged(rp, tmp_path,
+                                                                        monkeypatch):
+    """Review: reproduce.md printed the counts as raw Python dicts; BC2GM's rows carried a
+    verdict although S and G+D saw its test sentences."""
+    lines = rp.contamination_table(
+        {"S": {"bc2gm": {"found": 4864, "of": 4939, "corpora": ["/d/corpus/train.txt"]},
+               "ddi": {"found": 0, "of": 3888, "corpora": ["/d/corpus/train.txt"]}}},
+        ["ddi", "bc2gm"])
+    assert "| S | corpus/train.txt | 0 / 3,888 | **4,864 / 4,939** |" in lines
+    monkeypatch.delenv("BERTKIT_DATA", raising=False)
+    bench = tmp_path / "bench"
+    _fake_bench(bench, {"G": {"bc2gm": [60.0, 61.0, 62.0]}, "S": {"bc2gm": [70.0, 71.0, 72.0]}})
+    row = next(x for x in rp.question_rows(bench) if "| bc2gm |" in x and "S vs G" in x)
+    assert "not judged: 4,864 of BC2GM's 4,939 test sentences" in row and "(bench: better" in row
