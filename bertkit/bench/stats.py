@@ -136,8 +136,9 @@ def verdict(a: dict, b: dict, eps_min: float | None, p: float | None,
 
     "none" when the difference of means is inside the seed spread (at most the larger sd), or
     when a test that could run does not support it: ``eps_min`` (:func:`aso` of the side with
-    the higher mean over the other) >= :data:`ASO_THRESHOLD`, or the bootstrap's ``p`` >=
-    ``alpha``.
+    the higher mean over the other) >= :data:`ASO_THRESHOLD`, or the bootstrap's one-sided
+    ``p`` >= ``alpha / 2`` (the two-sided test at ``alpha``: a verdict agrees with the
+    ``1 - alpha`` interval the report shows, which then excludes zero).
     """
     delta = a["mean"] - b["mean"]
     if abs(delta) <= max(a["sd"], b["sd"]):
@@ -146,7 +147,7 @@ def verdict(a: dict, b: dict, eps_min: float | None, p: float | None,
     if eps_min is not None:
         supported.append(eps_min < ASO_THRESHOLD)
     if p is not None:
-        supported.append(p < alpha)
+        supported.append(p < alpha / 2)
     if supported and not all(supported):
         return "none"
     return "better" if delta > 0 else "worse"
