@@ -138,6 +138,7 @@ def build(out: Path, baseline: str | None = None) -> dict:
     baseline = baseline or encoders[0]
     report = {"suite": suite["name"], "budget": manifest["budget"],
               "protocol": manifest["protocol"], "note": manifest.get("note", ""),
+              "seeds": suite.get("seeds") or [],
               "baseline": baseline, "encoders": {}, "missing": suite.get("missing", []),
               "references": suite.get("references", []), "comparisons": {},
               "contamination": {}, "unlisted": unlisted, "no_corpora": []}
@@ -164,7 +165,11 @@ def build(out: Path, baseline: str | None = None) -> dict:
             "tasks": per_task, "families": fam,
             "suite_score": stats.suite_score(means, families) if means else None,
             "families_missing": sorted(wanted - set(fam)),
-            "tasks_without_results": [t for t in tasks if t not in per_task]}
+            "tasks_without_results": [t for t in tasks if t not in per_task],
+            # a task scored on fewer seeds than the suite asks counts fully in its family mean:
+            # named, so the suite score reads as partial
+            "tasks_short_of_seeds": {t: v["n"] for t, v in per_task.items()
+                                     if v["n"] < len(suite.get("seeds") or [])}}
         corpora = tuple(listed.get(enc, {}).get("corpora") or ())
         if enc in listed and not corpora:
             report["no_corpora"].append(enc)
@@ -208,15 +213,20 @@ def markdown(r: dict) -> str:
     fams = sorted({f for e in r["encoders"].values() for f in e["families"]})
     lines += ["", "## Families and suite score (BLURB: the mean of the family means)", lite,
               "| encoder | " + " | ".join(fams) + " | suite score | families missing | "
-              "tasks without results |", "|---" * (len(fams) + 4) + "|"]
+              "tasks without results (or short of seeds) |", "|---" * (len(fams) + 4) + "|"]
+    n_seeds = len(r.get("seeds") or [])
     for enc, e in r["encoders"].items():
+        gaps = e.get("tasks_without_results", []) + [
+            f"{t} ({n} of {n_seeds} seeds)" for t, n in e.get("tasks_short_of_seeds", {}).items()]
         lines.append(f"| {enc} | " + " | ".join(_num(e["families"].get(f)) for f in fams) +
                      f" | {_num(e['suite_score'])} | {', '.join(e['families_missing']) or '-'} | "
-                     f"{', '.join(e.get('tasks_without_results', [])) or '-'} |")
-    if any(e.get("tasks_without_results") for e in r["encoders"].values()):
-        lines += ["", "A family mean is over the family's tasks with results: where a task has "
-                  "none yet (tasks without results), its family and the suite score are partial "
-                  "and not comparable with another encoder's or the published ones."]
+                     f"{', '.join(gaps) or '-'} |")
+    if any(e.get("tasks_without_results") or e.get("tasks_short_of_seeds")
+           for e in r["encoders"].values()):
+        lines += ["", "A family mean is over the family's tasks with results, each counted fully "
+                  "whatever its number of seeds: where a task has no results yet, or fewer seeds "
+                  "than the suite's, its family and the suite score are partial and not "
+                  "comparable with another encoder's or the published ones."]
     if r["missing"]:
         lines += ["", "Not available here (the suite score averages the families without "
                   "them): " + "; ".join(f"{m['name']} ({FAMILIES[m['family']]}"

@@ -203,6 +203,16 @@ references:""")
         suite.only(["ner-c"])
 
 
+def test_a_task_short_of_the_suites_seeds_makes_the_suite_score_partial(tmp_path, tiny_encoder,
+                                                                         fake):
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out, seeds=[1]).run()
+    r = build(out)
+    assert r["encoders"]["a"]["tasks_short_of_seeds"] == {"ner-a": 1}
+    text = markdown(r)
+    assert "ner-a (1 of 2 seeds)" in text and "fewer seeds than the suite's" in text
+
+
 def test_the_report_of_a_run(tmp_path, tiny_encoder, still_encoder, fake):
     out = tmp_path / "out"
     Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}", f"b={still_encoder}"]), out,
@@ -210,6 +220,7 @@ def test_the_report_of_a_run(tmp_path, tiny_encoder, still_encoder, fake):
     r = build(out, baseline="a")
     cell = r["encoders"]["b"]["tasks"]["ner-a"]
     assert cell["n"] == 2 and cell["seeds"] == [1, 2]
+    assert r["encoders"]["b"]["tasks_short_of_seeds"] == {}
     assert r["encoders"]["a"]["suite_score"] == pytest.approx(cell["mean"])  # one family
     c = r["comparisons"]["b"]["ner-a"]
     assert c["delta"] == 0.0 and c["verdict"] == "none"
