@@ -37,7 +37,14 @@ def test_plan_stages_dependencies_and_estimates(rp, plan):
     for name, stage in plan.items():  # dependencies come first
         assert set(stage.deps) <= seen, name
         seen.add(name)
-    assert plan["pretrain-G+D37sv"].deps == ["pretrain-G", "pretrain-S"]
+    # question 2 continues the released G (and takes S's pieces from the released S): no
+    # pretraining of its own to wait for
+    assert plan["pretrain-G+D37sv"].deps == [] and plan["pretrain-G+D37"].deps == []
+    extend, run = plan["pretrain-G+D37sv"].commands
+    assert extend[extend.index("--model") + 1] == str(rp.ENCODERS_DIR / "G")
+    assert extend[extend.index("--vocab") + 1] == str(rp.ENCODERS_DIR / "S")
+    assert f"model={rp.ENCODERS_DIR / 'G'}" in plan["pretrain-G+D37"].commands[0]
+    assert plan["pretrain-G+D"].deps == ["pretrain-G"]
     # from the v1 logs: phase A ~5.8 k tokens/s, phase B ~6.5 k on one thread
     r = rp.rates()
     assert 4000 < r["tokens_per_s"]["seq64"] < 8000 and 4000 < r["tokens_per_s"]["seq128"] < 9000
