@@ -86,7 +86,9 @@ def label_scores_table(metrics: dict, title: str) -> Table:
         table.add_row("[bold]macro", "", "", f"[bold]{100 * metrics['macro_f1']:.2f}",
                       str(metrics["support"]))
         table.add_row("micro", "", "", f"{100 * metrics['micro_f1']:.2f}", "")
-    table.add_row("accuracy", "", "", f"{100 * metrics['accuracy']:.2f}", "")
+    multi = isinstance(metrics.get("baseline", {}).get("majority_label"), list)
+    table.add_row("accuracy (exact set)" if multi else "accuracy", "", "",
+                  f"{100 * metrics['accuracy']:.2f}", "")
     if isinstance(metrics.get("hoc_f1"), (int, float)):  # BLURB's HoC score (multi-label)
         table.add_row("HoC (BLURB)", f"{100 * metrics['hoc_precision']:.2f}",
                       f"{100 * metrics['hoc_recall']:.2f}", f"{100 * metrics['hoc_f1']:.2f}",
@@ -99,12 +101,19 @@ def baseline_row(table: Table, metrics: dict) -> None:
     """Add the majority-class baseline, ``baseline (all LABEL)``: every example given the majority
     label, its macro-F1 in the F1 column and accuracy in the last, when the metrics carry one
     (:func:`bertkit.metrics.cls.collapse_report`); the row fits at 80 columns."""
+    from bertkit.metrics.cls import label_phrase
+
     base = metrics.get("baseline")
     if not base or base.get("majority_label") is None:
         return
-    table.add_row(escape(f"baseline (all {base['majority_label']})"), "", "",
+    label = base["majority_label"]
+    shown = ": " + label_phrase(tuple(label)) if isinstance(label, list) else " " + label
+    table.add_row(escape(f"baseline (all{shown})"), "", "",
                   f"{100 * base['baseline_macro_f1']:.2f}",
                   f"acc {100 * base['baseline_accuracy']:.2f}")
+    if "every_label_macro_f1" in base:  # multi-label: every label for every example
+        table.add_row("baseline (every label)", "", "", f"{100 * base['every_label_macro_f1']:.2f}",
+                      f"micro {100 * base['every_label_micro_f1']:.2f}")
 
 
 def parse_table(metrics: dict, title: str) -> Table:

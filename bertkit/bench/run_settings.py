@@ -26,7 +26,8 @@ class BenchRunSettings:
     output_dir: Path = option(
         help="Results folder. Rerun into it: finished stages are kept (refused if their settings "
              "or encoder differ).", flags=("--output-dir", "-o"))
-    seeds: int | None = option(None, help="Run seeds 1..N per task.", min=1,
+    seeds: int | None = option(None, help="Run seeds 1..N per task (a count N, e.g. 3; "
+                               "not a list as finetune's --seeds 1,2,3).", min=1,
                                shown="the suite's seeds")
     budget: str = option("full", help="full: the suite's recipes as the papers run them; lite: "
                          "each task capped as the suite says (training examples, epochs), not "

@@ -10,6 +10,12 @@ import typer
 from bertkit.bench.run_settings import BenchRunSettings
 from bertkit.cli._app import bench_app, make_console, user_errors
 from bertkit.cli._tasks import declared_command
+from bertkit.errors import BertkitError
+
+
+def _n(count: int, noun: str) -> str:
+    """``1 task``, ``2 tasks``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _run(s: BenchRunSettings) -> None:
@@ -18,15 +24,21 @@ def _run(s: BenchRunSettings) -> None:
     from bertkit.bench.suite import load_suite
 
     loaded = load_suite(s.suite)
-    part = (loaded.only([t.strip() for t in s.tasks.split(",") if t.strip()]).tasks
-            if s.tasks else None)
+    part = None
+    if s.tasks is not None:  # an empty --tasks (an unset $VAR) must not mean the whole suite
+        names = [t.strip() for t in s.tasks.split(",") if t.strip()]
+        if not names:
+            raise BertkitError(f"--tasks {s.tasks!r} names no task", expected=(
+                "comma-separated task names of suite " + loaded.name + ": " +
+                ", ".join(t.name for t in loaded.tasks) + " (leave --tasks out for all)"))
+        part = loaded.only(names).tasks
     encoders = resolve_all(list(s.encoder))
     console = make_console()
     runner = Runner(loaded, encoders, s.output_dir, s.budget, s.protocol,
                     list(range(1, s.seeds + 1)) if s.seeds else None, s.jobs, s.resume, console,
                     part)
-    console.print(f"bench {loaded.name} ({loaded.path}): {len(runner.tasks)} tasks x "
-                  f"{len(encoders)} encoders x {len(runner.seeds)} seeds, protocol "
+    console.print(f"bench {loaded.name} ({loaded.path}): {_n(len(runner.tasks), 'task')} x "
+                  f"{_n(len(encoders), 'encoder')} x {_n(len(runner.seeds), 'seed')}, protocol "
                   f"{runner.protocol}, budget {s.budget}, {runner.jobs} job(s) of "
                   f"{runner.threads} thread(s)" + (f"; {LITE_NOTE}" if s.budget == "lite" else ""),
                   highlight=False)

@@ -40,6 +40,9 @@ def test_list_shows_the_shipped_suites_and_one_suites_tasks():
     (["{suite}", "-e", "a={tmp}"], "is not an encoder (no readable config.json)"),
     (["{suite}", "-e", "a=minilm", "-e", "a=minilm"], "two encoders named a"),
     (["{suite}", "-e", "minilm"], "--encoder 'minilm' is not NAME=MODEL"),
+    # an unset $TASKS must not start the whole suite
+    (["{suite}", "-e", "a=minilm", "--tasks", ""], "--tasks '' names no task"),
+    (["{suite}", "-e", "a=minilm", "--tasks", " , "], "--tasks ' , ' names no task"),
 ])
 def test_bad_input_is_a_message_and_exit_1(tmp_path, args, message):
     suite = tmp_path / "suite.yaml"

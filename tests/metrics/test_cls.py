@@ -116,6 +116,32 @@ def test_multilabel_baseline_on_label_sets():
     assert m["baseline"]["majority_label"] == ["a"] and m["baseline"]["single_label"]
 
 
+def test_every_label_baseline_of_multi_label_data_by_hand_and_its_warning():
+    """Helper trial: a HoC model predicting all ten hallmarks scored 25.00 beside a majority
+    baseline of 4.30, which read as learning; predicting every label is the yardstick."""
+    from rich.console import Console
+
+    from bertkit.reports import label_scores_table
+
+    gold = [(), ("a",), ("a", "b"), (), ("c",)]
+    every = [("a", "b", "c")] * 5
+    m = multilabel_scores(gold, every)
+    base = m["baseline"]
+    # a: tp 2 fp 3 -> P 2/5 R 1 F1 4/7; b: tp 1 fp 4 -> P 1/5 F1 1/3; c: the same as b
+    assert base["every_label_macro_f1"] == pytest.approx((4 / 7 + 1 / 3 + 1 / 3) / 3)
+    # pooled: tp 4, fp 11, fn 0 -> P 4/15, R 1 -> F1 8/19
+    assert base["every_label_micro_f1"] == pytest.approx(8 / 19)
+    assert base["at_or_below_baseline"] and "predicting every label for every example" in \
+        base["warning"] and base["warning"].startswith("the classifier may have collapsed")
+    console = Console(width=120, record=True)
+    console.print(label_scores_table(m, "test"))
+    text = console.export_text()
+    assert "baseline (every label)" in text and f"micro {800 / 19:.2f}" in text
+    assert "accuracy (exact set)" in text and "baseline (all: no label)" in text
+    good = multilabel_scores(gold, list(gold))
+    assert not good["baseline"]["at_or_below_baseline"] and good["baseline"]["warning"] is None
+
+
 def test_table_marks_labels_absent_from_gold_and_predictions():
     """A one-label split (a --max-eval-samples cap of a label-sorted file): labels with neither
     gold examples nor predictions show '-' (not F1 0.00 beside macro 100) and the caption says

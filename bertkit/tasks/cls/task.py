@@ -131,8 +131,8 @@ class CLSTask:
                    f"{model_name}; device {runtime.device}, {runtime.precision}")
         if unseen:  # labels beyond --max-train-samples: kept, but never trained on
             summary += (f"\nnote: {len(unseen)} of the {len(labels)} label(s) (from all "
-                        f"{len(full)} training texts) not among the {len(train_x)} trained on, "
-                        f"so never learnt: {', '.join(unseen)}")
+                        f"{len(full)} training texts) not among the {len(train_x)} trained on: "
+                        f"predicted from untrained weights only: {', '.join(unseen)}")
 
         def logits_of(m, split: str, xs: list) -> np.ndarray:
             return classify(m, items[split], len(xs), runtime, pad, cfg.eval_batch_size,
