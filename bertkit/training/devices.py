@@ -171,7 +171,7 @@ def make_runtime(device: str = "auto", precision: str = "auto", console=None) ->
         raise BertkitError("fp16 mixed precision needs a CUDA device", expected="--precision bf16 or fp32")
     else:
         dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
-        reason = f"forced by --precision {precision}"
+        reason = f"set to {precision} (--precision or a recipe), not auto"
     if dev.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True

@@ -44,10 +44,10 @@ def test_auto_is_fp32_on_a_cpu_without_amx(amx):
 def test_forced_precisions_ignore_the_cpu(amx):
     amx(True)
     rt = make_runtime("cpu", "fp32")
-    assert rt.dtype is None and rt.reason == "forced by --precision fp32"
+    assert rt.dtype is None and rt.reason == "set to fp32 (--precision or a recipe), not auto"
     amx(False)
     rt = make_runtime("cpu", "bf16")
-    assert rt.dtype is torch.bfloat16 and rt.reason == "forced by --precision bf16"
+    assert rt.dtype is torch.bfloat16 and rt.reason == "set to bf16 (--precision or a recipe), not auto"
     with pytest.raises(BertkitError, match="fp16 mixed precision needs a CUDA device"):
         make_runtime("cpu", "fp16")
     with pytest.raises(BertkitError, match="unknown precision 'fp8'"):
