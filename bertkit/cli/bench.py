@@ -99,6 +99,7 @@ def list_cli(
 ) -> None:
     """List the shipped suites, or one suite's tasks (data set, metric, family, recipe, lite caps)
     and reference rows; a task that cannot run yet (unregistered data set) is named."""
+    from rich.console import Console
     from rich.table import Table
 
     from bertkit.bench.metrics import METRICS
@@ -124,7 +125,8 @@ def list_cli(
     for t in s.tasks:
         table.add_row(t.name, t.task, t.data, t.metric, t.family,
                       _settings_text({**s.defaults, **t.recipe}), _settings_text(t.lite))
-    console.print(table)
+    # into a file or a pipe (80 columns) the recipe and lite columns were cut: lay it out wide
+    (console if console.is_terminal else Console(width=200)).print(table)
     for name in dict.fromkeys(t.metric for t in s.tasks):
         console.print(f"metric {name}: {METRICS[name].description}", highlight=False)
     for ref in s.references:

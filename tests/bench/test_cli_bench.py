@@ -32,6 +32,11 @@ def test_list_shows_the_shipped_suites_and_one_suites_tasks():
     res = invoke("bench", "list", "scibert")
     assert res.exit_code == 0 and "chemprot" in res.output and "token_macro_f1" in res.output
     assert "reference: SciBERT (SciVocab), base (110 M)" in _flat(res)
+    # into a pipe (helper trial: the recipe and lite columns were cut at 80 columns)
+    row = next(line for line in invoke("bench", "list", "mini").output.splitlines()
+               if line.startswith("│ bc5cdr "))
+    assert "max_length 128, epochs 3, precision fp32, lr 1e-3" in row
+    assert "max_train_samples 2000, epochs 2" in row
 
 
 @pytest.mark.parametrize("args, message", [
