@@ -147,6 +147,7 @@ def test_every_registered_set_recipe_is_for_its_task_and_names_its_set():
     assert names[("ner", "bc5-chem")] == "bc5-chem-ner-minilm"
     assert names[("ner", "bc5-disease")] == "bc5-disease-ner-minilm"
     assert names[("ner", "bc2gm")] == "bc2gm-ner-minilm"
+    assert names[("ner", "jnlpba")] == "jnlpba-ner-minilm"
     assert names[("cls", "pubmedqa")] == "pubmedqa-cls-minilm"
     assert names[("cls", "hoc")] == "hoc-cls-minilm"
     assert names[("re", "sciie")] == "sciie-re-minilm"

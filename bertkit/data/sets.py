@@ -93,7 +93,8 @@ for _name, _hub, _desc, _license in [
                           recipe={"bc5cdr": "bc5cdr-ner-minilm", "sciie": "sciie-ner-minilm",
                                   "bc5-chem": "bc5-chem-ner-minilm",
                                   "bc5-disease": "bc5-disease-ner-minilm",
-                                  "bc2gm": "bc2gm-ner-minilm"}.get(_name, ""),
+                                  "bc2gm": "bc2gm-ner-minilm",
+                                  "jnlpba": "jnlpba-ner-minilm"}.get(_name, ""),
                           license=_license,
                           metric="token_macro_f1" if _name == "ebmnlp" else "f1"))
 
