@@ -86,7 +86,7 @@ def label_scores_table(metrics: dict, title: str) -> Table:
         table.add_row("[bold]macro", "", "", f"[bold]{100 * metrics['macro_f1']:.2f}",
                       str(metrics["support"]))
         table.add_row("micro", "", "", f"{100 * metrics['micro_f1']:.2f}", "")
-    multi = isinstance(metrics.get("baseline", {}).get("majority_label"), list)
+    multi = bool(metrics.get("baseline", {}).get("multi_label"))
     table.add_row("accuracy (exact set)" if multi else "accuracy", "", "",
                   f"{100 * metrics['accuracy']:.2f}", "")
     if isinstance(metrics.get("hoc_f1"), (int, float)):  # BLURB's HoC score (multi-label)

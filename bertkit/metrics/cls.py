@@ -144,21 +144,8 @@ def multilabel_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str
     out = _multilabel_scores(gold, pred, labels)
     g = [tuple(sorted(set(x))) for x in gold]
     p = [tuple(sorted(set(x))) for x in pred]
-    out = with_baseline(out, g, p, lambda a, b: _multilabel_scores(a, b, labels))
-    base = out["baseline"]
-    if not g or not out["labels"] or base.get("one_gold_label"):
-        return out
-    every = _multilabel_scores(g, [tuple(out["labels"])] * len(g), labels)
-    base.update(every_label_macro_f1=every["macro_f1"], every_label_micro_f1=every["micro_f1"])
-    if out["macro_f1"] <= every["macro_f1"] + 1e-9:
-        base["at_or_below_baseline"] = True
-        said = (f"macro_f1 {100 * out['macro_f1']:.2f} is at or below predicting every label for "
-                f"every example (macro_f1 {100 * every['macro_f1']:.2f}, micro_f1 "
-                f"{100 * every['micro_f1']:.2f})")
-        base["warning"] = (base["warning"] + "; " + said if base["warning"] else
-                           "the classifier may have collapsed: " + said +
-                           "; try more epochs or another --lr")
-    return out
+    return with_baseline(out, g, p, lambda a, b: _multilabel_scores(a, b, labels),
+                         every_label=tuple(out["labels"]))
 
 
 def _multilabel_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
@@ -281,8 +268,11 @@ def best_thresholds(probs: np.ndarray, gold: np.ndarray,
 
 
 def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
-                    score: Callable[[list, list], dict], key: str = "macro_f1") -> dict:
-    """Compare a model's scores with the constant majority-label prediction (issue 17 item 6).
+                    score: Callable[[list, list], dict], key: str = "macro_f1",
+                    every_label: Sequence[str] | None = None) -> dict:
+    """Compare a model's scores with constant predictions (issue 17 item 6): the majority label
+    and, for multi-label data, every label for every example (the collapse a multi-label model
+    falls into first: HoC's every-label micro-F1 is 23.1). At or below either is warned about.
 
     Args:
         gold, pred: the evaluated split's gold and predicted labels (hashable: strings, or
@@ -290,12 +280,16 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
         metrics: the model's scores from ``score(gold, pred)``.
         score: the task's own scorer, applied to ``gold`` and the constant prediction.
         key: the score compared (macro-F1: the one a collapse cannot fake).
+        every_label: multi-label data: the label set predicted for every example as the second
+            constant (``gold``/``pred`` then hold sorted tuples); None for single-label data.
 
     Returns:
         ``majority_label``, ``majority_share`` (in [0, 1]), ``baseline_macro_f1``,
         ``baseline_micro_f1``, ``baseline_accuracy`` (the scorer's figures for the constant
         prediction), ``predicted_labels`` (distinct labels predicted), ``single_label`` and
-        ``at_or_below_baseline`` (bools) and ``warning`` (a sentence, or None).
+        ``at_or_below_baseline`` (bools), ``multi_label`` (bool: ``every_label`` given; then
+        also ``every_label_macro_f1`` and ``every_label_micro_f1`` where the split has two gold
+        label sets or more) and ``warning`` (a sentence, or None).
 
     >>> r = collapse_report(["a", "a", "b"], ["a", "a", "a"], {"macro_f1": 0.4},
     ...                     lambda g, p: label_scores(g, p))
@@ -306,7 +300,8 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
     out = {"majority_label": None, "majority_share": 0.0, "baseline_macro_f1": 0.0,
            "baseline_micro_f1": 0.0, "baseline_accuracy": 0.0,
            "predicted_labels": len(set(pred)), "single_label": False,
-           "at_or_below_baseline": False, "warning": None}
+           "at_or_below_baseline": False, "multi_label": every_label is not None,
+           "warning": None}
     if not gold:
         return out
     label, count = Counter(gold).most_common(1)[0]
@@ -326,12 +321,23 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
                           f"examples): its scores say little and no collapse can be told "
                           f"(a --max-eval-samples cap of a label-sorted file?)")
         return out
+    below = {"majority": out["at_or_below_baseline"], "every": False}
+    if every_label:
+        every = score(gold, [tuple(every_label)] * len(gold))
+        out.update(every_label_macro_f1=float(every.get("macro_f1", 0.0)),
+                   every_label_micro_f1=float(every.get("micro_f1", 0.0)))
+        below["every"] = value <= out["every_label_macro_f1"] + 1e-9
+        out["at_or_below_baseline"] = below["majority"] or below["every"]
     reasons = []
     if out["single_label"]:
         reasons.append(f"every prediction is {label_phrase(pred[0])}")
-    if out["at_or_below_baseline"]:
+    if below["majority"]:
         reasons.append(f"{key} {100 * value:.2f} is at or below the majority-class baseline "
                        f"{100 * out['baseline_macro_f1']:.2f}")
+    if below["every"]:
+        reasons.append(f"{key} {100 * value:.2f} is at or below predicting every label for every "
+                       f"example ({key} {100 * out['every_label_macro_f1']:.2f}, micro_f1 "
+                       f"{100 * out['every_label_micro_f1']:.2f})")
     if reasons:
         out["warning"] = ("the classifier may have collapsed: " + "; ".join(reasons) +
                           f" (always predicting {label_phrase(label)}: {key} "
@@ -353,11 +359,12 @@ def label_phrase(label: Any) -> str:
 
 
 def with_baseline(metrics: dict, gold: Sequence, pred: Sequence,
-                  score: Callable[[list, list], dict]) -> dict:
+                  score: Callable[[list, list], dict],
+                  every_label: Sequence[str] | None = None) -> dict:
     """Add :func:`collapse_report` to ``metrics`` (in place) as ``baseline``, plus the flat floats
     ``baseline_macro_f1`` and ``majority_share`` (so the training log and ``results.json``'s
     ``dev`` record them). ``score`` must not add a baseline itself. Returns ``metrics``."""
-    report = collapse_report(gold, pred, metrics, score)
+    report = collapse_report(gold, pred, metrics, score, every_label=every_label)
     metrics["baseline"] = report
     metrics["baseline_macro_f1"] = report["baseline_macro_f1"]
     metrics["majority_share"] = report["majority_share"]

@@ -114,6 +114,8 @@ def test_multilabel_baseline_on_label_sets():
     pred = [("a",), ("a",), ("a",)]
     m = multilabel_scores(gold, pred)
     assert m["baseline"]["majority_label"] == ["a"] and m["baseline"]["single_label"]
+    assert m["baseline"]["multi_label"] and not label_scores(["a", "b"], ["a", "a"])[
+        "baseline"]["multi_label"]
 
 
 def test_every_label_baseline_of_multi_label_data_by_hand_and_its_warning():
@@ -138,6 +140,7 @@ def test_every_label_baseline_of_multi_label_data_by_hand_and_its_warning():
     text = console.export_text()
     assert "baseline (every label)" in text and f"micro {800 / 19:.2f}" in text
     assert "accuracy (exact set)" in text and "baseline (all: no label)" in text
+    assert "always predicting no label" in base["warning"]  # both yardsticks in one sentence
     good = multilabel_scores(gold, list(gold))
     assert not good["baseline"]["at_or_below_baseline"] and good["baseline"]["warning"] is None
 
