@@ -285,10 +285,13 @@ def model_card(task: str, results: dict, spec: CardSpec, cfg: Any = None,
             lines += [f"**Scored on the first {capped} examples of dev and of test only** "
                       f"(`--max-eval-samples {capped}`): not comparable with full-set scores, "
                       "and left out of the card's `model-index`.", ""]
+        if any(m.scale != 1 for m in shown):
+            lines += ["Rates and correlations in points (x 100), as `bertkit` prints them; the "
+                      "`model-index` above keeps the scorers' own units.", ""]
         lines += ["| split | " + " | ".join(m.name for m in shown) + " |",
                   "|---" * (len(shown) + 1) + "|"]
         for split, vals in rows:
-            cells = [f"{vals[m.key]:.4f}" if m.key in vals else "" for m in shown]
+            cells = [f"{vals[m.key] * m.scale:.2f}" if m.key in vals else "" for m in shown]
             lines.append(f"| {split} | " + " | ".join(cells) + " |")
     usage = (spec.usage(results) if callable(spec.usage) else spec.usage).replace(
         "{path}", path).replace("{remote}", ", trust_remote_code=True" if remote_code else "")

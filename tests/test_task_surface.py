@@ -86,7 +86,8 @@ def test_results_carry_the_headline_metrics_and_the_card_shows_them(run):
     assert f"bertkit {task.card.command}" in card and task.card.auto_class in card
     first = task.headline[0]
     assert f"name: {first.name}" in card
-    assert f"{results['test'][first.key]:.4f}" in card  # the results table
+    assert f"{results['test'][first.key] * first.scale:.2f}" in card  # the results table
+    assert ("in points (x 100)" in card) == any(m.scale != 1 for m in task.headline)
 
 
 def test_tapt_text_comes_out(run):

@@ -40,8 +40,9 @@ PSEUDO_DOCUMENT_SENTENCES = 64  # sentences per pseudo-document of a one-documen
 
 CARD = CardSpec(
     "pretrain", "fill-mask", "Masked language modelling", "AutoModelForMaskedLM",
-    (Metric("perplexity", "perplexity", "MLM perplexity", "perplexity"),
-     Metric("loss", "loss", "MLM loss (nats)", "loss"),
+    (Metric("perplexity", "perplexity", "MLM perplexity", "perplexity", scale=1.0,
+            bounds=(1.0, None)),
+     Metric("loss", "loss", "MLM loss (nats)", "loss", scale=1.0, bounds=(0.0, None)),
      Metric("accuracy", "accuracy", "masked-token accuracy", "accuracy")),
     pipeline_usage("fill", "fill-mask", "aspirin inhibits [MASK] aggregation ."))
 """Pretraining's model card (:mod:`bertkit.modelcard`)."""

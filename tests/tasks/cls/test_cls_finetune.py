@@ -179,7 +179,7 @@ def test_hoc_metric_picks_the_epoch_and_is_shown_on_console_and_card(tmp_path, t
     assert shown in line and f"{100 * test['hoc_f1']:.2f}" in line and "6 docs" in line
     card = (run / "model" / "README.md").read_text()
     assert "| HoC F1 (BLURB: micro-F1 over documents x labels) |" in card
-    assert "chosen on dev by `hoc_f1`" in card and f"{test['hoc_f1']:.4f}" in card
+    assert "chosen on dev by `hoc_f1`" in card and f"{100 * test['hoc_f1']:.2f}" in card
 
     from bertkit.tasks.cls.config import CLSConfig
 
