@@ -151,6 +151,7 @@ def test_every_registered_set_recipe_is_for_its_task_and_names_its_set():
     assert names[("cls", "pubmedqa")] == "pubmedqa-cls-minilm"
     assert names[("cls", "hoc")] == "hoc-cls-minilm"
     assert names[("re", "sciie")] == "sciie-re-minilm"
+    assert names[("re", "ddi")] == "ddi-re-minilm"
     for e in with_recipe:
         settings = load_recipe(e.recipe, f"finetune {e.task}")
         assert settings["data"] == e.name, e.recipe

@@ -148,7 +148,7 @@ register(DatasetEntry("re", "sciie", "", "SciERC relations, 7 labels (Luan et al
 register(DatasetEntry("re", "ddi", "", "DDI 2013 drug-drug interactions: mechanism, effect, "
                                        "advise, int + false (Herrero-Zazo et al., 2013); dev "
                                        "split by document (ours)",
-                      license="cc-by-nc-4.0", metric="micro_f1"))
+                      recipe="ddi-re-minilm", license="cc-by-nc-4.0", metric="micro_f1"))
 
 
 # extractive QA: qa/<name>/{train,dev,test}.json (SQuAD JSON) under BERTKIT_DATA only (no hub
