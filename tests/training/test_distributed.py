@@ -64,6 +64,7 @@ def test_two_gloo_processes_match_one_process(tmp_path, still_encoder, engine):
     data = write_ner_dir(tmp_path / "d", train=_conll(24), dev=_conll(5), test=_conll(5))
     args = ["finetune", "ner", "--data", str(data), "--model", still_encoder, "--epochs", "2",
             "--batch-size", "8", "--lr", "1e-3", "--logging-steps", "1", "--device", "cpu",
+            "--precision", "fp32",  # auto is bf16 on AMX-BF16 CPUs: not equal across reductions
             *(["--fsdp"] if engine == "fsdp" else [])]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     one = subprocess.run([sys.executable, "-m", "bertkit", *args, "-o", str(tmp_path / "one")],

@@ -14,7 +14,10 @@ from bertkit.tasks.sim.data import read_pairs
 from tests.tasks.sim.conftest import PAIRS, write_sim_dir
 
 runner = CliRunner()
-FAST = ["--epochs", "2", "--batch-size", "4", "--lr", "1e-3", "--device", "cpu"]
+# fp32 everywhere: the card's plain-transformers snippet runs in fp32, and --precision auto is
+# bf16 on a CPU with AMX-BF16 (predictions then differ in the 4th decimal)
+FAST = ["--epochs", "2", "--batch-size", "4", "--lr", "1e-3", "--device", "cpu",
+        "--precision", "fp32"]
 def test_similarity_scores_against_numpy():
     import numpy as np
 
@@ -88,12 +91,13 @@ def test_finetune_evaluate_predict_and_plain_transformers(tmp_path, tiny_encoder
                          check=True).stdout.split()
     assert [float(v) for v in out] == pytest.approx([p["predicted"] for p in preds], abs=1e-4)
     res = runner.invoke(app, ["evaluate", "sim", "-m", str(run), "--data", str(d),
-                              "--output", str(tmp_path / "m.json"), "--device", "cpu"])
+                              "--output", str(tmp_path / "m.json"), "--device", "cpu",
+                              "--precision", "fp32"])
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "m.json").read_text())["pearson"] == \
         pytest.approx(test["pearson"], abs=1e-3)
     res = runner.invoke(app, ["predict", "sim", "-m", str(run), "-i", str(d / "test.jsonl"),
-                              "--device", "cpu"])
+                              "--device", "cpu", "--precision", "fp32"])
     assert res.exit_code == 0, res.output
     lines = [json.loads(x) for x in res.output.splitlines() if x.startswith("{")]
     assert [x["predicted"] for x in lines] == pytest.approx([p["predicted"] for p in preds],
