@@ -275,6 +275,8 @@ STREAMING = ("predict ner", "predict cls", "predict re")  # predict through bert
 MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/bench/encoders.py": ("bench run",),
     "bertkit/bench/runner.py": ("bench run",),
+    # the report explains mixed precisions by the fine-tunes' option (--precision auto)
+    "bertkit/bench/report.py::markdown": ("finetune ner",),
     "bertkit/bench/suite.py": ("bench run",),  # the options a suite may not set
     "bertkit/cli/predict.py": STREAMING,
     "bertkit/streaming/driver.py": STREAMING,

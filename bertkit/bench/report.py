@@ -155,7 +155,8 @@ def build(out: Path, baseline: str | None = None) -> dict:
                                       k for k, v in records[0].get("sources", {}).items()
                                       if v == "data-set default"),
                                   "predictions": [r["run"] for r in records],
-                                  "items": [r.get("items") for r in records]}
+                                  "items": [r.get("items") for r in records],
+                                  "precisions": [r.get("precision") for r in records]}
         means = {t: v["mean"] for t, v in per_task.items()}
         fam = stats.family_means(means, families)
         wanted = {t["family"] for t in suite["tasks"]} | {m["family"] for m in suite.get("missing", [])}
@@ -177,6 +178,7 @@ def build(out: Path, baseline: str | None = None) -> dict:
             report["contamination"][enc] = {
                 name: contamination.count(f, corpora) for name, t in tasks.items()
                 if (f := contamination.task_test_file(t["task"], t["data"])) is not None}
+    report["mixed_precision"] = mixed_precision(report["encoders"])
     for enc in encoders:
         if enc == baseline:
             continue
@@ -184,6 +186,24 @@ def build(out: Path, baseline: str | None = None) -> dict:
             name: compare(found[enc][name], found[baseline][name], out) for name in tasks
             if found.get(enc, {}).get(name) and found.get(baseline, {}).get(name)}
     return report
+
+
+def mixed_precision(encoders: dict) -> dict[str, dict[str, dict[str, int]]]:
+    """Tasks whose runs computed in more than one precision, across seeds or encoders:
+    ``{task: {encoder: {precision: runs}}}``. ``--precision auto`` resolves per machine (bf16
+    on a CPU with AMX-BF16 or a CUDA GPU, fp32 elsewhere: :func:`bertkit.training.devices.
+    auto_dtype`), so a suite resumed on another machine can mix them; stages recorded before
+    the precision was kept (None) are left out."""
+    from collections import Counter
+
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    tasks = {t for e in encoders.values() for t in e["tasks"]}
+    for task in sorted(tasks):
+        counts = {enc: dict(Counter(p for p in e["tasks"][task].get("precisions", []) if p))
+                  for enc, e in encoders.items() if task in e["tasks"]}
+        if len({p for c in counts.values() for p in c}) > 1:
+            out[task] = {enc: c for enc, c in counts.items() if c}
+    return out
 
 
 def _pm(v: dict | None) -> str:
@@ -227,6 +247,15 @@ def markdown(r: dict) -> str:
                   "whatever its number of seeds: where a task has no results yet, or fewer seeds "
                   "than the suite's, its family and the suite score are partial and not "
                   "comparable with another encoder's or the published ones."]
+    if r.get("mixed_precision"):
+        lines += ["", "Computed in more than one precision (`--precision auto` is bf16 on a CPU "
+                  "with AMX-BF16 or a CUDA GPU, fp32 elsewhere; a suite resumed on another "
+                  "machine mixes them): " + "; ".join(
+                      f"{t} (" + ", ".join(f"{enc}: " + ", ".join(f"{p} x{n}" for p, n in
+                                                                 sorted(c.items()))
+                                           for enc, c in by.items()) + ")"
+                      for t, by in r["mixed_precision"].items()) + ". Differences between "
+                  "those runs include the precision's."]
     if r["missing"]:
         lines += ["", "Not available here (the suite score averages the families without "
                   "them): " + "; ".join(f"{m['name']} ({FAMILIES[m['family']]}"

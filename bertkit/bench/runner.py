@@ -265,6 +265,10 @@ class Runner:
                                file=run_dir / "results.json",
                                expected=f"the task's score for metric {stage.task.metric}")
         select = spec.key if spec.key in dev else results.get("select_metric")
+        try:  # what --precision auto became on this machine (bf16 on AMX-BF16 CPUs, fp32 else)
+            ran = json.loads((run_dir / "environment.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            ran = {}
         record = {"stage": stage.label(), "kind": stage.kind, "encoder": stage.encoder.name,
                   "model": stage.encoder.model, "fingerprint": stage.encoder.fingerprint,
                   "task": stage.task.name, "task_kind": stage.task.task,
@@ -275,7 +279,8 @@ class Runner:
                   "settings": settings, "sources": sources,
                   "run": run_dir.relative_to(self.out).as_posix(),
                   "command": "python " + " ".join(cmd[1:]),
-                  "seconds": round(time.time() - start, 1), "budget": self.budget}
+                  "seconds": round(time.time() - start, 1), "budget": self.budget,
+                  "precision": ran.get("precision"), "device": ran.get("device")}
         items = item_statistics(spec, run_dir, results)
         if items is not None:
             record["items"] = result.with_suffix(".items.npz").name

@@ -2,7 +2,9 @@
 the runner's tests: writes what a finished NER run writes (results.json, config.yaml and
 test_predictions.conll), a score that depends on the seed and the learning rate. With
 ``FAKE_FINETUNE_FAIL=<seed>[:<exit code>]`` that seed's run fails (exit 1, or the code given); with ``FAKE_FINETUNE_SLEEP`` it
-sleeps first (a run to interrupt); every call appends its arguments to ``FAKE_FINETUNE_LOG``."""
+sleeps first (a run to interrupt); every call appends its arguments to ``FAKE_FINETUNE_LOG``.
+Its environment.json says fp32, or bf16 for the seed ``FAKE_FINETUNE_BF16`` names (a run on an
+AMX-BF16 CPU, where ``--precision auto`` is bf16)."""
 
 import json
 import os
@@ -37,5 +39,8 @@ for i in range(10):
 f1 = 2 * right / (2 * right + (10 - right))
 (out / "results.json").write_text(json.dumps({
     "test": {"f1": f1}, "dev": {"f1": f1 - 0.01}, "select_metric": "f1"}))
+bf16 = str(recipe["seed"]) == os.environ.get("FAKE_FINETUNE_BF16")
+(out / "environment.json").write_text(json.dumps({"device": "cpu",
+                                                  "precision": "bf16" if bf16 else "fp32"}))
 (out / "model").mkdir(exist_ok=True)
 (out / "model" / "weights").write_text("x")

@@ -213,6 +213,23 @@ def test_a_task_short_of_the_suites_seeds_makes_the_suite_score_partial(tmp_path
     assert "ner-a (1 of 2 seeds)" in text and "fewer seeds than the suite's" in text
 
 
+def test_seeds_computed_in_other_precisions_are_named(tmp_path, tiny_encoder, fake,
+                                                      monkeypatch):
+    """A suite resumed on a machine with AMX-BF16 (``--precision auto``: bf16) after one
+    without (fp32): the stage records keep the precision each run used, the report names the
+    task."""
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out, seeds=[1]).run()
+    assert build(out)["mixed_precision"] == {}
+    monkeypatch.setenv("FAKE_FINETUNE_BF16", "2")
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out).run()
+    stage = json.loads((out / "stages/a/ner-a/seed-2.json").read_text())
+    assert stage["precision"] == "bf16" and stage["device"] == "cpu"
+    r = build(out)
+    assert r["mixed_precision"] == {"ner-a": {"a": {"fp32": 1, "bf16": 1}}}
+    assert "ner-a (a: bf16 x1, fp32 x1)" in markdown(r)
+
+
 def test_the_report_of_a_run(tmp_path, tiny_encoder, still_encoder, fake):
     out = tmp_path / "out"
     Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}", f"b={still_encoder}"]), out,
