@@ -286,8 +286,9 @@ def model_card(task: str, results: dict, spec: CardSpec, cfg: Any = None,
                       f"(`--max-eval-samples {capped}`): not comparable with full-set scores, "
                       "and left out of the card's `model-index`.", ""]
         if any(m.scale != 1 for m in shown):
-            lines += ["Rates and correlations in points (x 100), as `bertkit` prints them; the "
-                      "`model-index` above keeps the scorers' own units.", ""]
+            lines += ["Rates and correlations in points (x 100), as `bertkit` prints them "
+                      "(`results.json` and the `model-index` keep the scorers' own units); other "
+                      "scores (perplexity, loss, squared error) in their own units.", ""]
         lines += ["| split | " + " | ".join(m.name for m in shown) + " |",
                   "|---" * (len(shown) + 1) + "|"]
         for split, vals in rows:

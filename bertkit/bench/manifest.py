@@ -14,6 +14,63 @@ from bertkit.errors import BertkitError
 
 LITE_NOTE = "lite: not comparable with the published numbers"
 
+# what a stage record must hold, and of which type (bench run writes them: runner.run_one)
+STAGE_KEYS = {"encoder": str, "task": str, "metric": str, "seed": int, "run": str,
+              "score": (int, float), "overrides": dict}
+STAGE_OPTIONAL = {"settings": dict, "fingerprint": str, "items": str, "precision": str,
+                  "device": str, "dev_score": (int, float)}
+
+
+def _read_json(path: Path, what: str) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BertkitError(f"unreadable {what} ({type(exc).__name__})", file=path,
+                           expected=f"a JSON {what} written by bertkit bench run") from None
+
+
+def load_manifest(path: Path) -> dict:
+    """Read a results folder's ``bench.json``.
+
+    Raises:
+        BertkitError: not JSON, or not an object with ``suite``, ``encoders`` (objects),
+            ``budget`` and ``protocol``.
+    """
+    data = _read_json(path, "bench.json")
+    if not (isinstance(data, dict) and isinstance(data.get("suite"), dict)
+            and isinstance(data.get("encoders"), dict)
+            and all(isinstance(data.get(k), str) for k in ("budget", "protocol"))):
+        raise BertkitError("bench.json lacks its suite, encoders, budget or protocol", file=path,
+                           expected="the bench.json that bertkit bench run wrote")
+    return data
+
+
+def load_stage(path: Path) -> dict:
+    """Read a stage record (``stages/ENCODER/TASK/seed-N.json`` or ``grid-*.json``).
+
+    Raises:
+        BertkitError: not JSON, not an object, a key missing or of another type, or a score
+            that is not a finite number.
+    """
+    import math
+
+    data = _read_json(path, "stage record")
+    if not isinstance(data, dict):
+        raise BertkitError("a stage record is a JSON object", file=path,
+                           expected="the stage record that bertkit bench run wrote")
+    for key, kind in [*STAGE_KEYS.items(), *STAGE_OPTIONAL.items()]:
+        value = data.get(key)
+        if value is None and key in STAGE_OPTIONAL:
+            continue
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise BertkitError(f"stage record: {key!r} is {value!r}", file=path,
+                               expected=f"{key} as bertkit bench run writes it "
+                                        f"({getattr(kind, '__name__', 'a number')})")
+    if not math.isfinite(data["score"]):
+        raise BertkitError(f"stage record: score {data['score']!r}", file=path,
+                           expected="a finite test score")
+    return data
+
 
 def manifest(suite: Suite, encoders: list[Encoder], budget: str, protocol: str) -> dict:
     """``bench.json``: what a rerun into the same folder must match."""
@@ -56,7 +113,7 @@ def check_manifest(out: Path, new: dict) -> None:
             raise BertkitError("the results folder is not empty and holds no bench run",
                                file=out, expected="a new or empty folder, or a bench run's")
         return
-    old = json.loads(path.read_text(encoding="utf-8"))
+    old = load_manifest(path)
     diffs = [d for d in differences({k: old.get(k) for k in ("budget", "protocol")},
                                      {k: new[k] for k in ("budget", "protocol")})]
     was_suite = (old.get("suite") or {}).get("name")

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from bertkit.bench import stats
+from bertkit.bench.manifest import load_manifest, load_stage
 from bertkit.bench.metrics import METRICS, task_scale
 from bertkit.bench.suite import FAMILIES
 from bertkit.errors import BertkitError
@@ -28,14 +29,13 @@ def collect(out: Path) -> tuple[dict, dict[str, dict[str, list[dict]]]]:
     if not manifest_file.is_file():
         raise BertkitError("no bench run here (no bench.json)", file=out,
                            expected="the -o folder of a bertkit bench run")
-    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    manifest = load_manifest(manifest_file)
     found: dict[str, dict[str, list[dict]]] = {e: {} for e in manifest["encoders"]}
     for path in sorted((Path(out) / "stages").glob("*/*/seed-*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            raise BertkitError("unreadable stage result", file=path,
-                               expected="a JSON file written by bertkit bench run") from None
+        record = load_stage(path)
+        if record["metric"] not in METRICS:
+            raise BertkitError(f"stage record: metric {record['metric']!r}", file=path,
+                               expected="one of " + ", ".join(sorted(METRICS)))
         found.setdefault(record["encoder"], {}).setdefault(record["task"], []).append(record)
     for tasks in found.values():
         for records in tasks.values():

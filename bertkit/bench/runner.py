@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from bertkit.bench.encoders import Encoder
-from bertkit.bench.manifest import LITE_NOTE, check_manifest, differences, manifest, portable
+from bertkit.bench.manifest import (LITE_NOTE, check_manifest, differences, load_manifest,
+                                    load_stage, manifest, portable)
 from bertkit.bench.metrics import METRICS, task_scale
 from bertkit.bench.settings import check_suite_settings, recipe_text, suite_stage_settings
 from bertkit.bench.suite import Suite, SuiteTask, task_settings
@@ -180,7 +181,7 @@ class Runner:
         best, best_score = {}, -math.inf
         for stage in self.grid_stages():
             if stage.encoder.name == encoder.name and stage.task.name == task.name:
-                done = json.loads(stage.where(self.out)[0].read_text(encoding="utf-8"))
+                done = load_stage(stage.where(self.out)[0])
                 if done["dev_score"] > best_score:
                     best, best_score = stage.overrides, done["dev_score"]
         return dict(best)
@@ -203,7 +204,7 @@ class Runner:
             if not recipe.is_file() or recipe.read_text(encoding="utf-8") != text:
                 write_text(recipe, text)
             return False, settings, sources
-        done = json.loads(result.read_text(encoding="utf-8"))
+        done = load_stage(result)
         diffs = differences(portable(done.get("settings", {})), portable(settings))
         if done.get("fingerprint") != stage.encoder.fingerprint:
             diffs.insert(0, f"encoder {stage.encoder.name}: other weights")
@@ -317,7 +318,7 @@ class Runner:
         path = grid.where(self.out)[0]
         if not path.is_file():
             return False
-        done = json.loads(path.read_text(encoding="utf-8"))
+        done = load_stage(path)
         if portable(done.get("settings", {})) != portable(settings) \
                 or done.get("fingerprint") != stage.encoder.fingerprint:
             return False
@@ -367,7 +368,7 @@ class Runner:
         todo = self.check(grid if grid else self.seed_stages())
         old = self.out / "bench.json"
         if old.is_file():  # encoders of earlier runs into this folder stay listed
-            before = json.loads(old.read_text(encoding="utf-8")).get("encoders", {})
+            before = load_manifest(old)["encoders"]
             new["encoders"] = {**before, **new["encoders"]}
         write_json(old, new)
         n_seed = len(self.encoders) * len(self.tasks) * len(self.seeds)

@@ -286,10 +286,10 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
     Returns:
         ``majority_label``, ``majority_share`` (in [0, 1]), ``baseline_macro_f1``,
         ``baseline_micro_f1``, ``baseline_accuracy`` (the scorer's figures for the constant
-        prediction), ``predicted_labels`` (distinct labels predicted), ``single_label`` and
-        ``at_or_below_baseline`` (bools), ``multi_label`` (bool: ``every_label`` given; then
-        also ``every_label_macro_f1`` and ``every_label_micro_f1`` where the split has two gold
-        label sets or more) and ``warning`` (a sentence, or None).
+        prediction), ``predicted_labels`` (distinct predictions: label sets for multi-label data),
+        ``single_label`` and ``at_or_below_baseline`` (bools), ``multi_label`` (bool:
+        ``every_label`` given; then also ``every_label_macro_f1`` and ``every_label_micro_f1``
+        where the split has two gold label sets or more) and ``warning`` (a sentence, or None).
 
     >>> r = collapse_report(["a", "a", "b"], ["a", "a", "a"], {"macro_f1": 0.4},
     ...                     lambda g, p: label_scores(g, p))

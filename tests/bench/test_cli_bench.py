@@ -99,3 +99,43 @@ def test_list_refuses_the_settings_that_run_refuses(tmp_path, old, new, words):
     line = 5 if "defaults" in new else 4
     for res in (listed, ran):
         assert f"{suite}:{line}: task ner-a" in _flat(res) and words in _flat(res)
+
+
+_BAD_STAGES = [
+    ("seed-1.json", lambda r: [1, 2, 3], "a stage record is a JSON object"),
+    ("seed-1.json", lambda r: {**r, "score": "high"}, "stage record: 'score' is 'high'"),
+    ("seed-1.json", lambda r: {**r, "score": None}, "stage record: 'score' is None"),
+    ("seed-1.json", lambda r: {k: v for k, v in r.items() if k != "task"},
+     "stage record: 'task' is None"),
+    ("seed-1.json", lambda r: {**r, "precision": ["fp32"]}, "stage record: 'precision' is"),
+    ("seed-1.json", lambda r: {**r, "metric": "f2"}, "stage record: metric 'f2'"),
+    ("bench.json", lambda r: "garbage", "unreadable bench.json"),
+    ("bench.json", lambda r: {"suite": "x"}, "bench.json lacks its suite, encoders"),
+]
+
+
+@pytest.mark.parametrize("name,corrupt,said", _BAD_STAGES)
+def test_report_of_a_corrupt_stage_record_or_manifest_is_one_message(tmp_path, name, corrupt,
+                                                                    said):
+    """Helper trial: each of these ended in a traceback; now the file and what was expected,
+    exit 1, and the report already written is left as it was."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).parents[2] / "benchmarks/results/blurb/new-sets-minilm"
+    out = tmp_path / "bench"
+    (out / "stages/minilm").mkdir(parents=True)
+    shutil.copytree(src / "stages/minilm/ddi", out / "stages/minilm/ddi")
+    shutil.copy(src / "bench.json", out / "bench.json")
+    (out / "report.md").write_text("an earlier report", encoding="utf-8")
+    assert invoke("bench", "report", out).exit_code == 0  # the copy itself is a good run
+    (out / "report.md").write_text("an earlier report", encoding="utf-8")
+    path = out / name if name == "bench.json" else out / "stages/minilm/ddi" / name
+    good = json.loads(path.read_text(encoding="utf-8"))
+    bad = corrupt(good)
+    path.write_text(bad if isinstance(bad, str) else json.dumps(bad), encoding="utf-8")
+    res = invoke("bench", "report", out)
+    assert res.exit_code == 1 and said in _flat(res) and str(path) in _flat(res)
+    assert "Traceback" not in res.output
+    assert (out / "report.md").read_text(encoding="utf-8") == "an earlier report"
