@@ -67,8 +67,13 @@ def _report(out: Path, baseline: str | None, console) -> None:
                               f"({c['bootstrap_note']})", highlight=False, markup=False)
     for enc, e in r["encoders"].items():
         score = e["suite_score"]
-        console.print(f"{enc}: suite score {score:.2f}" if score is not None else f"{enc}: -",
-                      highlight=False)
+        gaps = len(e.get("tasks_without_results", [])) + len(e.get("tasks_short_of_seeds", {}))
+        mixed = [t for t, by in r.get("mixed_precision", {}).items() if enc in by]
+        said = (f" (partial: {gaps} task{'s' if gaps > 1 else ''} without results or short of "
+                f"seeds)" if gaps else "") + \
+            (f"; precision mixed on {', '.join(mixed)}" if mixed else "")
+        console.print(f"{enc}: suite score {score:.2f}{said}" if score is not None else
+                      f"{enc}: -", highlight=False)
     console.print(f"report: {out}/report.md, report.json, report.png"
                   + (f" ({r['note']})" if r["note"] else ""), highlight=False)
 
