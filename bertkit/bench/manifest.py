@@ -5,6 +5,7 @@ a finished stage's stored settings with a rerun's."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict
 from pathlib import Path
 
@@ -49,10 +50,10 @@ def load_stage(path: Path) -> dict:
     """Read a stage record (``stages/ENCODER/TASK/seed-N.json`` or ``grid-*.json``).
 
     Raises:
-        BertkitError: not JSON, not an object, a key missing or of another type, or a score
-            that is not a finite number.
+        BertkitError: not JSON, not an object, a key missing or of another type, a score
+            that is not a finite number, or an unknown metric.
     """
-    import math
+    from bertkit.bench.metrics import METRICS
 
     data = _read_json(path, "stage record")
     if not isinstance(data, dict):
@@ -69,6 +70,9 @@ def load_stage(path: Path) -> dict:
     if not math.isfinite(data["score"]):
         raise BertkitError(f"stage record: score {data['score']!r}", file=path,
                            expected="a finite test score")
+    if data["metric"] not in METRICS:
+        raise BertkitError(f"stage record: metric {data['metric']!r}", file=path,
+                           expected="one of " + ", ".join(sorted(METRICS)))
     return data
 
 
