@@ -100,8 +100,8 @@ def label_scores_table(metrics: dict, title: str) -> Table:
 def baseline_row(table: Table, metrics: dict) -> None:
     """Add the majority-class baseline, ``baseline (all LABEL)``: every example given the majority
     label, its macro-F1 in the F1 column and accuracy in the last, when the metrics carry one
-    (:func:`bertkit.metrics.cls.collapse_report`); the row fits at 80 columns."""
-    from bertkit.metrics.cls import label_phrase
+    (:func:`bertkit.metrics.collapse.collapse_report`); the row fits at 80 columns."""
+    from bertkit.metrics.collapse import label_phrase
 
     base = metrics.get("baseline")
     if not base or base.get("majority_label") is None:

@@ -290,7 +290,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/onnx_backend.py": ("predict ner",),  # --backend onnx without onnxruntime
     "bertkit/masking/span.py": ("pretrain",),
     # the collapse warning; evaluate re/cls show it too, as a hint for re-training
-    "bertkit/metrics/cls.py": ("finetune re", "finetune cls"),
+    "bertkit/metrics/collapse.py": ("finetune re", "finetune cls"),
     "bertkit/modelcard.py::model_card": FINETUNE,  # a capped evaluation (--max-eval-samples)
     "bertkit/recipes.py": ("run",),  # --set overrides and kept stages
     "bertkit/tasks/common.py::_stopped_run": FINETUNE,  # continue the run: finetune --resume

@@ -35,7 +35,8 @@ def load_manifest(path: Path) -> dict:
 
     Raises:
         BertkitError: not JSON, or not an object with ``suite``, ``encoders`` (objects),
-            ``budget`` and ``protocol``.
+            ``budget`` and ``protocol``; an encoder entry without its ``model`` and
+            ``fingerprint`` (strings) or with ``corpora`` that are not a list of strings.
     """
     data = _read_json(path, "bench.json")
     if not (isinstance(data, dict) and isinstance(data.get("suite"), dict)
@@ -43,6 +44,15 @@ def load_manifest(path: Path) -> dict:
             and all(isinstance(data.get(k), str) for k in ("budget", "protocol"))):
         raise BertkitError("bench.json lacks its suite, encoders, budget or protocol", file=path,
                            expected="the bench.json that bertkit bench run wrote")
+    for name, enc in data["encoders"].items():
+        corpora = enc.get("corpora", []) if isinstance(enc, dict) else None
+        if not (isinstance(enc, dict)
+                and all(isinstance(enc.get(k), str) for k in ("model", "fingerprint"))
+                and isinstance(corpora, list) and all(isinstance(c, str) for c in corpora)):
+            raise BertkitError(f"bench.json: encoder {name!r} is {enc!r}", file=path,
+                               expected="an object with model and fingerprint (strings) and "
+                                        "corpora (a list of paths), as bertkit bench run "
+                                        "writes it")
     return data
 
 

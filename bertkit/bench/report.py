@@ -211,6 +211,12 @@ def _pm(v: dict | None) -> str:
         f"{v['mean']:.2f} ± {v['sd']:.2f} (n={v['n']})"
 
 
+def _partial(e: dict) -> bool:
+    """An encoder's suite score leaves out tasks (no results yet) or counts some on fewer
+    seeds than the suite asks."""
+    return bool(e.get("tasks_without_results") or e.get("tasks_short_of_seeds"))
+
+
 def _num(x) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
 
@@ -238,8 +244,7 @@ def markdown(r: dict) -> str:
         lines.append(f"| {enc} | " + " | ".join(_num(e["families"].get(f)) for f in fams) +
                      f" | {_num(e['suite_score'])} | {', '.join(e['families_missing']) or '-'} | "
                      f"{', '.join(gaps) or '-'} |")
-    if any(e.get("tasks_without_results") or e.get("tasks_short_of_seeds")
-           for e in r["encoders"].values()):
+    if any(_partial(e) for e in r["encoders"].values()):
         lines += ["", "A family mean is over the family's tasks with results, each counted fully "
                   "whatever its number of seeds: where a task has no results yet, or fewer seeds "
                   "than the suite's, its family and the suite score are partial and not "
@@ -262,8 +267,8 @@ def markdown(r: dict) -> str:
               "| model | size | " + " | ".join(names) + " | suite score |",
               "|---" * (len(names) + 3) + "|"]
     rows = [(e["suite_score"] or -1, f"| {enc} | this run | " + " | ".join(
-        _num(e["tasks"].get(t, {}).get("mean")) for t in names) + f" | {_num(e['suite_score'])} |")
-        for enc, e in r["encoders"].items()]
+        _num(e["tasks"].get(t, {}).get("mean")) for t in names) + f" | {_num(e['suite_score'])}"
+        f"{' (partial)' if _partial(e) else ''} |") for enc, e in r["encoders"].items()]
     sources = list(dict.fromkeys(ref["source"] for ref in r["references"]))
     for ref in r["references"]:  # the source as a numbered note: labels stay short
         score = ref.get("suite_score")

@@ -14,7 +14,7 @@
 
 Labels seen only in the evaluated split (not in training) are scored like any other: the model
 cannot predict them, so their recall is 0. ``baseline``: the constant majority-label prediction
-scored the same way (:func:`bertkit.metrics.cls.collapse_report`), for the collapse warning.
+scored the same way (:func:`bertkit.metrics.collapse.collapse_report`), for the collapse warning.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import Sequence
 
 # the scorer and the confusion-matrix files are shared with every classification task
-from bertkit.metrics.cls import (confusion_csv, label_table, save_confusion,  # noqa: F401
-                                 with_baseline)
+from bertkit.metrics.cls import confusion_csv, label_table, save_confusion  # noqa: F401
+from bertkit.metrics.collapse import with_baseline
 
 NEGATIVE_NAMES = ("no_relation", "no-relation", "norelation", "false", "none", "na", "other",
                   "negative")
@@ -42,7 +42,7 @@ def detect_negative(labels: Sequence[str]) -> str | None:
 def relation_scores(gold: Sequence[str], pred: Sequence[str], negative_label: str | None = None,
                     labels: Sequence[str] = ()) -> dict:
     """:func:`_relation_scores` plus the majority-class ``baseline``, ``baseline_macro_f1`` and
-    ``majority_share`` (:func:`bertkit.metrics.cls.with_baseline`, scored with the same
+    ``majority_share`` (:func:`bertkit.metrics.collapse.with_baseline`, scored with the same
     negative label).
 
     Raises:

@@ -111,6 +111,11 @@ _BAD_STAGES = [
     ("seed-1.json", lambda r: {**r, "metric": "f2"}, "stage record: metric 'f2'"),
     ("bench.json", lambda r: "garbage", "unreadable bench.json"),
     ("bench.json", lambda r: {"suite": "x"}, "bench.json lacks its suite, encoders"),
+    ("bench.json", lambda r: {**r, "encoders": {"minilm": {**r["encoders"]["minilm"],
+                                                           "fingerprint": 7}}},
+     "bench.json: encoder 'minilm' is"),
+    ("bench.json", lambda r: {**r, "encoders": {"minilm": "minilm"}},
+     "bench.json: encoder 'minilm' is 'minilm'"),
 ]
 
 
@@ -132,6 +137,8 @@ def test_report_of_a_corrupt_stage_record_or_manifest_is_one_message(tmp_path, n
     ok = invoke("bench", "report", out)  # the copy itself is a good run, one task of ten
     assert ok.exit_code == 0 and "(partial: 9 tasks without results or short of seeds)" in \
         _flat(ok)
+    board = (out / "report.md").read_text(encoding="utf-8").split("## Leaderboard")[1]
+    assert "| minilm | this run |" in board and " (partial) |" in board  # its suite score
     (out / "report.md").write_text("an earlier report", encoding="utf-8")
     path = out / name if name == "bench.json" else out / "stages/minilm/ddi" / name
     good = json.loads(path.read_text(encoding="utf-8"))

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from bertkit.metrics.cls import (best_thresholds, collapse_report, label_scores,
-                                 multilabel_scores)
+from bertkit.metrics.cls import best_thresholds, label_scores, multilabel_scores
+from bertkit.metrics.collapse import collapse_report
 from bertkit.metrics.re import relation_scores
 
 GOLD = ["method", "method", "background", "result", "background", "background"]
@@ -87,7 +87,7 @@ def test_no_warning_for_a_good_classifier():
 def test_relation_scores_carry_the_baseline_and_warn(capsys):
     from rich.console import Console
 
-    from bertkit.metrics.cls import warn_collapse
+    from bertkit.metrics.collapse import warn_collapse
 
     gold = ["false"] * 5 + ["CPR:3", "CPR:4"]
     pred = ["false"] * 7
@@ -169,3 +169,23 @@ def test_table_marks_labels_absent_from_gold_and_predictions():
     out = console.export_text()
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 4}
     assert rows["no"].split("│")[4].strip() == "0.00" and rows["maybe"].split("│")[4].strip() == "-"
+
+
+def test_a_near_constant_prediction_warns_though_it_beats_both_baselines():
+    """Helper trial: a HoC model gave 54 of 64 documents one label set (all but one label) and
+    scored above the every-label and majority baselines: no warning. 9 of 10 predictions one set
+    that the gold never gives is a near-collapse; a model that follows a skewed gold is not."""
+    gold = [("a",), ("b",), ("c",), ("a", "b"), ("a", "c"), ("b", "c"), (), ("a",), ("b",),
+            ("c",)]
+    pred = [("a", "b")] * 9 + [("c",)]
+    m = multilabel_scores(gold, pred)
+    base = m["baseline"]
+    assert base["top_prediction_share"] == pytest.approx(0.9)
+    assert base["near_constant"] and not base["single_label"]
+    assert "90% of the predictions are the labels 'a' + 'b', which the gold gives to 10%" in \
+        base["warning"]
+    skewed = ["yes"] * 9 + ["no"]  # the gold's own share: no warning
+    follows = label_scores(skewed, ["yes"] * 9 + ["no"])["baseline"]
+    assert follows["top_prediction_share"] == pytest.approx(0.9)
+    assert not follows["near_constant"] and follows["warning"] is None
+    assert not label_scores(GOLD, GOLD)["baseline"]["near_constant"]

@@ -19,7 +19,8 @@ from bertkit.batching import GroupedBatches
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
-from bertkit.metrics.cls import best_thresholds, warn_collapse
+from bertkit.metrics.cls import best_thresholds
+from bertkit.metrics.collapse import warn_collapse
 from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.cls.card import CARD, HOC_SCORING, SCORING, card_example  # noqa: F401
 from bertkit.tasks.cls.config import CLSConfig

@@ -18,7 +18,7 @@ from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
 from bertkit.lengths import fit_length, position_limit
-from bertkit.metrics.cls import warn_collapse
+from bertkit.metrics.collapse import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
