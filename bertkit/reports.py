@@ -108,6 +108,9 @@ def baseline_row(table: Table, metrics: dict) -> None:
         return
     label = base["majority_label"]
     shown = ": " + label_phrase(tuple(label)) if isinstance(label, list) else " " + label
+    table.caption = (table.caption or "") + ("; baseline rows: a constant prediction's macro-F1 "
+                                             "under F1, its accuracy (acc) or micro-F1 (micro) "
+                                             "in the last column, not a support")
     table.add_row(escape(f"baseline (all{shown})"), "", "",
                   f"{100 * base['baseline_macro_f1']:.2f}",
                   f"acc {100 * base['baseline_accuracy']:.2f}")

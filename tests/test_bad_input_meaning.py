@@ -284,6 +284,7 @@ def test_multi_label_card_snippet_gives_what_predict_gives(tmp_path, tiny_encode
     card = (run / "model" / "README.md").read_text()
     snippet = card.split("```python\n")[1].split("```")[0]
     assert "top_k=None" in snippet and "thresholds = {" in snippet
+    assert "Its accuracy is exact-set (subset) accuracy" in card  # not per-label accuracy
     assert json.dumps(texts[0]) in snippet  # the example is the model's own first train text
     scope: dict = {}
     exec(snippet, scope)  # noqa: S102 - the card's own code, as a user would run it

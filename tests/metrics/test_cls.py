@@ -140,6 +140,8 @@ def test_every_label_baseline_of_multi_label_data_by_hand_and_its_warning():
     text = console.export_text()
     assert "baseline (every label)" in text and f"micro {800 / 19:.2f}" in text
     assert "accuracy (exact set)" in text and "baseline (all: no label)" in text
+    assert "its accuracy (acc) or micro-F1 (micro) in the last column, not a support" in \
+        " ".join(text.split())  # the caption says what the baseline rows' last cells are
     assert "always predicting no label" in base["warning"]  # both yardsticks in one sentence
     good = multilabel_scores(gold, list(gold))
     assert not good["baseline"]["at_or_below_baseline"] and good["baseline"]["warning"] is None

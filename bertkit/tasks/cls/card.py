@@ -78,7 +78,10 @@ def _card_notes(results: dict) -> list[str]:
     return ["A multi-label model (`problem_type=\"multi_label_classification\"` in its config): "
             "`top_k=None` returns every label's sigmoid score, and each label whose score reaches "
             "its threshold (chosen on dev, saved in `bertkit.json`) is predicted, as `bertkit "
-            "predict cls` does. Without `top_k=None` the pipeline returns only the top label."]
+            "predict cls` does. Without `top_k=None` the pipeline returns only the top label.",
+            "Its accuracy is exact-set (subset) accuracy: an example counts only where the "
+            "predicted label set equals the gold set; macro- and micro-F1 are over the example x "
+            "label indicator matrix."]
 
 
 CARD = CardSpec(
