@@ -35,8 +35,8 @@ def plot_seeds(report: dict, path: Path) -> Path:
         ax.tick_params(axis="y", labelsize=7)
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
-    title = f"bench {report['suite']} ({report['budget']}" + \
-        (f"; {report['note']})" if report.get("note") else ")")
+    # the lite note already names the budget ("lite: not comparable ...")
+    title = f"bench {report['suite']} ({report.get('note') or report['budget']})"
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     with atomic_path(path) as tmp:
