@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from bertkit.bench import stats
+from bertkit.bench.floors import floor_reason
 from bertkit.bench.manifest import load_manifest, load_stage
 from bertkit.bench.metrics import METRICS, task_scale
 from bertkit.bench.suite import FAMILIES
@@ -153,7 +154,9 @@ def build(out: Path, baseline: str | None = None) -> dict:
                                       if v == "data-set default"),
                                   "predictions": [r["run"] for r in records],
                                   "items": [r.get("items") for r in records],
-                                  "precisions": [r.get("precision") for r in records]}
+                                  "precisions": [r.get("precision") for r in records],
+                                  # per seed: why its score is a constant prediction's, or None
+                                  "floors": [floor_reason(r) for r in records]}
         means = {t: v["mean"] for t, v in per_task.items()}
         fam = stats.family_means(means, families)
         wanted = {t["family"] for t in suite["tasks"]} | {m["family"] for m in suite.get("missing", [])}
@@ -182,6 +185,12 @@ def build(out: Path, baseline: str | None = None) -> dict:
         report["comparisons"][enc] = {
             name: compare(found[enc][name], found[baseline][name], out) for name in tasks
             if found.get(enc, {}).get(name) and found.get(baseline, {}).get(name)}
+        for name, c in report["comparisons"][enc].items():  # both at a constant prediction's
+            # level: the budget, not the encoders, set both scores
+            if all(report["encoders"][e]["tasks"][name]["floors"]
+                   and all(report["encoders"][e]["tasks"][name]["floors"])
+                   for e in (enc, baseline)):
+                c["verdict"] = "none (both at a constant prediction's level)"
     return report
 
 
@@ -258,6 +267,14 @@ def markdown(r: dict) -> str:
                                            for enc, c in by.items()) + ")"
                       for t, by in r["mixed_precision"].items()) + ". Differences between "
                   "those runs include the precision's."]
+    floors = [(enc, t, c["floors"]) for enc, e in r["encoders"].items()
+              for t, c in e["tasks"].items() if any(c.get("floors") or [])]
+    if floors:
+        lines += ["", "At a constant prediction's level (not learnt: the score says how the run "
+                  "failed, not how good the encoder is; a comparison where both sides sit there "
+                  "is not judged): " + "; ".join(
+                      f"{enc} on {t}, {sum(1 for f in fl if f)} of {len(fl)} seeds ("
+                      f"{next(f for f in fl if f)})" for enc, t, fl in floors) + "."]
     if r["missing"]:
         lines += ["", "Not available here (the suite score averages the families without "
                   "them): " + "; ".join(f"{m['name']} ({FAMILIES[m['family']]}"

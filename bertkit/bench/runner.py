@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bertkit.bench.encoders import Encoder
+from bertkit.bench.floors import collapse_warning
 from bertkit.bench.manifest import (LITE_NOTE, check_manifest, differences, load_manifest,
                                     load_stage, manifest, portable)
 from bertkit.bench.metrics import METRICS, task_scale
@@ -281,7 +282,8 @@ class Runner:
                   "run": run_dir.relative_to(self.out).as_posix(),
                   "command": "python " + " ".join(cmd[1:]),
                   "seconds": round(time.time() - start, 1), "budget": self.budget,
-                  "precision": ran.get("precision"), "device": ran.get("device")}
+                  "precision": ran.get("precision"), "device": ran.get("device"),
+                  "collapse": collapse_warning(test)}
         items = item_statistics(spec, run_dir, results)
         if items is not None:
             record["items"] = result.with_suffix(".items.npz").name

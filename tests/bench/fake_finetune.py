@@ -4,7 +4,8 @@ test_predictions.conll), a score that depends on the seed and the learning rate.
 ``FAKE_FINETUNE_FAIL=<seed>[:<exit code>]`` that seed's run fails (exit 1, or the code given); with ``FAKE_FINETUNE_SLEEP`` it
 sleeps first (a run to interrupt); every call appends its arguments to ``FAKE_FINETUNE_LOG``.
 Its environment.json says fp32, or bf16 for the seed ``FAKE_FINETUNE_BF16`` names (a run on an
-AMX-BF16 CPU, where ``--precision auto`` is bf16)."""
+AMX-BF16 CPU, where ``--precision auto`` is bf16); with ``FAKE_FINETUNE_COLLAPSE=<warning>`` its
+test scores carry that collapse warning (``baseline.warning``, as the collapse check writes it)."""
 
 import json
 import os
@@ -37,8 +38,11 @@ for i in range(10):
     lines += [f"w\t{g}\t{p}" for g, p in zip(gold, pred)] + [""]
 (out / "test_predictions.conll").write_text("\n".join(lines))
 f1 = 2 * right / (2 * right + (10 - right))
+test = {"f1": f1}
+if os.environ.get("FAKE_FINETUNE_COLLAPSE"):  # the task's collapse check fired
+    test["baseline"] = {"warning": os.environ["FAKE_FINETUNE_COLLAPSE"], "macro_f1": 0.1}
 (out / "results.json").write_text(json.dumps({
-    "test": {"f1": f1}, "dev": {"f1": f1 - 0.01}, "select_metric": "f1"}))
+    "test": test, "dev": {"f1": f1 - 0.01}, "select_metric": "f1"}))
 bf16 = str(recipe["seed"]) == os.environ.get("FAKE_FINETUNE_BF16")
 (out / "environment.json").write_text(json.dumps({"device": "cpu",
                                                   "precision": "bf16" if bf16 else "fp32"}))

@@ -349,3 +349,26 @@ def test_jobs_and_threads_follow_omp_num_threads_where_set(tmp_path, monkeypatch
     assert (one_job.jobs, one_job.threads) == (1, 4)
     monkeypatch.setenv("OMP_NUM_THREADS", "x")  # not a number: ignored
     assert Runner(_suite(tmp_path), encoders, tmp_path / "o5").threads == 1
+
+
+def test_runs_at_a_constant_predictions_level_are_named_and_not_judged(
+        tmp_path, tiny_encoder, still_encoder, fake, monkeypatch):
+    """Every seed of both encoders collapsed (the task's own warning, kept in the stage record):
+    the report names them and the comparison's verdict says why it is not judged."""
+    monkeypatch.setenv("FAKE_FINETUNE_COLLAPSE", "the classifier may have collapsed: x")
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}", f"b={still_encoder}"]), out).run()
+    stage = json.loads((out / "stages/b/ner-a/seed-1.json").read_text())
+    assert stage["collapse"] == "the classifier may have collapsed: x"
+    r = build(out, baseline="a")
+    assert r["encoders"]["b"]["tasks"]["ner-a"]["floors"] == [stage["collapse"]] * 2
+    assert r["comparisons"]["b"]["ner-a"]["verdict"] == \
+        "none (both at a constant prediction's level)"
+    assert "b on ner-a, 2 of 2 seeds (the classifier may have collapsed: x)" in markdown(r)
+    monkeypatch.delenv("FAKE_FINETUNE_COLLAPSE")
+    fresh = tmp_path / "fresh"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), fresh, seeds=[1]).run()
+    assert "collapse" not in json.loads((fresh / "stages/a/ner-a/seed-1.json").read_text()) \
+        or json.loads((fresh / "stages/a/ner-a/seed-1.json").read_text())["collapse"] is None
+    assert build(fresh)["encoders"]["a"]["tasks"]["ner-a"]["floors"] == [None]
+    assert "constant prediction's level" not in markdown(build(fresh))
