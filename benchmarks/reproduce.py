@@ -249,6 +249,7 @@ def export(enc: str, work: Path, out_dir: Path = ENCODERS_DIR) -> Path:
 # ---------------------------------------------------------------------------------------------
 # merge: the table and the questions, from the bench results folder alone
 
+Q2_TASKS = (*SUITE_TASKS, "litbank")  # question 2: across the whole suite
 QUESTIONS = [  # (question, encoder, against, tasks)
     ("1. SciBERT beyond BC5CDR: S vs G", "S", "G", ("bc5-chem", "bc5-disease", "jnlpba")),
     ("1. S vs G on the other tasks", "S", "G",
@@ -257,9 +258,11 @@ QUESTIONS = [  # (question, encoder, against, tasks)
     ("1. DAPT on the other tasks: G+D vs G+G", "G+D", "G+G",
      ("bc5cdr", "bc5-chem", "bc5-disease", "jnlpba", "chemprot", "scicite", "litbank", "bc2gm")),
     ("2. From scratch vs continued, same domain tokens: S vs G+D37 (G's vocabulary)", "S",
-     "G+D37", tuple(SUITE_TASKS)),
-    ("2. S vs G+D37sv (G extended with S's pieces)", "S", "G+D37sv", tuple(SUITE_TASKS)),
-    ("2. Half compute: S vs S-half", "S", "S-half", tuple(SUITE_TASKS)),
+     "G+D37", Q2_TASKS),
+    ("2. S vs G+D37sv (G extended with S's pieces)", "S", "G+D37sv", Q2_TASKS),
+    ("2. Half compute: S vs S-half", "S", "S-half", Q2_TASKS),
+    ("2. The domain pieces in continued pretraining: G+D37sv vs G+D37", "G+D37sv", "G+D37",
+     Q2_TASKS),
 ]
 
 
