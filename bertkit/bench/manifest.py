@@ -16,8 +16,8 @@ from bertkit.errors import BertkitError
 LITE_NOTE = "lite: not comparable with the published numbers"
 
 # what a stage record must hold, and of which type (bench run writes them: runner.run_one)
-STAGE_KEYS = {"encoder": str, "task": str, "metric": str, "seed": int, "run": str,
-              "score": (int, float), "overrides": dict}
+STAGE_KEYS = {"encoder": str, "task": str, "task_kind": str, "metric": str, "seed": int,
+              "run": str, "score": (int, float), "overrides": dict, "test": dict}
 STAGE_OPTIONAL = {"settings": dict, "fingerprint": str, "items": str, "precision": str,
                   "device": str, "dev_score": (int, float), "collapse": str}
 

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from bertkit.bench import stats
-from bertkit.bench.floors import floor_reason
+from bertkit.bench.floors import describe, floor_reason
 from bertkit.bench.manifest import load_manifest, load_stage
 from bertkit.bench.metrics import METRICS, task_scale
 from bertkit.bench.suite import FAMILIES
@@ -32,13 +32,37 @@ def collect(out: Path) -> tuple[dict, dict[str, dict[str, list[dict]]]]:
                            expected="the -o folder of a bertkit bench run")
     manifest = load_manifest(manifest_file)
     found: dict[str, dict[str, list[dict]]] = {e: {} for e in manifest["encoders"]}
+    metrics = {t["name"]: t["metric"] for t in manifest["suite"]["tasks"]}
     for path in sorted((Path(out) / "stages").glob("*/*/seed-*.json")):
         record = load_stage(path)
+        _check_place(record, path, metrics)
         found.setdefault(record["encoder"], {}).setdefault(record["task"], []).append(record)
     for tasks in found.values():
         for records in tasks.values():
             records.sort(key=lambda r: r["seed"])
     return manifest, found
+
+
+def _check_place(record: dict, path: Path, metrics: dict[str, str]) -> None:
+    """A stage record must say what its place says (``stages/ENCODER/TASK/seed-N.json``) and
+    carry the suite's metric for its task: a record copied or edited into the wrong place
+    would otherwise count towards another encoder, task or seed.
+
+    Raises:
+        BertkitError: naming the file, the field and what its place expects.
+    """
+    want = {"encoder": path.parent.parent.name, "task": path.parent.name,
+            "seed": path.stem.removeprefix("seed-")}
+    for key, value in want.items():
+        if str(record[key]) != value:
+            raise BertkitError(f"stage record: {key} {record[key]!r}, but its folder and name "
+                               f"say {value}", file=path,
+                               expected=f"{key} {value} (a record in another stage's place "
+                                        f"would count there)")
+    task = record["task"]
+    if task in metrics and record["metric"] != metrics[task]:
+        raise BertkitError(f"stage record: metric {record['metric']!r}", file=path,
+                           expected=f"the suite's metric for {task}: {metrics[task]}")
 
 
 def _run_dir(record: dict, out: Path) -> Path:
@@ -185,12 +209,17 @@ def build(out: Path, baseline: str | None = None) -> dict:
         report["comparisons"][enc] = {
             name: compare(found[enc][name], found[baseline][name], out) for name in tasks
             if found.get(enc, {}).get(name) and found.get(baseline, {}).get(name)}
-        for name, c in report["comparisons"][enc].items():  # both at a constant prediction's
-            # level: the budget, not the encoders, set both scores
-            if all(report["encoders"][e]["tasks"][name]["floors"]
-                   and all(report["encoders"][e]["tasks"][name]["floors"])
-                   for e in (enc, baseline)):
+        for name, c in report["comparisons"][enc].items():
+            if all(all(report["encoders"][e]["tasks"][name]["floors"]) for e in (enc, baseline)):
+                # every seed of both at a constant prediction's level: the run failed on both
                 c["verdict"] = "none (both at a constant prediction's level)"
+            seen = [f"{e}: {k['found']:,} of {k['of']:,}" for e in (enc, baseline)
+                    if (k := report["contamination"].get(e, {}).get(name))
+                    and k["found"] and k["found"] >= 0.01 * k["of"]]
+            if seen:  # the encoder has seen the test text: shown, not a claim
+                c["contaminated"] = seen
+                c["verdict"] = (f"not judged: contaminated ({'; '.join(seen)} test examples in "
+                                f"the pretraining corpora); the tests say {c['verdict']}")
     return report
 
 
@@ -270,11 +299,12 @@ def markdown(r: dict) -> str:
     floors = [(enc, t, c["floors"]) for enc, e in r["encoders"].items()
               for t, c in e["tasks"].items() if any(c.get("floors") or [])]
     if floors:
-        lines += ["", "At a constant prediction's level (not learnt: the score says how the run "
-                  "failed, not how good the encoder is; a comparison where both sides sit there "
-                  "is not judged): " + "; ".join(
-                      f"{enc} on {t}, {sum(1 for f in fl if f)} of {len(fl)} seeds ("
-                      f"{next(f for f in fl if f)})" for enc, t, fl in floors) + "."]
+        lines += ["", "At a constant prediction's level, judged on the task's metric (not learnt: "
+                  "the score says how the run failed, not how good the encoder is; a "
+                  "comparison where every seed of both sides sits there is not judged): " +
+                  "; ".join(f"{enc} on {t}, " +
+                            describe(fl, r["encoders"][enc]["tasks"][t]["seeds"])
+                            for enc, t, fl in floors) + "."]
     if r["missing"]:
         lines += ["", "Not available here (the suite score averages the families without "
                   "them): " + "; ".join(f"{m['name']} ({FAMILIES[m['family']]}"

@@ -1,50 +1,75 @@
 """bench report's constant-prediction check (bertkit/bench/floors.py) on hand-made stage
-records: each rule fires on the figures a collapsed run writes and stays quiet on a learnt one."""
+records: each rule fires on the figures a collapsed run writes, judged on the suite's metric, and
+stays quiet on a learnt one."""
 
 from __future__ import annotations
 
 import pytest
 
-from bertkit.bench.floors import collapse_warning, floor_reason
+from bertkit.bench.floors import collapse_warning, describe, floor_reason
 
 
-@pytest.mark.parametrize("test, phrase", [
+@pytest.mark.parametrize("metric, test, phrase", [
     # PubMedQA at the lite budget: the majority class for every question
-    ({"macro_f1": 0.2371134, "baseline_macro_f1": 0.2371134, "accuracy": 0.552},
-     "macro-F1 23.71 at or below always predicting the majority class's 23.71"),
+    ("accuracy", {"accuracy": 0.552, "majority_share": 0.552, "macro_f1": 0.2371},
+     "accuracy at or below the majority class's share (accuracy 55.20, share 55.20)"),
+    ("macro_f1", {"macro_f1": 0.2371134, "baseline_macro_f1": 0.2371134},
+     "macro-F1 at or below always predicting the majority class (macro-F1 23.71, the "
+     "majority class's 23.71)"),
     # an RE model predicting no relation anywhere (the negative class is not scored)
-    ({"macro_f1": 0.0, "baseline_macro_f1": 0.0, "micro_f1": 0.0}, "macro-F1 0.00 at or below"),
-    # HoC: every hallmark for every abstract
-    ({"hoc_recall": 1.0, "hoc_precision": 0.1305, "macro_f1": 0.225, "baseline_macro_f1": 0.0},
-     "every label predicted for every document (hoc recall 1.00, precision 0.13)"),
-    # BIOSSES: worse than predicting the gold mean for every pair
-    ({"pearson": -0.27, "mse": 3.9248, "baseline_mse": 1.5524, "constant": False},
-     "MSE 3.925 at or above predicting the gold mean for every pair (1.552)"),
-    ({"pearson": 0.0, "mse": 2.0, "baseline_mse": 1.5, "constant": True},
-     "every prediction the same"),
+    ("micro_f1", {"micro_f1": 0.0, "macro_f1": 0.0, "baseline_macro_f1": 0.0},
+     "no relation found, as always predicting the negative class (micro-F1 0.00)"),
+    # HoC: every hallmark for every abstract, and nearly so (lite seeds 1 and 4)
+    ("hoc_f1", {"hoc_recall": 1.0, "hoc_precision": 0.1305, "hoc_f1": 0.2309},
+     "(nearly) every label for every document (hoc recall 1.00, precision 0.13)"),
+    ("hoc_f1", {"hoc_recall": 0.948, "hoc_precision": 0.1339, "hoc_f1": 0.2346},
+     "(nearly) every label for every document (hoc recall 0.95, precision 0.13)"),
+    # BIOSSES: no positive correlation, or one value for every pair
+    ("pearson", {"pearson": -0.2769, "mse": 3.92, "baseline_mse": 1.55, "constant": False},
+     "no positive correlation, a constant prediction's 0 (Pearson -0.28)"),
+    ("pearson", {"pearson": 0.0, "constant": True}, "every prediction the same"),
 ])
-def test_a_collapsed_run_is_named(test, phrase):
-    assert phrase in floor_reason({"test": test})
+def test_a_run_at_a_constant_predictions_level_is_named(metric, test, phrase):
+    assert phrase in floor_reason({"metric": metric, "test": test})
 
 
-@pytest.mark.parametrize("test", [
-    {"macro_f1": 0.61, "baseline_macro_f1": 0.2371},
-    {"macro_f1": 0.04, "baseline_macro_f1": 0.0, "micro_f1": 0.067},  # poor, not constant
-    {"hoc_recall": 1.0, "hoc_precision": 0.8},  # a good multi-label model
-    {"pearson": 0.8, "mse": 0.4, "baseline_mse": 1.5, "constant": False},
-    {"f1": 0.85},  # NER: no baseline figures
-    {},
+@pytest.mark.parametrize("metric, test", [
+    ("accuracy", {"accuracy": 0.61, "majority_share": 0.552}),
+    ("macro_f1", {"macro_f1": 0.61, "baseline_macro_f1": 0.2371}),
+    # DDI at the lite budget: accuracy under always-`false` (0.826 < 0.829), yet relations
+    # found: micro-F1 2.5, judged on the suite's metric, not a constant prediction's
+    ("micro_f1", {"micro_f1": 0.0253, "accuracy": 0.826, "majority_share": 0.829}),
+    # a partly learnt HoC model: exact-set accuracy under the commonest label set's share
+    ("hoc_f1", {"hoc_recall": 0.45, "hoc_precision": 0.39, "accuracy": 0.154,
+                "majority_share": 0.159}),
+    ("hoc_f1", {"hoc_recall": 1.0, "hoc_precision": 0.8}),
+    # Pearson 0.90 with badly scaled predictions (an MSE above the mean's) is learnt
+    ("pearson", {"pearson": 0.9, "mse": 2.0, "baseline_mse": 1.55, "constant": False}),
+    ("entity_f1", {"f1": 0.85}),  # NER: no constant baseline
+    ("accuracy", {}),
 ])
-def test_a_learnt_run_is_not(test):
-    assert floor_reason({"test": test}) is None
+def test_a_learnt_run_is_not(metric, test):
+    assert floor_reason({"metric": metric, "test": test}) is None
 
 
-def test_the_tasks_own_warning_comes_first_and_a_one_label_split_is_not_a_collapse():
-    warning = "the classifier may have collapsed: every prediction is 'false'"
-    assert floor_reason({"collapse": warning, "test": {"macro_f1": 0.9}}) == warning
-    assert floor_reason({"collapse": None, "test": {"macro_f1": 0.1,
-                                                    "baseline_macro_f1": 0.2}}).startswith("macro")
+def test_the_tasks_own_warning_is_the_fallback_and_a_one_label_split_is_not_a_collapse():
+    warning = "the classifier may have collapsed: 93% of the predictions are 'a'"
+    assert floor_reason({"metric": "macro_f1", "collapse": warning,
+                         "test": {"macro_f1": 0.4, "baseline_macro_f1": 0.2}}) == warning
+    assert floor_reason({"metric": "macro_f1", "collapse": None, "test": 5}) is None
+    assert floor_reason({"metric": "accuracy", "test": {"accuracy": "x"}}) is None
     assert collapse_warning({"baseline": {"warning": warning}}) == warning
     assert collapse_warning({"baseline": {"warning": "every gold label ...",
                                           "one_gold_label": True}}) is None
     assert collapse_warning({"f1": 0.8}) is None and collapse_warning(None) is None
+
+
+def test_the_report_phrase_groups_the_seeds_and_gives_each_ones_figures():
+    same = "accuracy at or below the majority class's share (accuracy 55.20, share 55.20)"
+    assert describe([same] * 3, [1, 2, 3]) == f"3 of 3 seeds: {same}"
+    pearson = "no positive correlation, a constant prediction's 0"
+    assert describe([f"{pearson} (Pearson -0.28)", None, f"{pearson} (Pearson -0.05)"],
+                    [1, 2, 3]) == \
+        f"2 of 3 seeds: {pearson} (seed 1: Pearson -0.28; seed 3: Pearson -0.05)"
+    assert describe(["the classifier may have collapsed: x"], [4]) == \
+        "1 of 1 seed: the classifier may have collapsed: x"

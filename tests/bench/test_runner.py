@@ -364,7 +364,7 @@ def test_runs_at_a_constant_predictions_level_are_named_and_not_judged(
     assert r["encoders"]["b"]["tasks"]["ner-a"]["floors"] == [stage["collapse"]] * 2
     assert r["comparisons"]["b"]["ner-a"]["verdict"] == \
         "none (both at a constant prediction's level)"
-    assert "b on ner-a, 2 of 2 seeds (the classifier may have collapsed: x)" in markdown(r)
+    assert "b on ner-a, 2 of 2 seeds: the classifier may have collapsed: x" in markdown(r)
     monkeypatch.delenv("FAKE_FINETUNE_COLLAPSE")
     fresh = tmp_path / "fresh"
     Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), fresh, seeds=[1]).run()
@@ -372,3 +372,43 @@ def test_runs_at_a_constant_predictions_level_are_named_and_not_judged(
         or json.loads((fresh / "stages/a/ner-a/seed-1.json").read_text())["collapse"] is None
     assert build(fresh)["encoders"]["a"]["tasks"]["ner-a"]["floors"] == [None]
     assert "constant prediction's level" not in markdown(build(fresh))
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"seed": 1}, "seed 1, but its folder and name say 2"),
+    ({"task": "ner-b"}, "task 'ner-b', but its folder and name say ner-a"),
+    ({"metric": "macro_f1"}, "metric 'macro_f1'"),
+    ({"test": 5}, "'test' is 5"),
+])
+def test_a_stage_record_out_of_its_place_is_refused(tmp_path, tiny_encoder, fake, edit,
+                                                     message):
+    """A record copied or edited into another seed's, task's or encoder's place would count
+    there: refused with the file, nothing written."""
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out).run()
+    path = out / "stages/a/ner-a/seed-2.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **edit}))
+    with pytest.raises(BertkitError, match=message.replace("(", r"\(")) as err:
+        build(out)
+    assert err.value.file == str(path) and not (out / "report.md").exists()
+
+
+def test_a_comparison_on_test_text_the_encoder_has_seen_is_not_judged(
+        tmp_path, tiny_encoder, still_encoder, fake, monkeypatch):
+    """BC2GM's test sentences are in the scientific corpus: an encoder pretrained on it is
+    shown with the tests' verdict, marked as no claim."""
+    from bertkit.bench import contamination
+
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}", f"b={still_encoder}"]), out).run()
+    manifest = json.loads((out / "bench.json").read_text())
+    manifest["encoders"]["b"]["corpora"] = ["scientific"]
+    (out / "bench.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(contamination, "task_test_file", lambda task, data: tmp_path)
+    monkeypatch.setattr(contamination, "count", lambda f, corpora: {"found": 9, "of": 10})
+    c = build(out, baseline="a")["comparisons"]["b"]["ner-a"]
+    assert c["contaminated"] == ["b: 9 of 10"]
+    assert c["verdict"] == ("not judged: contaminated (b: 9 of 10 test examples in the "
+                            "pretraining corpora); the tests say none")
+    monkeypatch.setattr(contamination, "count", lambda f, corpora: {"found": 0, "of": 10})
+    assert build(out, baseline="a")["comparisons"]["b"]["ner-a"]["verdict"] == "none"
