@@ -24,9 +24,13 @@ def collect(out: Path) -> tuple[dict, dict[str, dict[str, list[dict]]]]:
     """``(bench.json, {encoder: {task: [seed stage records, by seed]}})``.
 
     Raises:
-        BertkitError: ``out`` holds no bench run, or a result file cannot be read.
+        BertkitError: ``out`` is not a folder or holds no bench run, a result file cannot be
+            read, or a stage record is out of its place (:func:`_check_place`).
     """
     manifest_file = Path(out) / "bench.json"
+    if not Path(out).is_dir():
+        raise BertkitError("no such folder", file=out,
+                           expected="the -o folder of a bertkit bench run")
     if not manifest_file.is_file():
         raise BertkitError("no bench run here (no bench.json)", file=out,
                            expected="the -o folder of a bertkit bench run")
@@ -155,7 +159,7 @@ def build(out: Path, baseline: str | None = None) -> dict:
     unlisted = [e for e in found if e not in listed and any(found[e].values())]
     encoders = list(listed) + unlisted
     if baseline is not None and baseline not in encoders:
-        raise BertkitError(f"no encoder {baseline!r} in this bench run",
+        raise BertkitError(f"no encoder {baseline!r} in this bench run", file=out,
                            expected="one of " + ", ".join(encoders))
     baseline = baseline or encoders[0]
     report = {"suite": suite["name"], "budget": manifest["budget"],

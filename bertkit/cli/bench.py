@@ -103,7 +103,8 @@ def list_cli(
     suite: Annotated[Optional[str], typer.Argument(help="A suite: print its tasks instead of the list.")] = None,
 ) -> None:
     """List the shipped suites, or one suite's tasks (data set, metric, family, recipe, lite caps)
-    and reference rows; a task that cannot run yet (unregistered data set) is named."""
+    and reference rows; what `bench run` would refuse (an unregistered data set, an unknown task
+    kind or setting) is named, exit 1."""
     from rich.console import Console
     from rich.table import Table
 
@@ -119,7 +120,8 @@ def list_cli(
         for name, path in suite_files().items():
             s = parse_suite(path)
             problems = check_suite(s) + check_suite_settings(s)
-            note = f" [{len(problems)} task(s) not runnable yet]" if problems else ""
+            note = f" [{len(problems)} task(s) cannot run: bench list {name}]" if problems \
+                else ""
             table.add_row(name, str(len(s.tasks)), s.description + note)
         console.print(table)
         return
@@ -139,9 +141,7 @@ def list_cli(
     for m in s.missing:
         console.print(f"missing: {m['name']} ({m['family']}) {m.get('reason', '')}",
                       highlight=False)
-    for problem in check_suite(s):
-        console.print(f"not runnable yet: {problem}", highlight=False, markup=False)
-    bad = check_suite_settings(s)
+    bad = check_suite(s) + check_suite_settings(s)  # what bench run would refuse
     for problem in bad:
         console.print(f"error: {problem}", highlight=False, markup=False)
     if bad:

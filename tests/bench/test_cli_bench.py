@@ -60,11 +60,19 @@ def test_bad_input_is_a_message_and_exit_1(tmp_path, args, message):
 
 
 def test_an_unknown_data_set_in_a_suite_names_the_line(tmp_path):
+    """bench list refuses what bench run refuses (helper trial: list said "not runnable yet"
+    and exit 0 for a misspelt data set)."""
     suite = tmp_path / "suite.yaml"
     suite.write_text(SUITE.replace("data: bc5cdr", "data: bc9"), encoding="utf-8")
-    res = invoke("bench", "run", suite, "-e", "a=minilm", "-o", tmp_path / "out")
-    assert res.exit_code == 1
-    assert f"{suite}:4: task ner-a: 'bc9' is not a registered ner data set" in _flat(res)
+    for res in (invoke("bench", "run", suite, "-e", "a=minilm", "-o", tmp_path / "out"),
+                invoke("bench", "list", suite)):
+        assert res.exit_code == 1
+        assert f"{suite}:4: task ner-a: 'bc9' is not a registered ner data set" in _flat(res)
+
+
+def test_report_of_a_folder_that_does_not_exist(tmp_path):
+    res = invoke("bench", "report", tmp_path / "nope")
+    assert res.exit_code == 1 and "no such folder" in _flat(res)
 
 
 def test_report_of_a_folder_without_a_run(tmp_path):
