@@ -58,7 +58,12 @@ run_cli.__name__ = "run_cli"
 
 def _report(out: Path, baseline: str | None, console) -> None:
     from bertkit.bench.report import write_report
+    from bertkit.bench.stats import BOOTSTRAP_SAMPLES
 
+    # the tests take a while on a large folder (the mini suite's: about two minutes): said first
+    console.print(f"reporting {out}: each encoder against the baseline per task (almost "
+                  f"stochastic order, {BOOTSTRAP_SAMPLES:,} bootstrap resamples of the test "
+                  f"items) ...", highlight=False)
     r = write_report(out, baseline)
     for enc, tasks in r["comparisons"].items():
         for task, c in tasks.items():
