@@ -36,7 +36,8 @@ def collect(out: Path) -> tuple[dict, dict[str, dict[str, list[dict]]]]:
                            expected="the -o folder of a bertkit bench run")
     manifest = load_manifest(manifest_file)
     found: dict[str, dict[str, list[dict]]] = {e: {} for e in manifest["encoders"]}
-    metrics = {t["name"]: t["metric"] for t in manifest["suite"]["tasks"]}
+    metrics = {t["name"]: t["metric"] for t in manifest["suite"].get("tasks", [])
+               if isinstance(t, dict) and t.get("metric")}
     for path in sorted((Path(out) / "stages").glob("*/*/seed-*.json")):
         record = load_stage(path)
         _check_place(record, path, metrics)

@@ -123,7 +123,8 @@ def _fake_bench(out: Path, scores: dict[str, dict[str, list[float]]], protocol="
                 f.parent.mkdir(parents=True, exist_ok=True)
                 f.write_text(json.dumps({"encoder": enc, "task": task, "seed": seed, "score": v,
                                          "metric": "micro_f1", "task_kind": "re",
-                                         "overrides": {}, "run": str(out / "none")}))
+                                         "overrides": {}, "run": str(out / "none"),
+                                         "test": {"micro_f1": v / 100}}))
 
 
 def test_merge_reads_the_bench_folder(rp, tmp_path, monkeypatch):
