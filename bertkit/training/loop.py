@@ -38,10 +38,11 @@ from bertkit.training.fsdp import load_full_state, shard_model
 from bertkit.training.logging import PlainProgress, make_progress, open_metrics_log
 from bertkit.training.optim import (build_optimizer, build_scheduler, load_optimizer_state,
                                     warmup_steps)
-from bertkit.training.report import _draw_curves, _where, describe_eval, torch_world_size
+from bertkit.training.report import _draw_curves, describe_eval, torch_world_size
 from bertkit.training.rundir import RunWriter, check_free_space, checkpoint_bytes
 from bertkit.training.saving import save_step, stop_run, sync_model
 from bertkit.training.signals import StopRequest
+from bertkit.training.nonfinite import skip_nonfinite, watch_nonfinite  # noqa: F401 (re-exported)
 from bertkit.training.state import BatchOut, Parts, TrainState
 
 
@@ -96,6 +97,7 @@ def train(
     parts.log = open_metrics_log(cfg, parts.out, state.step if cfg.resume else None, tracker,
                                  console)  # metrics.jsonl, and TensorBoard or MLflow
     accum, stop_seen = cfg.gradient_accumulation, False
+    watch_nonfinite(parts, state, data)  # batches found non-finite when losses are read
     progress = make_progress(console, disable=not parts.out.main)
     plain = PlainProgress(console if parts.out.main else None, parts.total_steps, parts.n_epochs,
                           start_step=state.step)  # into a file: a line every 30 s
@@ -110,10 +112,7 @@ def train(
             for i, batch in enumerate(data.iter_batches(epoch, state.batch), start=state.batch):
                 out = forward_backward(parts, batch, stop.requested)
                 stop_seen |= out.stop  # agreed by every rank (one all-reduce with the losses)
-                if not out.finite:
-                    skip_nonfinite(parts, state, out, _where(data, epoch, i), epoch, i)
-                    continue
-                parts.meter.add(out)
+                parts.meter.add(out, epoch, i, state.step + 1)  # read at logging time
                 state.train_examples += out.examples
                 state.train_tokens += out.tokens
                 if (i + 1) % accum and i + 1 != n_batches:
@@ -245,43 +244,31 @@ def forward_backward(parts: Parts, batch: dict[str, torch.Tensor],
         raise BertkitError(f"out of device memory with batch size {parts.cfg.batch_size}",
                            expected="a smaller --batch-size with --gradient-accumulation to "
                                     "keep the effective batch") from None
-    return BatchOut(dict(zip(named, values.tolist())), examples, tokens, stop)
-
-
-def skip_nonfinite(parts: Parts, state: TrainState, out: BatchOut, where: str, epoch: int,
-                   index: int) -> None:
-    """Drop a batch whose loss is not finite: its gradients are cleared, it is logged as a
-    ``skipped_batch`` record and counted in ``state.skipped``.
-
-    Raises:
-        BertkitError: more than ``cfg.skip_nonfinite`` such batches (the first one by default),
-            naming the step, epoch and the batch's source lines (``where``).
-    """
-    loss = out.values["loss"]
-    state.skipped += 1
-    limit = parts.cfg.skip_nonfinite
-    if state.skipped > limit:
-        raise BertkitError(
-            f"non-finite training loss ({loss}) at step {state.step + 1}, epoch {epoch + 1}, "
-            f"on {where}",
-            expected="a lower --lr, " + ("--precision fp32, " if parts.runtime.dtype is not None
-                                         else "") + "or --skip-nonfinite N to skip up to N "
-                     "such batches")
-    parts.log.log({"type": "skipped_batch", "step": state.step, "epoch": epoch + 1,
-                   "batch": index, "source": where, "loss": str(loss)})
-    if parts.console is not None and parts.out.main:
-        parts.console.print(f"[yellow]warning:[/] non-finite loss on {where}: batch skipped "
-                            f"({state.skipped}/{limit})", highlight=False)
-    parts.optimizer.zero_grad(set_to_none=True)
+    return BatchOut(values, tuple(named), examples, tokens, stop)  # values stay on the device
 
 
 def optimizer_step(parts: Parts) -> None:
     """Clip the gradient norm (``cfg.max_grad_norm`` > 0, after unscaling), step the optimiser
-    through the AMP scaler, advance the schedule and clear the gradients."""
+    through the AMP scaler, advance the schedule and clear the gradients.
+
+    A step one of whose batches had a non-finite loss (the meter's device flag) changes
+    nothing: the fused AdamW kernel gets the flag as ``found_inf`` and skips the update on the
+    device, without the host reading it (as ``GradScaler`` does for fp16 overflows). An
+    optimiser without that argument (FSDP's foreach AdamW) reads the flag instead (one sync)."""
+    flag = parts.meter.take_step_flag()
     if parts.cfg.max_grad_norm > 0:
         parts.scaler.unscale_(parts.optimizer)
         torch.nn.utils.clip_grad_norm_(parts.net.parameters(), parts.cfg.max_grad_norm)
-    parts.scaler.step(parts.optimizer)
+    if parts.scaler.is_enabled() or flag is None:  # fp16: the scaler finds the overflow itself
+        parts.scaler.step(parts.optimizer)
+    elif all(g.get("fused") for g in parts.optimizer.param_groups):
+        parts.optimizer.found_inf = flag
+        try:
+            parts.optimizer.step()
+        finally:
+            del parts.optimizer.found_inf
+    elif not bool(flag):  # read here only without the fused kernel
+        parts.optimizer.step()
     parts.scaler.update()
     parts.scheduler.step()
     parts.optimizer.zero_grad(set_to_none=True)

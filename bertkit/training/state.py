@@ -89,6 +89,14 @@ class TrainState:
 class Meter:
     """Running sums of the logged losses since the last record, and the clocks that time them.
 
+    The losses stay on the device: :meth:`add` keeps each batch's ``[K]`` loss tensor, and the
+    host reads them in ONE transfer when a record or a progress line is due (:meth:`settle`),
+    never per micro-batch (a read per batch stalls a GPU until the step's kernels finish).
+    ``step_bad`` is a device flag, 1.0 when a batch of the current optimiser step had a
+    non-finite loss: :func:`~bertkit.training.loop.optimizer_step` hands it to the fused AdamW
+    kernel as ``found_inf``, which then leaves weights and moments unchanged (the skip happens
+    on the device; the host learns of it, counts and names the batch at the next read).
+
     ``train_start`` marks the start of uncounted training time (moved on by :meth:`bank`);
     ``window_start`` the start of the throughput window (moved on by :meth:`flush`/:meth:`restart`).
     """
@@ -98,14 +106,44 @@ class Meter:
         self.batches = self.examples = self.tokens = 0
         self.train_start = self.window_start = time.perf_counter()
         self.source_stats = None  # a BatchSource's ``stats()`` (e.g. data wait), in each record
+        self.pending: list[tuple[int, int, int, list[str], torch.Tensor, int, int]] = []
+        self.step_bad: torch.Tensor | None = None  # device flag for the current optimiser step
+        self.on_nonfinite = None  # called as f(epoch, index, step, values, examples, tokens)
 
-    def add(self, out: "BatchOut") -> None:
-        """Count one trained batch (its global mean losses, examples and real tokens)."""
-        for key, value in out.values.items():
-            self.sums[key] = self.sums.get(key, 0.0) + value
+    def add(self, out: "BatchOut", epoch: int = 0, index: int = 0, step: int = 0) -> None:
+        """Count batch ``index`` of ``epoch``, trained for optimiser step ``step`` (its global
+        mean losses, examples and real tokens); the losses stay on the device until :meth:`settle`."""
+        values = out.tensor
+        self.pending.append((epoch, index, step, list(out.names), values, out.examples,
+                             out.tokens))
+        bad = (~torch.isfinite(values).all()).float()
+        self.step_bad = bad if self.step_bad is None else torch.maximum(self.step_bad, bad)
         self.batches += 1
         self.examples += out.examples
         self.tokens += out.tokens
+
+    def take_step_flag(self) -> torch.Tensor | None:
+        """The current optimiser step's non-finite flag (device, 0-dim float), reset for the next."""
+        flag, self.step_bad = self.step_bad, None
+        return flag
+
+    def settle(self) -> None:
+        """Read the pending losses (one device-to-host transfer) into the sums; a batch with a
+        non-finite loss is left out of them and handed to ``on_nonfinite``."""
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        rows = torch.stack([p[4].detach().float().reshape(-1) for p in pending]).cpu().tolist()
+        for (epoch, index, step, names, _, examples, tokens), row in zip(pending, rows):
+            if all(math.isfinite(v) for v in row):
+                for key, value in zip(names, row):
+                    self.sums[key] = self.sums.get(key, 0.0) + value
+                continue
+            self.batches -= 1
+            self.examples -= examples
+            self.tokens -= tokens
+            if self.on_nonfinite is not None:
+                self.on_nonfinite(epoch, index, step, dict(zip(names, row)), examples, tokens)
 
     def restart(self) -> None:
         """Restart both clocks (after an evaluation, at an epoch start)."""
@@ -118,8 +156,10 @@ class Meter:
         self.train_start = now
 
     def means(self) -> dict[str, float]:
-        """Mean of each logged loss over the batches since the last record (empty if none)."""
-        return {k: v / self.batches for k, v in self.sums.items()} if self.batches else {}
+        """Mean of each logged loss over the batches since the last record (empty if none);
+        reads the pending losses from the device (:meth:`settle`)."""
+        self.settle()
+        return {k: v / self.batches for k, v in self.sums.items()} if self.batches > 0 else {}
 
     def rate(self) -> float:
         """Examples per second in the current window."""
@@ -128,7 +168,10 @@ class Meter:
     def flush(self, parts: "Parts", state: TrainState, epoch: int) -> dict[str, Any] | None:
         """Log the mean losses, learning rate and throughput (examples/s, tokens/s) of the
         batches since the last record as a ``train`` record; None if there were none."""
-        if not self.batches:
+        self.settle()
+        if self.batches <= 0:
+            self.sums.clear()
+            self.batches = self.examples = self.tokens = 0
             return None
         elapsed = max(time.perf_counter() - self.window_start, 1e-9)
         record = {"type": "train", "step": state.step, "epoch": epoch + 1,
@@ -187,12 +230,29 @@ class Parts:
 @dataclass
 class BatchOut:
     """One forward/backward pass: the global mean losses (``loss`` first, then ``*_loss``
-    parts), the global batch's examples and real tokens, and whether any rank must stop."""
+    parts), the global batch's examples and real tokens, and whether any rank must stop.
 
-    values: dict[str, float]
+    ``tensor`` holds the losses as a ``[K]`` device tensor in the order of ``names``; the loop
+    never reads it per batch (see :class:`Meter`). ``values`` and ``finite`` read it (a device
+    sync): for tests and callers outside the training step."""
+
+    tensor: torch.Tensor | None
+    names: tuple[str, ...]
     examples: int
     tokens: int
     stop: bool = False
+
+    @classmethod
+    def of(cls, values: dict[str, float], examples: int, tokens: int,
+           stop: bool = False) -> "BatchOut":
+        """A pass whose losses are already host numbers."""
+        return cls(torch.tensor(list(values.values()), dtype=torch.float64), tuple(values),
+                   examples, tokens, stop)
+
+    @property
+    def values(self) -> dict[str, float]:
+        """The losses by name, as floats (reads the device)."""
+        return dict(zip(self.names, self.tensor.detach().double().cpu().tolist()))
 
     @property
     def finite(self) -> bool:

@@ -95,10 +95,10 @@ def test_skip_nonfinite_counts_logs_and_stops_beyond_the_limit(tmp_path):
     parts = _parts(tmp_path, skip_nonfinite=1)
     state = TrainState(step=4)
     forward_backward(parts, _batch())
-    bad = BatchOut({"loss": float("nan")}, 4, 16)
+    bad = BatchOut.of({"loss": float("nan")}, 4, 16)
     assert not bad.finite
     skip_nonfinite(parts, state, bad, "train.tsv lines 1-4", epoch=0, index=7)
-    assert state.skipped == 1 and parts.model.net.weight.grad is None  # gradients dropped
+    assert state.skipped == 1
     parts.log.close()
     rec = json.loads((tmp_path / "metrics.jsonl").read_text())
     assert (rec["type"], rec["step"], rec["batch"], rec["source"], rec["loss"]) == \
@@ -106,6 +106,31 @@ def test_skip_nonfinite_counts_logs_and_stops_beyond_the_limit(tmp_path):
     with pytest.raises(BertkitError, match=r"non-finite training loss \(nan\) at step 5, "
                                            r"epoch 1, on train.tsv lines 1-4"):
         skip_nonfinite(parts, state, bad, "train.tsv lines 1-4", epoch=0, index=8)
+
+
+def test_a_non_finite_batch_leaves_weights_and_moments_as_they_were(tmp_path):
+    """The skip happens on the device (fused AdamW's found_inf), without a host read: after a
+    good step, a step whose batch had a NaN loss changes no weight, moment or step count."""
+    parts = _parts(tmp_path, weight_decay=0.1)
+    forward_backward(parts, _batch())
+    parts.meter.add(forward_backward(parts, _batch()), 0, 0, 1)
+    optimizer_step(parts)  # a good step first: moments are non-zero
+    before = {k: v.detach().clone() for k, v in parts.model.state_dict().items()}
+    moments = [{k: v.clone() for k, v in s.items()} for s in parts.optimizer.state.values()]
+    bad = _batch()
+    bad["y"] = bad["y"] * float("nan")
+    parts.meter.add(forward_backward(parts, bad), 0, 1, 2)
+    assert float(parts.meter.step_bad) == 1.0
+    optimizer_step(parts)
+    for k, v in parts.model.state_dict().items():
+        torch.testing.assert_close(v, before[k], rtol=0, atol=0)
+    for saved, now in zip(moments, parts.optimizer.state.values()):
+        for k in saved:
+            torch.testing.assert_close(now[k], saved[k], rtol=0, atol=0)
+    assert parts.meter.step_bad is None  # reset for the next step
+    parts.meter.add(forward_backward(parts, _batch()), 0, 2, 3)
+    optimizer_step(parts)  # and a good step after it moves the weights again
+    assert not torch.equal(parts.model.net.weight.detach(), before["net.weight"])
 
 
 def test_optimizer_step_clips_steps_and_clears(tmp_path):
