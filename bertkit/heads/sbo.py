@@ -62,7 +62,8 @@ class SpanBoundaryHead(nn.Module):
         return (left >= 0) & (pos - left - 1 < self.max_targets)
 
     def forward(self, hidden: torch.Tensor, boundaries: torch.Tensor,
-                output_weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                output_weight: torch.Tensor, positions: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits of the SBO targets.
 
         Args:
@@ -70,11 +71,19 @@ class SpanBoundaryHead(nn.Module):
             boundaries: ``[B, T, 2]`` long, (s-1, e+1) at span tokens, -1 elsewhere (see the
                 module docstring).
             output_weight: ``[V, H]`` the (tied) input word embeddings.
+            positions: ``[B, K]`` long, the masked positions of each row at a fixed count K
+                (:func:`bertkit.masking.static_positions`): the training step's form, with
+                static shapes and no host sync. None: every target, selected by boolean
+                indexing (a data-dependent shape; for evaluation and tests).
 
         Returns:
+            with ``positions``: ``logits [B * K, V]`` at every given position and ``[B, K]``
+            bool, which of them are SBO targets (the loss ignores the others); without:
             ``logits [M, V]`` for the M positions of :meth:`targets`, row-major, and that
             ``[B, T]`` bool selection (the loss compares with ``labels[selection]``).
         """
+        if positions is not None:
+            return self._at(hidden, boundaries, output_weight, positions)
         picked = self.targets(boundaries)
         row, pos = torch.nonzero(picked, as_tuple=True)  # [M] each
         left, right = boundaries[row, pos, 0], boundaries[row, pos, 1]
@@ -82,3 +91,22 @@ class SpanBoundaryHead(nn.Module):
         h = self.norm1(F.gelu(self.dense1(h)))  # [M, H]
         h = self.norm2(F.gelu(self.dense2(h)))
         return F.linear(h, output_weight, self.bias), picked
+
+    def _at(self, hidden: torch.Tensor, boundaries: torch.Tensor, output_weight: torch.Tensor,
+            positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`forward` at fixed ``[B, K]`` positions: gathers only, no host sync."""
+        H = hidden.shape[-1]
+        bounds = boundaries.gather(1, positions.unsqueeze(-1).expand(-1, -1, 2))  # [B, K, 2]
+        left, right = bounds[..., 0], bounds[..., 1]
+        offset = positions - left - 1  # the target's place in its span, from 0
+        valid = (left >= 0) & (offset < self.max_targets)  # [B, K]
+        left, right = left.clamp(min=0), right.clamp(min=0)  # not targets: any real row index
+        offset = torch.where(valid, offset, torch.zeros_like(offset))
+
+        def at(index: torch.Tensor) -> torch.Tensor:  # [B, K] -> [B, K, H]
+            return hidden.gather(1, index.unsqueeze(-1).expand(-1, -1, H))
+
+        h = torch.cat([at(left), at(right), self.position(offset)], dim=-1)  # [B, K, 2H + P]
+        h = self.norm1(F.gelu(self.dense1(h)))  # [B, K, H]
+        h = self.norm2(F.gelu(self.dense2(h)))
+        return F.linear(h.flatten(0, 1), output_weight, self.bias), valid

@@ -7,7 +7,8 @@ interface of :class:`bertkit.masking.base.Masker`.
 from __future__ import annotations
 
 from bertkit.errors import BertkitError
-from bertkit.masking.base import (IGNORE, MaskedBatch, Masker, VocabInfo, real_tokens,
+from bertkit.masking.base import (IGNORE, MaskedBatch, Masker, VocabInfo, check_capacity,
+                                  mask_capacity, real_tokens, static_positions,
                                   word_boundary_rule, word_starts)
 from bertkit.masking.span import SpanMasker, span_length_distribution
 from bertkit.masking.token import TokenMasker
@@ -43,6 +44,7 @@ def build_masker(name: str, vocab: VocabInfo, mask_prob: float = 0.15,
     return STRATEGIES[name](vocab, **kwargs)
 
 
-__all__ = ["IGNORE", "MaskedBatch", "Masker", "VocabInfo", "TokenMasker", "WholeWordMasker",
+__all__ = ["IGNORE", "MaskedBatch", "Masker", "check_capacity", "mask_capacity",
+           "static_positions", "VocabInfo", "TokenMasker", "WholeWordMasker",
            "SpanMasker", "build_masker", "real_tokens", "word_starts", "span_length_distribution",
            "STRATEGIES", "CHOICES", "gives_spans", "word_boundary_rule"]

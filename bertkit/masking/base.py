@@ -214,6 +214,42 @@ def budget(real: torch.Tensor | np.ndarray, prob: float, rounding: str) -> list[
     return [min(n, max(1, round(n * prob))) for n in counts]
 
 
+def mask_capacity(length: int, prob: float) -> int:
+    """The most tokens any masking strategy labels in one row of ``length`` tokens with
+    budget ``prob``: ``max(1, ceil(prob * length))`` (the budgets of :func:`budget` never
+    exceed it). A fixed count per batch shape, so the training step's gather of masked
+    positions has a static shape (as ``max_predictions_per_seq`` in BERT's
+    ``create_pretraining_data.py``, Devlin et al. 2019, and NVIDIA's ``--dense_seq_output``)."""
+    return min(length, max(1, math.ceil(prob * length - 1e-9)))
+
+
+def static_positions(labels: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The labelled positions of each row at a fixed count ``k``: ``positions [B, k]`` (long,
+    ascending within a row; where a row has fewer than ``k`` labels the rest point at unlabelled
+    positions) and ``targets [B, k]`` (their labels; ``IGNORE`` at those filler positions).
+
+    Sorts instead of ``nonzero`` or boolean indexing, so it runs on any device without a host
+    sync and with shapes that depend only on ``[B, T]`` and ``k``.
+
+    Args:
+        labels: ``[B, T]`` long, ``IGNORE`` where nothing is predicted.
+        k: positions kept per row, at least the most labels of any row
+            (:func:`mask_capacity`): labels beyond ``k`` in a row would be lost, so the
+            prefetch side checks it (:func:`check_capacity`).
+    """
+    picked = (labels != IGNORE).to(torch.int8)
+    order = torch.sort(picked, dim=1, descending=True, stable=True).indices[:, :k]
+    return order, labels.gather(1, order)
+
+
+def check_capacity(labels: torch.Tensor, k: int) -> None:
+    """Raise ``ValueError`` if a row of ``labels`` ``[B, T]`` (CPU) has more than ``k`` labels:
+    :func:`static_positions` would drop them. Run where the batch is built, not in the step."""
+    most = int((labels != IGNORE).sum(1).max()) if labels.numel() else 0
+    if most > k:
+        raise ValueError(f"a row has {most} masked tokens, more than the capacity {k}")
+
+
 def random_tokens(shape: tuple[int, ...], vocab: VocabInfo, generator: torch.Generator,
                   unigram: bool = False) -> torch.Tensor:
     """Random non-special token ids: uniform over the vocabulary, or from the corpus unigram

@@ -39,12 +39,16 @@ class Prefetcher:
     Args:
         source: the batch source to wrap (its other attributes, e.g. ``describe``, pass through).
         depth: finished batches kept ready (>= 1).
+        pin: copy each batch's tensors into pinned (page-locked) memory in the worker, so that
+            the step's host-to-device copies do not block the host (None: where CUDA is
+            available).
     """
 
-    def __init__(self, source: Any, depth: int = 2) -> None:
+    def __init__(self, source: Any, depth: int = 2, pin: bool | None = None) -> None:
         if depth < 1:
             raise ValueError(f"prefetch depth {depth} < 1")
         self.source, self.depth = source, depth
+        self.pin = torch.cuda.is_available() if pin is None else pin
         self._wait = self._busy = self._worst = 0.0
         self._batches = 0
         self.total_wait = self.total_step = 0.0  # seconds, over the whole run
@@ -75,6 +79,9 @@ class Prefetcher:
         def work() -> None:
             try:
                 for batch in self.source.iter_batches(epoch, start):
+                    if self.pin:
+                        batch = {k: v.pin_memory() if torch.is_tensor(v) else v
+                                 for k, v in batch.items()}
                     if not put(batch):
                         return
                 put(_END)

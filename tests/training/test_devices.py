@@ -1,4 +1,4 @@
-"""--precision auto: bf16 autocast on a CPU with AMX-BF16, fp32 elsewhere, and the reason recorded
+"""--precision auto: bf16 autocast on a CPU with AMX-BF16 or AVX512-BF16, fp32 elsewhere, and the reason recorded
 (the capability check mocked both ways, so these pass on any machine)."""
 
 import json
@@ -16,9 +16,11 @@ from tests.training.test_loop import Source, Toy
 
 @pytest.fixture
 def amx(monkeypatch):
-    """Set whether the CPU 'has' AMX-BF16: ``amx(True)`` / ``amx(False)``."""
-    def set_(present: bool) -> None:
+    """Set whether the CPU 'has' AMX-BF16: ``amx(True)`` / ``amx(False)`` (and, second
+    argument, AVX512-BF16: none unless given)."""
+    def set_(present: bool, avx512: bool = False) -> None:
         monkeypatch.setattr(devices, "cpu_has_amx_bf16", lambda: present)
+        monkeypatch.setattr(devices, "cpu_has_avx512_bf16", lambda: avx512)
     return set_
 
 
@@ -36,9 +38,29 @@ def test_auto_is_fp32_on_a_cpu_without_amx(amx):
     amx(False)
     rt = make_runtime("cpu", "auto")
     assert rt.dtype is None and rt.precision == "fp32"
-    assert rt.reason == "auto: fp32, CPU lacks AMX-BF16"
+    assert rt.reason == "auto: fp32, CPU lacks AMX-BF16 and AVX512-BF16"
     with rt.autocast():
         assert torch.nn.Linear(8, 8)(torch.randn(2, 8)).dtype is torch.float32
+
+
+def test_auto_is_bf16_on_a_cpu_with_avx512_bf16(amx):
+    """AMD Zen 4 / Intel Cooper Lake: bf16 products in AVX-512 units, faster than fp32."""
+    amx(False, avx512=True)
+    rt = make_runtime("cpu", "auto")
+    assert rt.dtype is torch.bfloat16 and rt.reason == "auto: bf16, CPU has AVX512-BF16"
+
+
+def test_avx512_bf16_is_read_from_cpuinfo_without_torchs_probe(monkeypatch):
+    devices.cpu_has_avx512_bf16.cache_clear()
+    monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported", raising=False)
+    try:
+        monkeypatch.setattr(devices, "_cpu_flags", lambda: {"avx2", "avx512f", "avx512_bf16"})
+        assert devices.cpu_has_avx512_bf16() is True
+        devices.cpu_has_avx512_bf16.cache_clear()
+        monkeypatch.setattr(devices, "_cpu_flags", lambda: {"avx2", "fma"})
+        assert devices.cpu_has_avx512_bf16() is False  # AVX2 only: fp32
+    finally:
+        devices.cpu_has_avx512_bf16.cache_clear()
 
 
 def test_forced_precisions_ignore_the_cpu(amx):
@@ -69,7 +91,7 @@ def test_cpuinfo_is_the_fallback_without_torchs_probe(monkeypatch):
         assert devices.cpu_has_amx_bf16() is True
         devices.cpu_has_amx_bf16.cache_clear()
         monkeypatch.setattr(devices, "_cpu_flags", lambda: {"avx2", "avx512_bf16"})
-        assert devices.cpu_has_amx_bf16() is False  # AVX512-BF16 alone: not measured to gain
+        assert devices.cpu_has_amx_bf16() is False  # AVX512-BF16 alone is not AMX
     finally:
         devices.cpu_has_amx_bf16.cache_clear()
 
@@ -86,7 +108,7 @@ def test_cpu_flags_read_proc_cpuinfo(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("present, precision, reason", [
     (True, "bf16", "auto: bf16, CPU has AMX-BF16"),
-    (False, "fp32", "auto: fp32, CPU lacks AMX-BF16"),
+    (False, "fp32", "auto: fp32, CPU lacks AMX-BF16 and AVX512-BF16"),
 ])
 def test_environment_json_records_precision_and_reason(tmp_path, amx, present, precision, reason):
     amx(present)

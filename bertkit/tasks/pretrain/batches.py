@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bertkit.masking import IGNORE, Masker
+from bertkit.masking import IGNORE, Masker, check_capacity, mask_capacity, static_positions
 from bertkit.tasks.pretrain.data import PackedSequences
 
 VALID_SEED = 20_190_524  # any fixed number: the same validation masks for every run
@@ -31,10 +31,15 @@ def batch_generator(seed: int, epoch: int, index: int) -> torch.Generator:
 class PretrainBatches:
     """A :class:`bertkit.training.BatchSource` of masked packed sequences.
 
-    Each batch is ``{"input_ids": [B, T], "attention_mask": [B, T] (all ones: no padding),
-    "labels": [B, T]}`` plus, when ``sbo`` is set, ``"sbo_boundaries": [B, T, 2]`` (see
+    Each batch is ``{"input_ids": [B, T], "mlm_positions": [B, K], "mlm_labels": [B, K]}``
+    plus, when ``sbo`` is set, ``"sbo_boundaries": [B, T, 2]`` (see
     :attr:`bertkit.masking.MaskedBatch.sbo_boundaries`): every tensor is indexed by row first,
-    so a multi-process run can give each process a slice of the rows.
+    so a multi-process run can give each process a slice of the rows. The rows are full (no
+    padding), so no attention mask is sent: the encoder then attends everywhere without
+    building or checking one. The masked positions come at a fixed count ``K =
+    mask_capacity(T, mask_prob)`` per row (:func:`bertkit.masking.static_positions`, labels
+    ``-100`` where a row has fewer), computed here, in the prefetch worker: the step gathers
+    them without a host sync and with one shape per ``[B, T]``.
 
     Args:
         sequences: the packed corpus.
@@ -57,8 +62,11 @@ class PretrainBatches:
         for k in range(start, self.num_batches(epoch)):
             ids = torch.from_numpy(self.sequences.get(order[k * self.batch_size:(k + 1) * self.batch_size]))
             masked = self.masker(ids, batch_generator(self.seed, epoch, k))
-            batch = {"input_ids": masked.input_ids, "attention_mask": torch.ones_like(ids),
-                     "labels": masked.labels}
+            capacity = mask_capacity(ids.shape[1], self.masker.mask_prob)
+            check_capacity(masked.labels, capacity)
+            positions, targets = static_positions(masked.labels, capacity)
+            batch = {"input_ids": masked.input_ids, "mlm_positions": positions,
+                     "mlm_labels": targets}
             if self.sbo and masked.sbo_boundaries is not None:
                 batch["sbo_boundaries"] = masked.sbo_boundaries
             yield batch

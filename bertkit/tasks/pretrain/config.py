@@ -50,7 +50,7 @@ class PretrainConfig(TrainConfig):
             incl. ``[CLS]``/``[SEP]`` (128; 512 for a second phase).
         eval_batch_size / max_eval_sequences: validation batch size and cap.
         cache_dir: tokenised-corpus cache (default ``$BERTKIT_CACHE`` or ``~/.cache/bertkit``).
-        compile: ``torch.compile`` the encoder (CUDA).
+        compile: ``torch.compile`` the model's whole forward (encoder, heads, losses; CUDA).
         skip_bad_lines: drop corpus lines that are not UTF-8 (or binary) and count them,
             instead of stopping at the first one.
     """
@@ -106,7 +106,7 @@ class PretrainConfig(TrainConfig):
     cache_dir: str | None = option(None, type=Path, shown="$BERTKIT_CACHE or ~/.cache/bertkit",
                                    help="Tokenised-corpus cache.")
     compile: bool = option(False, flags=("--compile/--no-compile",), help="torch.compile the "
-                           "encoder (CUDA).")
+                           "whole forward: encoder, MLM/SBO heads and losses (CUDA).")
     prefetch: int = option(2, min=0, help="Batches read and masked ahead of the step by a "
                            "background thread (0: none); the wait is logged as data_wait_share.")
     head_warmup_steps: int = option(0, min=0, help="Train only the new heads (MLM, SBO, NSP) for "

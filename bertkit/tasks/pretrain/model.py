@@ -91,21 +91,30 @@ class PretrainModel(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, sbo_boundaries: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None,
-                next_sentence_label: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """Args: ``[B, T]`` ids, mask and MLM labels (-100: not predicted); the SBO targets as
-        ``[B, T, 2]`` span boundaries (:attr:`bertkit.masking.MaskedBatch.sbo_boundaries`, read
-        by :class:`bertkit.heads.sbo.SpanBoundaryHead`); for NSP ``[B, T]`` segment ids and
+                next_sentence_label: torch.Tensor | None = None,
+                mlm_positions: torch.Tensor | None = None,
+                mlm_labels: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Args: ``[B, T]`` ids, mask (None: attend everywhere, for full rows) and MLM labels
+        (-100: not predicted), or instead the training step's fixed-count form,
+        ``mlm_positions`` and ``mlm_labels`` ``[B, K]``
+        (:func:`bertkit.masking.static_positions`); the SBO targets as ``[B, T, 2]`` span
+        boundaries (:attr:`bertkit.masking.MaskedBatch.sbo_boundaries`, read by
+        :class:`bertkit.heads.sbo.SpanBoundaryHead`); for NSP ``[B, T]`` segment ids and
         ``[B]`` labels (0: B follows A, 1: B is random).
 
         Returns:
-            ``mlm_logits [N, V]`` at the N labelled positions (row-major), and with labels
-            ``loss``, ``mlm_loss``, (with SBO boundaries) ``sbo_loss``, (with NSP labels)
-            ``nsp_loss`` and ``nsp_logits [B, 2]``, scalars, and ``loss_count``, N (the
-            training loop weights processes by it).
+            with ``labels``: ``mlm_logits [N, V]`` at the N labelled positions (row-major);
+            with ``mlm_positions``: ``mlm_logits [B * K, V]`` and ``mlm_targets [B * K]``
+            (-100 at filler positions), computed with gathers only (no host sync, shapes
+            fixed by ``[B, T]`` and K); either way ``loss``, ``mlm_loss``, (with SBO
+            boundaries) ``sbo_loss``, (with NSP labels) ``nsp_loss`` and ``nsp_logits [B,
+            2]``, scalars, and ``loss_count``, N (the training loop weights processes by it).
         """
         extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
         encoded = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra)
         hidden = encoded.last_hidden_state
+        if mlm_positions is not None:
+            return self._static_losses(hidden, mlm_positions, mlm_labels, sbo_boundaries)
         if labels is None:
             return {"hidden": hidden}
         picked = labels != IGNORE
@@ -128,6 +137,29 @@ class PretrainModel(nn.Module):
             nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label)
             out["nsp_logits"], out["nsp_loss"] = nsp_logits, nsp_loss
             out["loss"] = out["loss"] + nsp_loss
+        return out
+
+    def _static_losses(self, hidden: torch.Tensor, positions: torch.Tensor, targets: torch.Tensor,
+                       sbo_boundaries: torch.Tensor | None) -> dict[str, torch.Tensor]:
+        """MLM (+ SBO) losses at ``[B, K]`` fixed-count positions (see :meth:`forward`): each
+        a sum of cross-entropies over the real targets divided by their count (at least 1), so
+        filler positions and a batch without targets cost nothing and sync nothing."""
+        H = hidden.shape[-1]
+        picked = hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, H))  # [B, K, H]
+        logits = self.mlm_head(picked.flatten(0, 1))  # [B * K, V]
+        target = targets.reshape(-1)
+        count = (target != IGNORE).sum()
+        mlm_loss = F.cross_entropy(logits.float(), target, ignore_index=IGNORE,
+                                   reduction="sum") / count.clamp(min=1)
+        out = {"mlm_logits": logits, "mlm_targets": target, "mlm_loss": mlm_loss,
+               "loss": mlm_loss, "loss_count": count}
+        if self.sbo is not None and sbo_boundaries is not None:
+            sbo_logits, valid = self.sbo(hidden, sbo_boundaries,
+                                         self.mlm.get_input_embeddings().weight, positions)
+            sbo_target = torch.where(valid, targets, IGNORE).reshape(-1)
+            out["sbo_loss"] = F.cross_entropy(sbo_logits.float(), sbo_target, ignore_index=IGNORE,
+                                              reduction="sum") / valid.sum().clamp(min=1)
+            out["loss"] = mlm_loss + self.sbo_weight * out["sbo_loss"]
         return out
 
     def save(self, directory: Path, tokenizer, meta: dict) -> None:

@@ -152,8 +152,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
 
     check_length(cfg.max_seq_length, position_limit(model.mlm.config), "--max-seq-length")
     model.head_warmup_steps = cfg.head_warmup_steps  # encoder frozen meanwhile (optimiser)
-    if cfg.compile:
-        model.encoder.compile()
+    if cfg.compile:  # the whole step's forward: encoder, heads and losses in one graph
+        model.compile(dynamic=False)
     run_dir = prepare_run_dir(run_dir, cfg.resume, cfg.overwrite)
     main = is_main_process()  # rank 0 writes every output of a multi-process run
     if main:

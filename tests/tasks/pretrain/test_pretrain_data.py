@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import torch
 
+from bertkit.masking import mask_capacity
+
 from bertkit.errors import BertkitError
 from bertkit.masking import build_masker, VocabInfo
 from bertkit.tasks.pretrain.batches import PretrainBatches
@@ -64,9 +66,12 @@ def test_batches_are_reproducible_per_epoch_and_resumable(corpus, tmp_path, toke
     for a, b in zip(full[2:], tail):
         assert all(torch.equal(a[k], b[k]) for k in a)
     other = next(src.iter_batches(2))
-    assert not torch.equal(full[0]["labels"], other["labels"])  # dynamic: new masks per epoch
-    assert set(full[0]) == {"input_ids", "attention_mask", "labels", "sbo_boundaries"}
-    assert full[0]["attention_mask"].all()
+    assert not torch.equal(full[0]["mlm_labels"], other["mlm_labels"])  # new masks per epoch
+    # full rows: no attention mask; masked positions at a fixed count per row (static shapes)
+    assert set(full[0]) == {"input_ids", "mlm_positions", "mlm_labels", "sbo_boundaries"}
+    B, T = full[0]["input_ids"].shape
+    assert {tuple(b["mlm_positions"].shape) for b in full[:-1]} == {(B, mask_capacity(T, 0.15))}
+    assert all(((b["mlm_labels"] != -100).sum(1) >= 1).all() for b in full)
     b = full[0]["sbo_boundaries"]
     assert b.shape == (*full[0]["input_ids"].shape, 2)  # row-first: a process can take a slice
 

@@ -122,3 +122,30 @@ def test_head_warmup_keeps_the_encoder_unchanged_then_lets_it_join(tiny_encoder,
     # heads: warm-up over 2 steps then decay; encoder: 0 for 3 steps, then its own warm-up
     assert [round(rates[k][free[0]] / 1e-3, 4) for k in range(6)] == [0, 0.5, 1, 0.875, 0.75, 0.625]
     assert [round(rates[k][frozen[0]] / 1e-3, 4) for k in range(6)] == [0, 0, 0, 0, 0.5, 1]
+
+
+def test_static_positions_give_the_same_losses_as_boolean_selection(tiny_encoder, tokenizer):
+    """The training step's form (fixed-count positions, gathers only) equals the selection by
+    labels: same MLM and SBO losses and gradients."""
+    from bertkit.masking import mask_capacity, static_positions
+
+    torch.manual_seed(0)
+    model, _ = build_pretrain_model(tiny_encoder, None, tokenizer, sbo=True, sbo_weight=0.5)
+    model.eval()  # no dropout: both forms see the same encoder outputs
+    batch = _batch(tokenizer)
+    ref = model(**batch)
+    ref["loss"].backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    k = mask_capacity(batch["input_ids"].shape[1], 0.15)
+    pos, tgt = static_positions(batch["labels"], k)
+    out = model(input_ids=batch["input_ids"], mlm_positions=pos, mlm_labels=tgt,
+                sbo_boundaries=batch["sbo_boundaries"])
+    assert out["mlm_logits"].shape == (pos.numel(), len(tokenizer))
+    for key in ("mlm_loss", "sbo_loss", "loss"):
+        torch.testing.assert_close(out[key], ref[key], rtol=1e-5, atol=1e-6)
+    assert int(out["loss_count"]) == int((batch["labels"] != -100).sum())
+    out["loss"].backward()
+    for n, p in model.named_parameters():
+        if n in grads:
+            torch.testing.assert_close(p.grad, grads[n], rtol=1e-4, atol=1e-6)
