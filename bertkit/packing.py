@@ -67,6 +67,56 @@ def plan_rows(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarra
     return row, offset, len(free)
 
 
+def round_up(n: int, multiple: int) -> int:
+    """``n`` rounded up to a multiple of ``multiple`` (>= 1): a shape bucket."""
+    return -(-max(n, 1) // multiple) * multiple
+
+
+def plan_batch(lengths: np.ndarray, T: int, capacity: int, start: int,
+               row_multiple: int = 1) -> dict[str, torch.Tensor]:
+    """Where each token of a right-padded ``[N, T]`` batch goes in packed rows, computed on the
+    host where the batch is built (the prefetch worker), so that the step only gathers.
+
+    Rows are ``L = capacity * ceil(longest / capacity)`` tokens (a shape bucket: a multiple of
+    ``capacity``) and their number R is rounded up to a multiple of ``row_multiple`` (extra rows
+    are all padding): the step's shapes then come from a small set, which a compiled or
+    graph-captured step reuses (8 on CUDA; 1 on a CPU, where shapes cost nothing and rows do).
+
+    Args:
+        lengths: ``[N]`` real tokens per sequence (each <= T).
+        T: the padded batch width.
+        capacity: minimum tokens per packed row.
+        start: first position id (:func:`position_start`).
+        row_multiple: rows rounded up to a multiple of this.
+
+    Returns:
+        CPU long tensors: ``pack_src [R, L]`` (flat index into ``[N * T]`` of each packed slot;
+        0 at padding), ``pack_pos [R, L]`` (position ids), ``pack_seg [R, L]`` (1 + sequence
+        index, 0 at padding) and ``unpack_index [N, T]`` (flat index into ``[R * L]`` of each
+        token; ``R * L``, a zero row, at padding).
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    N = len(lengths)
+    L = round_up(int(lengths.max()) if N else 1, capacity)
+    row, offset, R = plan_rows(lengths, L)
+    R = round_up(R, row_multiple)
+    n_idx = np.repeat(np.arange(N), lengths)  # [M] sequence of each real token
+    j_idx = np.arange(len(n_idx)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    dest = row[n_idx] * L + offset[n_idx] + j_idx
+    src = np.zeros(R * L, dtype=np.int64)
+    src[dest] = n_idx * T + j_idx
+    pos = np.zeros(R * L, dtype=np.int64)
+    pos[dest] = j_idx + start
+    seg = np.zeros(R * L, dtype=np.int64)
+    seg[dest] = n_idx + 1
+    unpack = np.full(N * T, R * L, dtype=np.int64)
+    unpack[n_idx * T + j_idx] = dest
+    return {"pack_src": torch.from_numpy(src.reshape(R, L)),
+            "pack_pos": torch.from_numpy(pos.reshape(R, L)),
+            "pack_seg": torch.from_numpy(seg.reshape(R, L)),
+            "unpack_index": torch.from_numpy(unpack.reshape(N, T))}
+
+
 class Packer:
     """Runs a Hugging Face encoder on packed rows and returns per-sequence outputs.
 
@@ -150,3 +200,27 @@ class Packer:
                                                      next(encoder.parameters()).dtype)
         out = encoder(**inputs).logits
         return self.unpack(out, index, *input_ids.shape)
+
+    def planned_logits(self, encoder: nn.Module, input_ids: torch.Tensor, pack_src: torch.Tensor,
+                       pack_pos: torch.Tensor, pack_seg: torch.Tensor,
+                       unpack_index: torch.Tensor) -> torch.Tensor:
+        """:meth:`logits` from a plan made where the batch was built (:func:`plan_batch`):
+        gathers and comparisons only, so no host sync and shapes fixed by the plan's buckets.
+
+        Args:
+            input_ids: ``[N, T]``; the plan's ``[R, L]`` and ``[N, T]`` tensors.
+
+        Returns:
+            ``[N, T, C]`` logits, zeros at padding positions.
+        """
+        N, T = input_ids.shape
+        R, L = pack_src.shape
+        real = pack_seg > 0
+        ids = torch.where(real, input_ids.reshape(-1)[pack_src], self.pad_id)  # [R, L]
+        # padding attends to padding only (never an empty row, so never NaN); tokens to their own
+        mask = (pack_seg[:, :, None] == pack_seg[:, None, :]).unsqueeze(1)  # [R, 1, L, L]
+        if not self.bool_mask:
+            mask = self.additive(mask, next(encoder.parameters()).dtype)
+        out = encoder(input_ids=ids, position_ids=pack_pos, attention_mask=mask).logits
+        flat = torch.cat([out.reshape(R * L, -1), out.new_zeros(1, out.shape[-1])])
+        return flat[unpack_index.reshape(-1)].view(N, T, -1)

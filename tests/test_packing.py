@@ -72,3 +72,25 @@ def test_tagger_packed_loss_and_grads_match_padded(still_encoder, tokenizer):
         results.append((out["loss"].item(), tagger.encoder.classifier.weight.grad.clone()))
     assert results[0][0] == pytest.approx(results[1][0], rel=1e-5)
     torch.testing.assert_close(results[0][1], results[1][1], atol=1e-6, rtol=1e-4)
+
+
+@pytest.mark.parametrize("rows", [1, 8])
+def test_a_plan_made_where_the_batch_is_built_gives_the_same_logits(still_encoder, rows):
+    """plan_batch (host, prefetch worker) + planned_logits (gathers only) equal packing in the
+    step; rows rounded up to a bucket add all-padding rows and change nothing."""
+    from bertkit.packing import plan_batch
+
+    torch.manual_seed(0)
+    enc = AutoModelForTokenClassification.from_pretrained(still_encoder, num_labels=3).eval()
+    lengths = [5, 17, 9, 30, 3, 12]
+    T = 32  # wider than the longest, as a bucketed batch is
+    ids = torch.randint(1000, 2000, (len(lengths), T))
+    mask = (torch.arange(T)[None] < torch.tensor(lengths)[:, None]).long()
+    ids = ids * mask
+    packer = Packer(enc.config, capacity=32)
+    plan = plan_batch(np.asarray(lengths), T, 32, packer.start, rows)
+    R, L = plan["pack_src"].shape
+    assert L == 32 and R % rows == 0 and plan["unpack_index"].shape == (len(lengths), T)
+    with torch.no_grad():
+        torch.testing.assert_close(packer.planned_logits(enc, ids, **plan),
+                                   packer.logits(enc, ids, mask), atol=1e-5, rtol=1e-4)

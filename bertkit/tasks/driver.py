@@ -237,6 +237,7 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     from bertkit.modelcard import write_model_card
     from bertkit.lengths import check_length, model_position_limit
     from bertkit.training import train
+    from bertkit.training.prefetch import Prefetcher
     from bertkit.training.devices import is_main_process, make_runtime, rank, seed_everything
     from bertkit.training.rundir import check_run_dir, default_run_dir, prepare_run_dir
     from bertkit.training.tracking import start_tracking
@@ -271,7 +272,8 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     tracker = start_tracking(cfg, run_dir, settings, f"finetune {task.name}",
                                         console) if main else None
     with tracker or contextlib.nullcontext():  # an error ends the MLflow run as failed
-        result = train(prepared.model, prepared.batches, cfg, runtime, run_dir,
+        # collate (and packing plans) built ahead of the step by a worker thread, pinned with CUDA
+        result = train(prepared.model, Prefetcher(prepared.batches, depth=2), cfg, runtime, run_dir,
                        evaluate=prepared.evaluate,
                        select_metric=prepared.select_metric or task.select_metric,
                        console=console if main else None,

@@ -20,6 +20,7 @@ import torch
 
 from bertkit.batching import length_grouped_batches
 from bertkit.data.conll import Sentence
+from bertkit.packing import plan_batch, round_up
 from bertkit.windowing import EncodeReport, owners, window_bounds
 
 IGNORE = -100
@@ -135,16 +136,18 @@ def encode(sentences: Sequence[Sentence], tokenizer, label2id: dict[str, int], m
     return windows, EncodeReport(empty, long_words, windowed)
 
 
-def collate(windows: Sequence[Window], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad windows to the batch's longest (no further): ``[B, T]`` and word-level ``[B, K]`` tensors.
+def collate(windows: Sequence[Window], pad_id: int, multiple: int = 1) -> dict[str, torch.Tensor]:
+    """Pad windows to the batch's longest, rounded up to a multiple of ``multiple`` (a shape
+    bucket; 1: no further): ``[B, T]`` and word-level ``[B, K]`` tensors.
 
     Returns:
         ``input_ids``, ``attention_mask``, ``labels`` (``-100`` padded) ``[B, T]``; ``word_pos``,
-        ``word_mask``, ``word_labels`` ``[B, K]`` (K = most owned words in the batch).
+        ``word_mask``, ``word_labels`` ``[B, K]`` (K = most owned words in the batch, rounded
+        up likewise).
     """
     B = len(windows)
-    T = max(len(w.input_ids) for w in windows)
-    K = max(max(len(w.word_pos) for w in windows), 1)
+    T = round_up(max(len(w.input_ids) for w in windows), multiple)
+    K = round_up(max(max(len(w.word_pos) for w in windows), 1), multiple)
     input_ids = np.full((B, T), pad_id, dtype=np.int64)
     labels = np.full((B, T), IGNORE, dtype=np.int64)
     mask = np.zeros((B, T), dtype=np.int64)
@@ -167,11 +170,18 @@ class WindowBatches:
     recipe). With ``token_weighted`` each batch carries ``loss_scale`` = its labelled pieces over the mean
     per batch, so the model's mean token loss times it weighs every labelled token alike whatever
     the (length-grouped) batch it falls in.
+
+    With ``pack = (capacity, start, row_multiple)`` each batch also carries its packing plan
+    (:func:`bertkit.packing.plan_batch`), made here (in the prefetch worker) rather than in
+    the step, and ``T``/``K`` are rounded up to a multiple of ``multiple``: the step then reads
+    nothing back to the host and its shapes come from a small set of buckets.
     """
 
     def __init__(self, windows: Sequence[Window], batch_size: int, seed: int, pad_id: int,
                  token_weighted: bool = True, sources: Sequence[str] | None = None,
-                 length_group: int = 50) -> None:
+                 length_group: int = 50, pack: tuple[int, int, int] | None = None,
+                 multiple: int = 1) -> None:
+        self.pack, self.multiple = pack, multiple
         self.windows = list(windows)
         self.lengths = np.asarray([len(w.input_ids) for w in self.windows])
         self.labelled = np.asarray([int((w.labels != IGNORE).sum()) for w in self.windows])
@@ -201,7 +211,11 @@ class WindowBatches:
     def iter_batches(self, epoch: int, start: int = 0) -> Iterator[dict[str, torch.Tensor]]:
         norm = self.mean_labelled_tokens()
         for idx in self._plan(epoch)[start:]:
-            batch = collate([self.windows[i] for i in idx], self.pad_id)
+            batch = collate([self.windows[i] for i in idx], self.pad_id, self.multiple)
+            if self.pack is not None:
+                capacity, start, rows = self.pack
+                batch.update(plan_batch(batch["attention_mask"].sum(1).numpy(),
+                                        batch["input_ids"].shape[1], capacity, start, rows))
             if self.token_weighted:
                 batch["loss_scale"] = torch.tensor(float(self.labelled[idx].sum()) / norm)
             yield batch

@@ -71,9 +71,12 @@ class TokenTagger(nn.Module):
                              persistent=False)
 
     def forward(self, input_ids, attention_mask, labels=None, word_pos=None, word_mask=None,
-                word_labels=None, loss_scale=None) -> dict[str, torch.Tensor]:
+                word_labels=None, loss_scale=None, **plan) -> dict[str, torch.Tensor]:
         """Args: ``[B, T]`` pieces, mask, token labels; ``[B, K]`` word positions, mask, labels;
-        ``loss_scale``: a scalar multiplying the token cross-entropy (see below).
+        ``loss_scale``: a scalar multiplying the token cross-entropy (see below); ``plan``: a
+        packing plan made where the batch was built (``pack_src``, ``pack_pos``,
+        ``pack_seg``, ``unpack_index``: :func:`bertkit.packing.plan_batch`), used with
+        ``packer`` set instead of planning here (which reads lengths back to the host).
 
         Returns:
             ``{"logits": [B, T, C], "loss": scalar, ...}`` (losses when labels are given).
@@ -94,7 +97,9 @@ class TokenTagger(nn.Module):
         sentences (a batch of 32 titles counting as much as a batch of 32 long sentences), which
         random batches, as in the stock recipe, do not.
         """
-        if self.packer is not None:
+        if self.packer is not None and plan:
+            logits = self.packer.planned_logits(self.encoder, input_ids, **plan)
+        elif self.packer is not None:
             logits = self.packer.logits(self.encoder, input_ids, attention_mask)
         else:
             logits = self.encoder(input_ids=input_ids, attention_mask=attention_mask).logits
