@@ -56,8 +56,20 @@ class TrainResult:
                     None)
 
 
+class CountedBatch(dict):
+    """A batch that carries its ``(examples, real tokens)`` as ``counts``, counted where it was
+    built (:class:`~bertkit.training.prefetch.Prefetcher`'s worker), so the step reads no tensor
+    for its throughput figures."""
+
+    counts: tuple[int, int] | None = None
+
+
 def batch_examples(batch: dict[str, torch.Tensor]) -> tuple[int, int]:
-    """(examples, real tokens) of a batch, for throughput."""
+    """(examples, real tokens) of a batch, for throughput: its ``counts`` where it carries them
+    (:class:`CountedBatch`), else read from its tensors (host memory: before the device copy)."""
+    counts = getattr(batch, "counts", None)
+    if counts is not None:
+        return counts
     mask = batch.get("attention_mask")
     first = next(v for v in batch.values() if torch.is_tensor(v))
     return int(first.shape[0]), int(mask.sum()) if mask is not None else int(first.numel())

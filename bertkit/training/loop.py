@@ -35,6 +35,7 @@ from bertkit.training.devices import Runtime, seed_everything
 from bertkit.training.distributed import (barrier, broadcast_flag, init_distributed,
                                           is_distributed, reduce_batch, shard_batch, wrap_model)
 from bertkit.training.fsdp import load_full_state, shard_model
+from bertkit.training.masks import broadcast_padding_masks
 from bertkit.training.logging import PlainProgress, make_progress, open_metrics_log
 from bertkit.training.optim import (build_optimizer, build_scheduler, load_optimizer_state,
                                     warmup_steps)
@@ -176,8 +177,10 @@ def setup(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: 
                       f"{cfg.lr:g}; give a shorter --warmup (a ratio < 1 scales with the run)",
                       highlight=False, markup=False)
     scaler = torch.amp.GradScaler(runtime.device.type, enabled=runtime.dtype == torch.float16)
-    return Parts(model, net, optimizer, scheduler, scaler, runtime, cfg, out, n_epochs,
-                 total_steps, sharded, console)
+    parts = Parts(model, net, optimizer, scheduler, scaler, runtime, cfg, out, n_epochs,
+                  total_steps, sharded, console)
+    parts.hooks = broadcast_padding_masks(model)  # no padding_mask.all() read per forward
+    return parts
 
 
 def resume(parts: Parts) -> TrainState:
@@ -323,6 +326,8 @@ def finish(parts: Parts, state: TrainState, keep_best: bool) -> TrainResult:
     """End a run: gather FSDP weights, draw ``curves.png`` and, with ``keep_best``, load the
     best evaluation's weights (rank 0); the model is left in eval mode."""
     parts.log.close()
+    for hook in parts.hooks:
+        hook.remove()
     sync_model(parts)
     best = parts.ckpt_dir / "best.pt"
     if parts.out.main:

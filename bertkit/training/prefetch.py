@@ -25,6 +25,8 @@ from typing import Any, Iterator
 
 import torch
 
+from bertkit.training.batches import CountedBatch, batch_examples
+
 _END = object()
 
 
@@ -79,9 +81,10 @@ class Prefetcher:
         def work() -> None:
             try:
                 for batch in self.source.iter_batches(epoch, start):
-                    if self.pin:
-                        batch = {k: v.pin_memory() if torch.is_tensor(v) else v
-                                 for k, v in batch.items()}
+                    counts = batch_examples(batch)  # here, so the step reads no tensor for them
+                    batch = CountedBatch((k, v.pin_memory() if self.pin and torch.is_tensor(v)
+                                          else v) for k, v in batch.items())
+                    batch.counts = counts
                     if not put(batch):
                         return
                 put(_END)

@@ -220,6 +220,7 @@ class Parts:
     log: MetricsLog = field(default_factory=lambda: MetricsLog(None))
     meter: Meter = field(default_factory=Meter)
     score_scale: float = 100.0  # dev scores shown as points: x100 for fractions, x1 for points
+    hooks: list = field(default_factory=list)  # removed by finish() (training.masks)
 
     @property
     def ckpt_dir(self) -> Path:
