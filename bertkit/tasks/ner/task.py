@@ -223,7 +223,7 @@ class NERTask:
         rows = 8 if runtime.device.type == "cuda" else 1  # shape buckets matter on a GPU only
         batches = WindowBatches(windows, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
                                 sources=[f"{s.file}:{s.line}" for s in train_s],
-                                length_group=length_group, multiple=16 if packed else 1,
+                                length_group=length_group, multiple=32 if packed else 1,
                                 pack=(cfg.pack_length, tagger.packer.start, rows) if packed
                                 else None)
         dev_windows, _ = encode(dev_s, tokenizer, label2id, cfg.max_length)
