@@ -48,13 +48,19 @@ def test_records_of_a_cut_gz_end_with_the_line_reached(tmp_path):
     assert "cut off" in err.value.message and "EOFError" in err.value.message
 
 
-def test_predict_on_a_cut_gz_exits_1_keeps_records_and_resumes_when_whole(tmp_path, ner_model):
+def _cut_input(tmp_path, ner_model):
+    """The whole gzip bytes, the cut input written, the output and the predict command."""
     whole, cut, _ = _cut_gz(tmp_path)
     inp = tmp_path / "in.txt.gz"
     inp.write_bytes(cut)
     out = tmp_path / "out.jsonl"
     args = ["predict", "ner", "-m", ner_model, "-i", str(inp), "-o", str(out), "-f", "jsonl",
             "--device", "cpu", "-b", "4", "--chunk-size", "16"]
+    return whole, inp, out, args
+
+
+def test_predict_on_a_cut_gz_exits_1_keeps_records_and_resumes_when_whole(tmp_path, ner_model):
+    whole, inp, out, args = _cut_input(tmp_path, ner_model)
     res = runner.invoke(app, args)
     said = " ".join(res.output.split())
     assert res.exit_code == 1 and "Aborted" not in said, res.output
@@ -79,12 +85,7 @@ def test_predict_on_a_cut_gz_exits_1_keeps_records_and_resumes_when_whole(tmp_pa
 
 
 def test_resume_refuses_another_file_after_a_cut(tmp_path, ner_model):
-    whole, cut, _ = _cut_gz(tmp_path)
-    inp = tmp_path / "in.txt.gz"
-    inp.write_bytes(cut)
-    out = tmp_path / "out.jsonl"
-    args = ["predict", "ner", "-m", ner_model, "-i", str(inp), "-o", str(out), "-f", "jsonl",
-            "--device", "cpu", "-b", "4", "--chunk-size", "16"]
+    _, inp, out, args = _cut_input(tmp_path, ner_model)
     assert runner.invoke(app, args).exit_code == 1
     inp.write_bytes(gzip.compress(b"other text\n" * 500, mtime=0))  # longer, another beginning
     res = runner.invoke(app, [*args, "--resume"])

@@ -71,16 +71,24 @@ def test_a_file_store_is_not_probed():
     check_reachable("file:///nonexistent/mlruns")  # nothing to reach: no error
 
 
-def test_copied_run_folder_resumed_opens_its_own_run(tmp_path, monkeypatch, quiet_mlflow):
-    from tests.training.test_loop import Signalled, Source, run
+def _stopped_run(tmp_path, monkeypatch) -> str:
+    """A toy training stopped by SIGTERM at step 13 in ``tmp_path/cut``, tracked in a file
+    store (its URI returned), experiment ``toy``."""
+    from tests.training.test_loop import Signalled, run
 
-    store = tmp_path / "store"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", store.as_uri())
+    store = (tmp_path / "store").as_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "toy")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(BertkitError, match="stopped by SIGTERM at step 13"):
         run(tmp_path / "cut", Signalled(13), save_steps=0, report_to="mlflow")
-    client, first = _one_run(store.as_uri(), "toy")
+    return store
+
+
+def test_copied_run_folder_resumed_opens_its_own_run(tmp_path, monkeypatch, quiet_mlflow):
+    from tests.training.test_loop import Source, run
+
+    client, first = _one_run(_stopped_run(tmp_path, monkeypatch), "toy")
     shutil.copytree(tmp_path / "cut", tmp_path / "copy")  # cp -r of the folder
     run(tmp_path / "copy", Source(), save_steps=0, resume=True, report_to="mlflow")
     exp = client.get_experiment_by_name("toy")
@@ -101,16 +109,11 @@ def test_copied_run_folder_resumed_opens_its_own_run(tmp_path, monkeypatch, quie
 
 
 def test_moved_run_folder_resumed_continues_its_run(tmp_path, monkeypatch, quiet_mlflow):
-    from tests.training.test_loop import Signalled, Source, run
+    from tests.training.test_loop import Source, run
 
-    store = tmp_path / "store"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", store.as_uri())
-    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "toy")
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(BertkitError):
-        run(tmp_path / "cut", Signalled(13), save_steps=0, report_to="mlflow")
+    store = _stopped_run(tmp_path, monkeypatch)
     shutil.move(tmp_path / "cut", tmp_path / "moved")
     run(tmp_path / "moved", Source(), save_steps=0, resume=True, report_to="mlflow")
-    client, only = _one_run(store.as_uri(), "toy")
+    client, only = _one_run(store, "toy")
     assert only.info.status == "FINISHED"
     assert only.data.tags["bertkit.run_dir"] == str((tmp_path / "moved").resolve())
