@@ -195,9 +195,20 @@ def parse_conll2012(lines: Iterable[tuple[int, str]], path: str | Path, labelled
 
 
 def _usual_width(pending: list[tuple[int, list[str]] | None]) -> int:
-    """The number of fields most token lines of a document have (ties: the smaller)."""
-    counts = Counter(len(item[1]) for item in pending if item is not None)
-    return min(counts, key=lambda n: (-counts[n], n)) if counts else 0
+    """The number of fields up to the coreference column on a document's token lines: what most
+    of them have (ties: the smaller), less one where that last field is empty on every line and
+    the field before it holds a coreference annotation on some line (a trailing tab on every
+    line; LitBank's own empty last field, "no mention", never sits after an annotation)."""
+    rows = [item[1] for item in pending if item is not None]
+    counts = Counter(len(f) for f in rows)
+    if not counts:
+        return 0
+    width = min(counts, key=lambda n: (-counts[n], n))
+    full = [f for f in rows if len(f) >= width]
+    if width > 2 and not any(f[width - 1].strip() for f in full) and any(
+            _FIELD.match(f[width - 2].strip()) for f in full):
+        width -= 1
+    return width
 
 
 def _document(doc: CorefDocument, pending: list[tuple[int, list[str]] | None], path: Path,
@@ -279,10 +290,11 @@ def _document(doc: CorefDocument, pending: list[tuple[int, list[str]] | None], p
         shown = ", ".join(f"line {n} ({k} fields)" for n, k in widened[:5])
         more = f" and {len(widened) - 5} more" if len(widened) > 5 else ""
         doc.notes.append(f"{path}:{widened[0][0]}: {len(widened)} token line(s) of document "
-                         f"{doc.name!r} have more fields than its other token lines ({width}): "
-                         f"{shown}{more}; their extra fields are empty (a trailing tab), so the "
-                         f"coreference column is read from field {width}, where the document's "
-                         f"other token lines have it")
+                         f"{doc.name!r} end in empty fields after field {width}, where the "
+                         f"coreference column is on its other token lines: {shown}{more}; "
+                         f"the empty fields (a trailing tab) are ignored, the coreference read "
+                         f"from field {width}, the last non-empty field (as the reference "
+                         f"scorer's tab split does)")
     if labelled:
         doc.notes.extend(_repeated_spans(doc, clusters, first_open, path))
         # entities in order of their first mention, ties by which opened first

@@ -17,6 +17,7 @@ from bertkit.tasks.coref.data import (CorefInputWarning, load_documents, sentenc
 from tests.data.test_conll2012 import DOC
 
 LITBANK = Path(os.environ.get("BERTKIT_DATA", "/nonexistent")) / "coref" / "litbank"
+SCORER_TESTS = LITBANK.parent / "scorer-tests"
 TITLES = {"Mr.", "Mrs.", "Dr.", "St.", "Ms."}
 
 
@@ -71,9 +72,32 @@ def test_trailing_field_keeps_its_mentions_and_says_so(tmp_path):
     (clean,) = read_conll2012(_write(tmp_path / "clean.conll", DOC))
     assert doc.clusters == clean.clusters == [[(0, 2), (4, 4), (6, 6)], [(4, 5)]]
     (note,) = doc.notes
-    assert f"{path}:4:" in note and "line 4 (7 fields), line 9 (7 fields)" in note
-    assert "other token lines (6)" in note and "field 6" in note
+    assert note.startswith(f"{path}:4: 2 token line(s) of document 'tale; part 0' end in empty "
+                           f"fields after field 6")
+    assert "line 4 (7 fields), line 9 (7 fields)" in note and "read from field 6" in note
     assert format_conll2012([doc], [doc.clusters]) == format_conll2012([clean], [clean.clusters])
+
+
+def test_a_trailing_tab_on_every_line_is_not_taken_for_an_empty_coreference_column(tmp_path):
+    every = "\n".join(line + "\t" if line.startswith("tale") else line
+                      for line in DOC.splitlines()) + "\n"
+    (doc,) = read_conll2012(_write(tmp_path / "doc.conll", every))
+    assert doc.clusters == [[(0, 2), (4, 4), (6, 6)], [(4, 5)]]
+    assert "8 token line(s)" in doc.notes[0] and "read from field 6" in doc.notes[0]
+    (litbank,) = read_conll2012(_write(tmp_path / "lit.conll", DOC))  # its own empty last field
+    assert litbank.clusters == doc.clusters and litbank.notes == []
+
+
+@pytest.mark.skipif(not (SCORER_TESTS / "TC-A.key").is_file(),
+                    reason="BERTKIT_DATA/coref/scorer-tests not available")
+def test_reference_test_files_trailing_tab_and_repeated_spans():
+    # the reference scorer's own files end line 22 in a tab (its tab split drops the empty field)
+    (key,) = read_conll2012(SCORER_TESTS / "TC-A.key")
+    assert len(key.notes) == 1 and "line 22 (6 fields)" in key.notes[0]
+    # TC-A-9 repeats span 3-6 eleven times, in two entities (the scorer's "Repeated mention")
+    (response,) = read_conll2012(SCORER_TESTS / "TC-A-9.response")
+    assert "gold span tokens 3-6 (lines 5-8, 'b1 b2 b3 b4') is annotated 11 times, in " \
+           "entities 3 and 1; scored once, in entity 1" in response.notes[1]
 
 
 def test_trailing_non_empty_field_is_refused_with_field_counts(tmp_path):
