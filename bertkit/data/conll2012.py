@@ -134,8 +134,8 @@ def parse_conll2012(lines: Iterable[tuple[int, str]], path: str | Path, labelled
     :func:`~bertkit.data.conll.read_lines` gives them), e.g. one document's lines of a stream.
 
     A token line with more fields than most token lines of its document whose extra fields are
-    all empty (a trailing tab) has its coreference read from the document's last field, not from
-    the empty extra one, and a note says so (:attr:`CorefDocument.notes`); a gold span annotated
+    all empty (a trailing tab; on every line too, :func:`_usual_width`) has its coreference read
+    from the last non-empty field, where the other lines have it, and a note says so (:attr:`CorefDocument.notes`); a gold span annotated
     twice gets a note too (:func:`_repeated_spans`).
 
     Args:
