@@ -77,3 +77,22 @@ def test_export_without_a_record_is_made_again(tiny_encoder, tokenizer, tmp_path
     onnx_backend.record_path(model / onnx_backend.ONNX_FILE).unlink()  # an older bertkit's
     _, said = _tags(model, tokenizer, "onnx")
     assert said and "records no hash of the weights" in said[0]
+
+
+def test_predict_ner_says_the_export_is_made_again(tiny_encoder, tokenizer, tmp_path):
+    from typer.testing import CliRunner
+
+    from bertkit.cli import app
+
+    model, other = tmp_path / "m", tmp_path / "other"
+    _save(tiny_encoder, tokenizer, model, 0)
+    _save(tiny_encoder, tokenizer, other, 7)
+    (tmp_path / "in.txt").write_text("aspirin induced renal failure\n", encoding="utf-8")
+    args = ["predict", "ner", "-m", str(model), "-i", str(tmp_path / "in.txt"), "--device", "cpu",
+            "--backend", "onnx", "-o", str(tmp_path / "out.conll")]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    _copy_weights_with_old_times(other, model)
+    res = CliRunner().invoke(app, args)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert f"note: {model / 'model.onnx'}: exported again from {model}: the weights differ" in said
