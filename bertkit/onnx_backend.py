@@ -3,7 +3,11 @@
 The encoder of a saved model (a Hugging Face ``*ForTokenClassification``) is exported once with
 ``torch.onnx.export`` (the TorchScript exporter, opset 17, dynamic batch and sequence axes) to
 ``model.onnx`` beside the model's weights (or, for a read-only model folder, in a cache folder the
-caller names), written atomically; later runs reuse it while it is newer than the weights. ONNX Runtime (Microsoft, https://onnxruntime.ai) then runs the forward
+caller names), written atomically, with ``model.onnx.json`` beside it recording the SHA-256 of
+the weights files it was made from; later runs reuse it while the weights hash the same, and
+export again, saying why, when they differ (weights copied in with their old times, as ``cp -a``
+and ``rsync -a`` keep them, are caught: times are not compared). The int8 copy records the same
+and is remade with its source. ONNX Runtime (Microsoft, https://onnxruntime.ai) then runs the forward
 pass with graph optimisations (fused attention, GELU and layer-norm kernels) on ``threads``
 intra-op threads; the caller's decoding (CRF or IOB2-constrained Viterbi) is unchanged. Scores
 equal PyTorch's fp32 scores to float rounding (about 1e-5), so the decoded labels are the same
@@ -14,15 +18,18 @@ Needs the ``onnxruntime`` and ``onnx`` packages: ``pip install 'bertkit[onnx]'``
 
 from __future__ import annotations
 
+import hashlib
+import json
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
 from torch import nn
 
 from bertkit.errors import BertkitError
-from bertkit.io import atomic_path
+from bertkit.io import atomic_path, write_text
 
 ONNX_FILE = "model.onnx"
 INSTALL_HINT = "pip install 'bertkit[onnx]' (the onnxruntime and onnx packages)"
@@ -84,24 +91,76 @@ def export_onnx(encoder: nn.Module, path: str | Path) -> Path:
     return path
 
 
-def cached_export(encoder: nn.Module, model_dir: str | Path, cache_dir: str | Path | None = None
-                  ) -> Path:
-    """``model.onnx`` for the saved model in ``model_dir``: reused if newer than the weights,
-    else exported there (or into ``cache_dir`` where ``model_dir`` is not writable).
+def weights_hashes(model_dir: str | Path) -> dict[str, str]:
+    """``{file name: SHA-256 hex}`` of the weights files (``*.safetensors``) of ``model_dir``:
+    what an export was made from (whole-file hashes: about a second for BERT-base's 440 MB)."""
+    out = {}
+    for f in sorted(Path(model_dir).glob("*.safetensors")):
+        with f.open("rb") as handle:
+            out[f.name] = hashlib.file_digest(handle, "sha256").hexdigest()
+    return out
+
+
+def record_path(path: str | Path) -> Path:
+    """The record beside an export: ``model.onnx`` -> ``model.onnx.json``."""
+    return Path(str(path) + ".json")
+
+
+def made_from(path: str | Path) -> dict[str, str] | None:
+    """The weights hashes an export records (:func:`weights_hashes`), or None: no readable
+    record (an export of an older bertkit, or a record cut short)."""
+    try:
+        weights = json.loads(record_path(path).read_text(encoding="utf-8")).get("weights")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return weights if isinstance(weights, dict) else None
+
+
+def _stale(path: Path, weights: dict[str, str]) -> str | None:
+    """Why the export at ``path`` cannot serve ``weights`` (None: it can; missing: no reason)."""
+    if not path.is_file():
+        return None
+    old = made_from(path)
+    if old == weights:
+        return None
+    if old is None:
+        return "it records no hash of the weights it was made from (an older export)"
+    changed = sorted(k for k in set(old) | set(weights) if old.get(k) != weights.get(k))
+    return "the weights differ from those it was made from (" + "; ".join(
+        f"{k}: sha256 {str(old.get(k))[:12]} then, {str(weights.get(k))[:12]} now"
+        for k in changed[:3]) + ")"
+
+
+def _say(say: Callable[[str], None] | None, message: str) -> None:
+    if say is not None:
+        say(message)
+    else:
+        warnings.warn(message, stacklevel=3)
+
+
+def cached_export(encoder: nn.Module, model_dir: str | Path, cache_dir: str | Path | None = None,
+                  say: Callable[[str], None] | None = None) -> Path:
+    """``model.onnx`` for the saved model in ``model_dir``: reused if its record
+    (``model.onnx.json``) holds the hashes of the weights now in ``model_dir``
+    (:func:`weights_hashes`), else exported there (or into ``cache_dir`` where ``model_dir`` is
+    not writable) with a new record; a rebuild of an existing export is said (``say``, else a
+    warning) with the reason.
 
     Raises:
         BertkitError: the export failed, or no folder could be written.
     """
     model_dir = Path(model_dir)
-    weights = [p.stat().st_mtime for p in model_dir.glob("*.safetensors")] or [0.0]
+    weights = weights_hashes(model_dir)
     for folder in (model_dir, Path(cache_dir) if cache_dir else None):
         if folder is None:
             continue
         path = folder / ONNX_FILE
-        if path.is_file() and path.stat().st_mtime >= max(weights):
+        why = _stale(path, weights)
+        if path.is_file() and why is None:
             return path
         try:
-            return export_onnx(encoder, path)
+            export_onnx(encoder, path)
+            write_text(record_path(path), json.dumps({"weights": weights}, indent=1) + "\n")
         except (BertkitError, OSError) as exc:
             if folder == model_dir and cache_dir:
                 continue
@@ -109,6 +168,9 @@ def cached_export(encoder: nn.Module, model_dir: str | Path, cache_dir: str | Pa
                 raise
             raise BertkitError(f"cannot write the ONNX export: {exc.strerror or exc}", file=path,
                                expected="a writable model folder or cache folder") from None
+        if why is not None:
+            _say(say, f"{path}: exported again from {model_dir}: {why}")
+        return path
     raise BertkitError("no writable folder for the ONNX export", file=model_dir)
 
 
@@ -125,11 +187,12 @@ class OnnxScorer:
         BertkitError: onnxruntime missing, or the file cannot be loaded.
     """
 
-    def __init__(self, path: str | Path, threads: int = 1, quantized: bool = False) -> None:
+    def __init__(self, path: str | Path, threads: int = 1, quantized: bool = False,
+                 say: Callable[[str], None] | None = None) -> None:
         ort = require_onnxruntime()
         path = Path(path)
         if quantized:
-            path = quantize(path)
+            path = quantize(path, say)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = max(1, threads)
         opts.inter_op_num_threads = 1
@@ -163,15 +226,25 @@ INT8_SUFFIX = ".int8-matmul-pc-rr.onnx"
 change, so that an older copy is never reused)."""
 
 
-def quantize(path: Path) -> Path:
+def quantize(path: Path, say: Callable[[str], None] | None = None) -> Path:
     """An int8 dynamic-quantised copy of ``path`` (``model`` + :data:`INT8_SUFFIX` beside it,
-    atomic; remade when ``path`` is newer) with :data:`QUANTIZE_SETTINGS`: weights int8 ahead of
-    time, activations quantised per batch (ONNX Runtime's dynamic quantisation)."""
+    atomic) with :data:`QUANTIZE_SETTINGS`: weights int8 ahead of time, activations quantised
+    per batch (ONNX Runtime's dynamic quantisation). Its record holds what ``path``'s holds (the
+    weights hashes; else ``path``'s own SHA-256): reused while they agree, remade (said:
+    ``say``, else a warning) when they do not."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     out = path.with_name(path.stem + INT8_SUFFIX)
-    if out.is_file() and out.stat().st_mtime >= path.stat().st_mtime:
+    source = made_from(path)
+    if source is None:
+        with path.open("rb") as handle:
+            source = {path.name: hashlib.file_digest(handle, "sha256").hexdigest()}
+    why = _stale(out, source)
+    if out.is_file() and why is None:
         return out
     with atomic_path(out) as tmp:
         quantize_dynamic(str(path), str(tmp), weight_type=QuantType.QInt8, **QUANTIZE_SETTINGS)
+    write_text(record_path(out), json.dumps({"weights": source}, indent=1) + "\n")
+    if why is not None:
+        _say(say, f"{out}: quantised again from {path.name}: {why}")
     return out

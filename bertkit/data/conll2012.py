@@ -21,12 +21,20 @@ Errors (each a :class:`~bertkit.errors.BertkitError` naming the file and line): 
 not balance (a mention opened and never closed, reported at its opening line), a mention that
 closes an entity never opened, a document without its ``#end document`` line (or a token line
 outside any document), an empty document, a coreference column in the wrong place (a token line
-whose last field is not a coreference annotation while another field of it is one).
+whose last field is not a coreference annotation while another field of it is one; the message
+gives the line's field count beside its document's).
+
+Notes (:attr:`CorefDocument.notes`, shown by the caller; the reading goes on): token lines with
+more fields than the rest of their document whose extra fields are empty (a trailing tab, as
+some annotation tools write; the coreference is read from the document's usual last field, so
+their mentions are kept), and a gold span annotated twice (counted once, in its first entity;
+see :func:`_repeated_spans` for the reference scorer's behaviour).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -52,7 +60,10 @@ class CorefDocument:
             entities in order of first mention, mentions sorted; None for an unlabelled document.
         file / begin_line: where it came from (for messages); ``token_lines[i]`` is the line of
             token ``i`` (empty for documents not read from a file).
-        rows: per token the original line's fields (the writer keeps every column but the last).
+        rows: per token the original line's fields (the writer keeps every column but the last;
+            empty fields after a document's usual count, a trailing tab, dropped).
+        notes: warnings about the input that did not stop the reading (a trailing field, a gold
+            span annotated twice), each naming the file and line, for the caller to show.
     """
 
     name: str
@@ -62,6 +73,7 @@ class CorefDocument:
     begin_line: int = 0
     token_lines: list[int] = field(default_factory=list)
     rows: list[list[str]] | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def line(self) -> int:
@@ -121,6 +133,11 @@ def parse_conll2012(lines: Iterable[tuple[int, str]], path: str | Path, labelled
     """The documents of CoNLL-2012 ``lines`` (``(line number, text)``, as
     :func:`~bertkit.data.conll.read_lines` gives them), e.g. one document's lines of a stream.
 
+    A token line with more fields than most token lines of its document whose extra fields are
+    all empty (a trailing tab; on every line too, :func:`_usual_width`) has its coreference read
+    from the last non-empty field, where the other lines have it, and a note says so (:attr:`CorefDocument.notes`); a gold span annotated
+    twice gets a note too (:func:`_repeated_spans`).
+
     Args:
         path: the file the lines come from (for messages).
         labelled: False ignores the coreference column (``clusters`` None): predict input.
@@ -137,32 +154,7 @@ def parse_conll2012(lines: Iterable[tuple[int, str]], path: str | Path, labelled
     path = Path(path)
     docs: list[CorefDocument] = []
     doc: CorefDocument | None = None
-    sentence: list[str] = []
-    open_: dict[int, list[tuple[int, int]]] = {}  # entity -> stack of (start token, line)
-    clusters: dict[int, list[tuple[int, int]]] = {}
-    first_open: dict[int, int] = {}  # entity -> order of its first opening in the document
-
-    def finish(line_no: int) -> None:
-        nonlocal doc, sentence
-        if sentence:
-            doc.sentences.append(sentence)
-            sentence = []
-        if not doc.sentences:
-            raise BertkitError(f"document {doc.name!r} has no tokens", file=path,
-                               line=doc.begin_line, expected="token lines between #begin "
-                               "document and #end document")
-        for entity, stack in open_.items():
-            if stack:
-                start, at = stack[0]
-                raise BertkitError(f"mention of entity {entity} opened here is never closed "
-                                   f"(brackets do not balance)", file=path, line=at,
-                                   expected=f"a '{entity})' later in document {doc.name!r}")
-        if labelled:
-            # entities in order of their first mention, ties by which opened first
-            doc.clusters = [sorted(m) for _, m in sorted(
-                clusters.items(), key=lambda kv: (min(kv[1]), first_open[kv[0]]))]
-        docs.append(doc)
-        doc = None
+    pending: list[tuple[int, list[str]] | None] = []  # token lines; None: a sentence break
 
     for line_no, text in lines:
         stripped = text.strip()
@@ -174,25 +166,71 @@ def parse_conll2012(lines: Iterable[tuple[int, str]], path: str | Path, labelled
             m = _PART.match(header)
             name = f"{m.group(1)}; part {m.group(2)}" if m else header.strip("();") or "doc"
             doc = CorefDocument(name, [], file=str(path), begin_line=line_no, rows=[])
-            open_, clusters, first_open, sentence = {}, {}, {}, []
+            pending = []
             continue
         if stripped.startswith("#end document"):
             if doc is None:
                 raise BertkitError("#end document without #begin document", file=path,
                                    line=line_no, expected="#begin document (NAME); part N first")
-            finish(line_no)
+            docs.append(_document(doc, pending, path, labelled, brackets))
+            doc = None
             continue
         if stripped.startswith("#"):
             continue
         if not stripped:
-            if doc is not None and sentence:
-                doc.sentences.append(sentence)
-                sentence = []
+            if doc is not None:
+                pending.append(None)
             continue
         if doc is None:
             raise BertkitError("token line outside a document", file=path, line=line_no,
                                expected="#begin document (NAME); part N before it")
-        fields = _split(text.rstrip("\r\n"))
+        pending.append((line_no, _split(text.rstrip("\r\n"))))
+    if doc is not None:
+        raise BertkitError(f"document {doc.name!r} has no #end document line", file=path,
+                           line=doc.begin_line, expected="#end document after its last token")
+    if not docs:
+        raise BertkitError("no documents", file=path, expected="#begin document (NAME); part N "
+                           "... #end document")
+    return docs
+
+
+def _usual_width(pending: list[tuple[int, list[str]] | None]) -> int:
+    """The number of fields up to the coreference column on a document's token lines: what most
+    of them have (ties: the smaller), less one where that last field is empty on every line and
+    the field before it holds a coreference annotation on some line (a trailing tab on every
+    line; LitBank's own empty last field, "no mention", never sits after an annotation)."""
+    rows = [item[1] for item in pending if item is not None]
+    counts = Counter(len(f) for f in rows)
+    if not counts:
+        return 0
+    width = min(counts, key=lambda n: (-counts[n], n))
+    full = [f for f in rows if len(f) >= width]
+    if width > 2 and not any(f[width - 1].strip() for f in full) and any(
+            _FIELD.match(f[width - 2].strip()) for f in full):
+        width -= 1
+    return width
+
+
+def _document(doc: CorefDocument, pending: list[tuple[int, list[str]] | None], path: Path,
+              labelled: bool, brackets: bool) -> CorefDocument:
+    """Fill ``doc`` from its token lines (``pending``, None between sentences): words, rows,
+    clusters (when ``labelled``) and notes."""
+    width = _usual_width(pending)
+    open_: dict[int, list[tuple[int, int]]] = {}  # entity -> stack of (start token, line)
+    clusters: dict[int, list[tuple[int, int]]] = {}
+    first_open: dict[int, int] = {}  # entity -> order of its first opening in the document
+    widened: list[tuple[int, int]] = []  # (line, fields) of lines with empty extra fields
+    sentence: list[str] = []
+    for item in pending:
+        if item is None:
+            if sentence:
+                doc.sentences.append(sentence)
+                sentence = []
+            continue
+        line_no, fields = item
+        if len(fields) > width >= 2 and not any(f.strip() for f in fields[width:]):
+            widened.append((line_no, len(fields)))
+            fields = fields[:width]  # a trailing tab: the coreference field is the last real one
         if len(fields) < 2:
             raise BertkitError("token line with one column", file=path, line=line_no,
                                expected="columns with the coreference column last")
@@ -207,9 +245,11 @@ def parse_conll2012(lines: Iterable[tuple[int, str]], path: str | Path, labelled
             elsewhere = any(_coref_field([f])[1] and f.strip() not in ("", "-")
                             for f in fields[4:-1])
             where = " (a coreference annotation sits in another column)" if elsewhere else ""
-            raise BertkitError(f"last column {last!r} is not a coreference annotation{where}",
-                               file=path, line=line_no, expected=EXPECTED_COREF +
-                               " in the last column")
+            counts = (f"; this line has {len(fields)} fields, most token lines of document "
+                      f"{doc.name!r} {width}" if len(fields) != width else "")
+            raise BertkitError(f"last column {last!r} is not a coreference annotation{where}"
+                               f"{counts}", file=path, line=line_no,
+                               expected=EXPECTED_COREF + " in the last column")
         word = fields[3] if len(fields) >= 5 else fields[0]
         index = sum(len(s) for s in doc.sentences) + len(sentence)
         sentence.append(word)
@@ -217,9 +257,9 @@ def parse_conll2012(lines: Iterable[tuple[int, str]], path: str | Path, labelled
         doc.rows.append(fields)
         if not (labelled or brackets and ok) or last in ("", "-"):
             continue
-        for item in _ITEM.finditer(last):
-            part = item.group(0)
-            opens, entity, closes = item.groups()
+        for found in _ITEM.finditer(last):
+            part = found.group(0)
+            opens, entity, closes = found.groups()
             entity = int(entity)
             first_open.setdefault(entity, len(first_open))
             if opens and closes:
@@ -234,13 +274,65 @@ def parse_conll2012(lines: Iterable[tuple[int, str]], path: str | Path, labelled
                                        expected=f"'({entity}' on this or an earlier line")
                 start, _ = stack.pop()
                 clusters.setdefault(entity, []).append((start, index))
-    if doc is not None:
-        raise BertkitError(f"document {doc.name!r} has no #end document line", file=path,
-                           line=doc.begin_line, expected="#end document after its last token")
-    if not docs:
-        raise BertkitError("no documents", file=path, expected="#begin document (NAME); part N "
-                           "... #end document")
-    return docs
+    if sentence:
+        doc.sentences.append(sentence)
+    if not doc.sentences:
+        raise BertkitError(f"document {doc.name!r} has no tokens", file=path,
+                           line=doc.begin_line, expected="token lines between #begin "
+                           "document and #end document")
+    for entity, stack in open_.items():
+        if stack:
+            start, at = stack[0]
+            raise BertkitError(f"mention of entity {entity} opened here is never closed "
+                               f"(brackets do not balance)", file=path, line=at,
+                               expected=f"a '{entity})' later in document {doc.name!r}")
+    if widened:
+        shown = ", ".join(f"line {n} ({k} fields)" for n, k in widened[:5])
+        more = f" and {len(widened) - 5} more" if len(widened) > 5 else ""
+        doc.notes.append(f"{path}:{widened[0][0]}: {len(widened)} token line(s) of document "
+                         f"{doc.name!r} end in empty fields after field {width}, where the "
+                         f"coreference column is on its other token lines: {shown}{more}; "
+                         f"the empty fields (a trailing tab) are ignored, the coreference read "
+                         f"from field {width}, the last non-empty field (as the reference "
+                         f"scorer's tab split does)")
+    if labelled:
+        doc.notes.extend(_repeated_spans(doc, clusters, first_open, path))
+        # entities in order of their first mention, ties by which opened first
+        doc.clusters = [sorted(m) for _, m in sorted(
+            clusters.items(), key=lambda kv: (min(kv[1]), first_open[kv[0]]))]
+    return doc
+
+
+def _repeated_spans(doc: CorefDocument, clusters: dict[int, list[tuple[int, int]]],
+                    first_open: dict[int, int], path: Path) -> list[str]:
+    """A note for each gold span annotated more than once in ``doc`` (the file's entity
+    numbers in ``clusters``), naming the document, the span (tokens, lines, words) and the
+    entities. The scores (:mod:`bertkit.metrics.coref`) count such a span once, in its first
+    entity; the reference scorer (Pradhan et al., 2014, v8.01 ``IdentifMentions``) prints
+    "Repeated mention in the key", counts it once among the key mentions, but keeps it in each
+    entity it was annotated in, so its link-based scores may differ from bertkit's there."""
+    owners: dict[tuple[int, int], list[int]] = {}
+    for entity, mentions in clusters.items():
+        for span in mentions:
+            owners.setdefault(span, []).append(entity)
+    words = doc.words
+    notes = []
+    for (s, e), entities in sorted(owners.items()):
+        if len(entities) < 2:
+            continue
+        lines = (f"line {doc.token_lines[s]}" if s == e else
+                 f"lines {doc.token_lines[s]}-{doc.token_lines[e]}")
+        kept = min(entities, key=lambda k: (min(clusters[k]), first_open[k]))
+        distinct = sorted(set(entities), key=entities.index)
+        listed = (f"in entities {' and '.join(str(k) for k in distinct)}" if len(distinct) > 1
+                  else f"in entity {distinct[0]}")
+        notes.append(f"{path}:{doc.token_lines[s]}: document {doc.name!r}: gold span tokens "
+                     f"{s}-{e} ({lines}, {' '.join(words[s:e + 1])!r}) is annotated "
+                     f"{len(entities)} times, {listed}; scored once, in entity "
+                     f"{kept} (its first); the reference scorer prints \"Repeated mention in "
+                     f"the key\" and keeps it in each of these entities, so its scores may "
+                     f"differ from these")
+    return notes
 
 
 def coref_column(n_tokens: int, clusters: list[list[tuple[int, int]]]) -> list[str]:

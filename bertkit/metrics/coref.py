@@ -17,7 +17,12 @@ conll/reference-coreference-scorers v8.01).
 * CoNLL F1 (Pradhan et al., 2012): the mean of the MUC, B-cubed and CEAF-e F1.
 
 Mentions are matched by exact span. As the reference scorer does, a span repeated in one
-document's key (or response) counts once (its first entity). Scores over several documents add
+document's response counts once (its first entity; the scorer prints "Repeated mention in the
+response" and drops the later copies). A span repeated in the key also counts once here, in its
+first entity, while the reference prints "Repeated mention in the key" and keeps the span (one
+mention id) in each entity it was annotated in; the CoNLL-2012 reader warns of each such span
+(:func:`bertkit.data.conll2012.parse_conll2012`'s notes), naming the document, span and
+entities. Scores over several documents add
 the numerators and denominators of every document (the scorer's ``all`` summary), not the
 documents' F1. ``without singletons`` drops the entities of one mention from key and response
 before scoring (the reference scores whatever it is given, so with singletons is its behaviour).

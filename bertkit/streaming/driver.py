@@ -12,7 +12,9 @@ end ``OUTPUT.part`` is renamed to ``OUTPUT``. Memory holds one chunk, whatever t
 * ``--shard I/N``: only chunks ``c`` with ``c % N == I - 1``; shard outputs carry their chunks'
   byte ranges in their state, and :func:`bertkit.streaming.merge.merge_shards` interleaves them.
 * A record that cannot be read is an error naming file and line, with everything before it
-  written and resumable; with ``skip_bad_lines`` it is counted, reported and skipped (the task
+  written and resumable (so is a ``.gz`` input cut off before its end: the records read whole
+  are written, and ``--resume`` continues once the file is whole, a longer file with the same
+  beginning); with ``skip_bad_lines`` it is counted, reported and skipped (the task
   may give it an output record saying so, as JSON lines do).
 """
 
@@ -30,7 +32,7 @@ from rich.console import Console
 
 from bertkit.errors import BertkitError
 from bertkit.streaming.progress import StreamProgress
-from bertkit.streaming.records import Position, Record, iter_records
+from bertkit.streaming.records import InputCutOff, Position, Record, iter_records
 from bertkit.streaming.state import (VERSION, check_resume, input_identity, load_state, log_lines,
                                      log_path, model_identity, output_lock, part_path, read_log,
                                      save_state, state_path)
@@ -224,6 +226,8 @@ def _stream_predict(pred: StreamPredictor, input_path: str, output: str | Path |
                                    expected="the output of an interrupted predict (run "
                                             "without --resume to start)")
             check_resume(old, state, spath)
+            if old.pop("cut_off", None) is not None:  # a cut-off input, now longer: read on
+                old["input"] = state["input"]
             state = old
         elif old is not None and console is not None:
             console.print(f"[yellow]note:[/] replacing the unfinished {part} "
@@ -297,6 +301,19 @@ def _stream_predict(pred: StreamPredictor, input_path: str, output: str | Path |
             raise BertkitError("no text found", file=Path(input_path),
                                expected=pred.expected)
         failed = False
+    except InputCutOff as exc:  # keep every whole record before the cut, then say so
+        if records:
+            last_rec = records[-1]
+            nxt = (last_rec.rows[-1][0] if last_rec.rows else last_rec.line) + 1
+            flush(current, Position(last_rec.end, nxt, last_rec.index + 1), size)
+        kept = (f"; the {done} records before it are written to {part}: once the file is whole "
+                f"(the same beginning, longer), the same command with --resume continues "
+                f"after them") if to_file and done else ""
+        if state is not None and done:
+            state["cut_off"] = {"line": exc.reached, "size": state["input"]["size"]}
+            save_state(spath, state)
+        raise BertkitError(exc.message + kept, file=exc.file, line=exc.line,
+                           expected=exc.expected) from None
     except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on (not a silent 130)
         if not (to_file and (done or opts.resume)):
             raise

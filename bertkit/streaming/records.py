@@ -12,7 +12,10 @@ object) does not stop the reader: it yields the record with ``bad`` set to the r
 driver (:mod:`bertkit.streaming.driver`) decides whether that is an error or a skipped line.
 
 ``.gz`` inputs are read through :mod:`gzip` (offsets are offsets into the decompressed text;
-seeking forward decompresses up to the offset, once, on resume).
+seeking forward decompresses up to the offset, once, on resume). A ``.gz`` file that ends before
+its end-of-stream marker (a cut-off download or copy) or holds corrupt compressed data raises
+:class:`InputCutOff`, naming the file, the line reached and the cause, after every whole record
+before it (not the decompressor's ``EOFError``, which a command line takes for Ctrl-D).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -74,6 +78,30 @@ class Position:
     index: int = 0
 
 
+_GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
+
+
+class InputCutOff(BertkitError):
+    """A compressed input that cannot be read to its end: the gzip data stops before its
+    end-of-stream marker, or is corrupt. ``line`` is the first line not read whole (the line
+    reached); the records before it were read whole.
+
+    Args:
+        path: the input file.
+        line: the line reached.
+        exc: the decompressor's error (its type and text are the cause named).
+    """
+
+    def __init__(self, path: str | Path, line: int, exc: BaseException) -> None:
+        cut = isinstance(exc, EOFError)
+        what = ("the gzip data ends before its end-of-stream marker: the file is cut off (an "
+                "interrupted download or copy?)" if cut else "the gzip data is corrupt")
+        super().__init__(f"{what}; line {line} and after cannot be read (cause: "
+                         f"{type(exc).__name__}: {exc})", file=path, line=line,
+                         expected="a whole .gz file (gzip -t FILE checks one)")
+        self.reached = line
+
+
 def open_binary(path: str | Path) -> IO[bytes]:
     """``path`` opened for binary reading, through :mod:`gzip` when its name ends in ``.gz``.
 
@@ -94,10 +122,22 @@ def open_binary(path: str | Path) -> IO[bytes]:
     return path.open("rb")
 
 
-def _lines(handle: IO[bytes], start: Position) -> Iterator[tuple[int, int, bytes]]:
-    """``(line number, byte offset, raw line)`` from ``start`` (the handle already there)."""
+def _lines(handle: IO[bytes], start: Position, path: str | Path = "<input>"
+           ) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, byte offset, raw line)`` from ``start`` (the handle already there).
+
+    Raises:
+        InputCutOff: the gzip data stops or breaks before the end (the lines before it given).
+    """
     offset, number = start.offset, start.line
-    for raw in handle:
+    lines = iter(handle)
+    while True:
+        try:
+            raw = next(lines)
+        except StopIteration:
+            return
+        except _GZIP_ERRORS as exc:
+            raise InputCutOff(path, number, exc) from None
         yield number, offset, raw
         offset += len(raw)
         number += 1
@@ -147,26 +187,33 @@ def iter_records(path: str | Path, kind: str, start: Position = Position()) -> I
     handle = open_binary(path)
     try:
         if start.offset:
-            handle.seek(start.offset)
+            try:
+                handle.seek(start.offset)
+            except _GZIP_ERRORS as exc:
+                raise InputCutOff(path, start.line, exc) from None
         tell = _raw_position(handle)
         if kind == "file":
             if start.index == 0:  # a resume after it has nothing left
-                yield _file_record(handle.read(), tell)
+                try:
+                    data = handle.read()
+                except _GZIP_ERRORS as exc:
+                    raise InputCutOff(path, 1, exc) from None
+                yield _file_record(data, tell)
             return
         if kind in ("conllu", "conll2012"):
             blocks = _block_records if kind == "conllu" else _document_records
-            for rec in blocks(_lines(handle, start), start.index):
+            for rec in blocks(_lines(handle, start, path), start.index):
                 rec.raw = tell()
                 yield rec
             return
         if kind == "conll":
             width = conll_width(path)
-            for rec in _conll_records(path, _lines(handle, start), start.index, width):
+            for rec in _conll_records(path, _lines(handle, start, path), start.index, width):
                 rec.raw = tell()
                 yield rec
             return
         index = start.index
-        for number, offset, raw in _lines(handle, start):
+        for number, offset, raw in _lines(handle, start, path):
             text, bad = decode(raw, offset)
             rec = Record(index, number, offset, offset + len(raw), text, bad=bad, raw=tell())
             if kind == "jsonl" and bad is None and text.strip():
@@ -195,15 +242,25 @@ def split_columns(text: str) -> list[str]:
 def conll_width(path: str | Path) -> int:
     """Columns of the first token line of ``path`` (0: none found in its first 10,000 lines)."""
     with open_binary(path) as handle:
-        for number, raw in enumerate(handle):
-            text, bad = decode(raw, 0 if number == 0 else 1)
+        for number, raw in _head(handle, path):
+            text, bad = decode(raw, 0 if number == 1 else 1)
             if bad is None and text.strip() and not MARKER.match(text):
                 cols = split_columns(text)
                 if cols[0] != "-DOCSTART-":
                     return len(cols)
-            if number >= 10_000:
+            if number > 10_000:
                 break
     return 0
+
+
+def _head(handle: IO[bytes], path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` up to a cut in the gzip data, if any (the stream itself
+    reports it, with the records before it kept)."""
+    try:
+        for number, _, raw in _lines(handle, Position(), path):
+            yield number, raw
+    except InputCutOff:
+        return
 
 
 def _conll_records(path, lines, index: int, width: int) -> Iterator[Record]:
@@ -322,8 +379,8 @@ def head_lines(path: str | Path, n: int = 200) -> list[str]:
     """The first ``n`` readable, non-blank lines of ``path`` that are not ``-DOCSTART-``."""
     out = []
     with open_binary(path) as handle:
-        for number, raw in enumerate(handle):
-            text, bad = decode(raw, 0 if number == 0 else 1)
+        for number, raw in _head(handle, path):
+            text, bad = decode(raw, 0 if number == 1 else 1)
             if bad is None and text.strip() and text.split()[0] != "-DOCSTART-" \
                     and not MARKER.match(text):
                 out.append(text)

@@ -205,8 +205,21 @@ def _differences(old: dict, new: dict) -> list[str]:
             if old.get(k) != new.get(k)]
 
 
+def continues(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether input ``new`` (:func:`input_identity`) is ``old`` made whole: the same path, more
+    bytes, and the same first bytes (the SHA-256 of its first ``min(old size, HEAD_BYTES)``
+    bytes is ``old``'s head hash), as a cut-off download is of the complete file."""
+    if old.get("path") != new.get("path") or new.get("size", 0) <= old.get("size", 0):
+        return False
+    with open(new["path"], "rb") as handle:
+        head = handle.read(min(old["size"], HEAD_BYTES))
+    return hashlib.sha256(head).hexdigest() == old.get("head_sha256")
+
+
 def check_resume(state: dict[str, Any], fresh: dict[str, Any], where: Path) -> None:
-    """Refuse to continue the run of ``state`` with the ``fresh`` identities and settings.
+    """Refuse to continue the run of ``state`` with the ``fresh`` identities and settings; a run
+    stopped by a cut-off input (``state["cut_off"]``) continues on that input made whole
+    (:func:`continues`).
 
     Raises:
         BertkitError: another input (path, size, time or head), another model, or other
@@ -216,6 +229,8 @@ def check_resume(state: dict[str, Any], fresh: dict[str, Any], where: Path) -> N
     for part, what in (("input", "from another input"), ("model", "with another model"),
                        ("settings", "with other settings")):
         old, new = state.get(part) or {}, fresh.get(part) or {}
+        if part == "input" and state.get("cut_off") and continues(old, new):
+            continue
         if part == "model":
             old, new = {"path": old.get("path"), **old.get("files", {})}, \
                 {"path": new.get("path"), **new.get("files", {})}

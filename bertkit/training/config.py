@@ -113,9 +113,10 @@ class TrainConfig:
                 raise BertkitError("--report-to tensorboard needs the tensorboard package",
                                    expected="`pip install tensorboard` (or bertkit[tensorboard])")
         if self.report_to == "mlflow":
-            from bertkit.training.tracking import require_mlflow
+            from bertkit.training.tracking import check_reachable, require_mlflow, tracking_uri
 
             require_mlflow()
+            check_reachable(tracking_uri())  # a server that is down: said now, not in minutes
 
     def check_ranges(self) -> None:
         """Check the loop settings' ranges (what :func:`~bertkit.training.loop.train` needs).

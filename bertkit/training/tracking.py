@@ -20,7 +20,10 @@ directory's name (``seed-N`` runs: ``<parent>/seed-N``).
 
 The MLflow run's id is kept in the run directory (``mlflow.json``), so ``--resume`` continues the
 same MLflow run (records redone after the checkpoint are logged again at their steps; MLflow
-keeps both values). Only the main process tracks. Needs the ``mlflow`` package
+keeps both values); a copied run folder resumed opens a run of its own, tagged with the run it
+branched from (composer PR #3208, transformers#30563), where both trainings logged into one run
+before. A tracking server (``http(s)``) is checked first, with a short timeout
+(:func:`check_reachable`), before any data or model is loaded. Only the main process tracks. Needs the ``mlflow`` package
 (``pip install 'bertkit[mlflow]'``, which installs ``mlflow-skinny``); imported only when asked.
 
 Part of the training core: knows no task (the driver passes its results dict and run folder).
@@ -60,6 +63,46 @@ def require_mlflow() -> None:
     if importlib.util.find_spec("mlflow") is None:
         raise BertkitError("--report-to mlflow needs MLflow's client (the mlflow package), "
                            "which is not installed", expected=INSTALL_HINT)
+
+
+CHECK_TIMEOUT_S = 5.0
+"""How long :func:`check_reachable` waits for a tracking server's answer (seconds): MLflow's own
+client retries an unreachable server for minutes (``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` 7 with
+backoff, each request up to ``MLFLOW_HTTP_REQUEST_TIMEOUT`` 120 s)."""
+
+
+def check_reachable(uri: str, timeout: float | None = None) -> None:
+    """Check, once, that an ``http(s)`` tracking server at ``uri`` answers within ``timeout``
+    seconds (:data:`CHECK_TIMEOUT_S`): a GET of its ``/health`` endpoint, any HTTP answer (an
+    error status too: a server that answers is there) counting. Other stores (a ``file:``
+    folder, ``sqlite:``, ``databricks``) are not checked here. Called before any data or model
+    is loaded, so an unreachable server is said at once, not after minutes of the client's
+    silent retries (mlflow#12154).
+
+    Raises:
+        BertkitError: no answer (refused, unknown host, timed out), naming the URI and cause.
+    """
+    import socket
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlparse
+
+    if urlparse(uri).scheme not in ("http", "https"):
+        return
+    timeout = CHECK_TIMEOUT_S if timeout is None else timeout
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout):
+            return
+    except urllib.error.HTTPError:
+        return  # it answered
+    except (urllib.error.URLError, socket.timeout, TimeoutError, OSError, ValueError) as exc:
+        cause = getattr(exc, "reason", None) or exc
+        if isinstance(cause, (socket.timeout, TimeoutError)) or "timed out" in str(cause):
+            cause = f"no answer within {timeout:g} s"
+        raise BertkitError(f"--report-to mlflow: the tracking server {uri} cannot be reached "
+                           f"({cause}); checked before loading any data or model",
+                           expected="a running MLflow server at MLFLOW_TRACKING_URI, or unset "
+                                    "it for a local ./mlruns store") from None
 
 
 def tracking_uri() -> str:
@@ -105,6 +148,7 @@ class MlflowRun:
     def __init__(self, client: Any, run_id: str, tracking_uri: str) -> None:
         self.client, self.run_id, self.tracking_uri = client, run_id, tracking_uri
         self.ended = False
+        self.branched_from: tuple[str, str] | None = None  # (run id, run folder) of a copy
 
     @classmethod
     def start(cls, run_dir: Path, settings: dict[str, Any], command: str,
@@ -117,7 +161,11 @@ class MlflowRun:
                 (``None`` as ``None``, lists as JSON), cut at 6,000 characters (MLflow's limit).
             command: ``"finetune ner"``, ``"pretrain"``, ...: the ``bertkit.command`` tag.
             resume: continue the MLflow run named in ``run_dir/mlflow.json`` when it is in the
-                same store (parameters it already has are kept); else a new run.
+                same store (parameters it already has are kept); else a new run. A copy of a
+                run folder (the run's ``bertkit.run_dir`` tag names another folder that still
+                holds it) gets a new run, tagged ``bertkit.branched_from_run`` and
+                ``bertkit.branched_from_dir`` (:attr:`branched_from`), so two trainings never
+                log into one run; a moved folder continues its run (the tag updated).
             sources: the settings-source line (``bertkit.settings`` tag), if any.
 
         Raises:
@@ -128,9 +176,11 @@ class MlflowRun:
         from mlflow import MlflowClient
 
         uri = tracking_uri()
+        branched = None
         try:
             client = MlflowClient(tracking_uri=uri)
-            run_id, known = _resumed(client, run_dir, uri) if resume else (None, {})
+            run_id, known, branched = _resumed(client, run_dir, uri) if resume else \
+                (None, {}, None)
             if run_id is None:
                 name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
                 found = client.get_experiment_by_name(name)
@@ -141,11 +191,15 @@ class MlflowRun:
                         "mlflow.source.name": f"bertkit {command}"}
                 if sources:
                     tags["bertkit.settings"] = sources[:_MAX_TAG]
+                if branched:  # a copied run folder resumed: its own run, saying where from
+                    tags.update({"bertkit.branched_from_run": branched[0],
+                                 "bertkit.branched_from_dir": branched[1][:_MAX_TAG]})
                 run = client.create_run(experiment, run_name=run_name, tags=tags)
                 run_id = run.info.run_id
                 _write_run_file(run_dir, {"tracking_uri": uri, "experiment_id": experiment,
                                           "run_id": run_id})
             tracker = cls(client, run_id, uri)
+            tracker.branched_from = branched
             tracker._log_params({k: v for k, v in settings.items() if k not in known})
         except BertkitError:
             raise
@@ -225,18 +279,37 @@ def _param_value(value: Any) -> str:
     return str(value)
 
 
-def _resumed(client: Any, run_dir: Path, uri: str) -> tuple[str | None, dict]:
-    """The run id of ``run_dir/mlflow.json`` and its parameters, when it is in store ``uri``
-    and still there (it is set running again); else ``(None, {})``."""
+def _resumed(client: Any, run_dir: Path, uri: str
+             ) -> tuple[str | None, dict, tuple[str, str] | None]:
+    """The run id of ``run_dir/mlflow.json`` and its parameters, when it is in store ``uri``,
+    still there and this folder's own (it is set running again); ``(None, {}, (run id, other
+    folder))`` when this folder is a copy of the run folder that owns that run (:meth:`MlflowRun
+    .start`); else ``(None, {}, None)``."""
     try:
         saved = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
         if saved.get("tracking_uri") != uri:
-            return None, {}
+            return None, {}, None
         run = client.get_run(saved["run_id"])
     except Exception:  # no file, a broken one, a run deleted from the store: a new run
-        return None, {}
+        return None, {}, None
+    here = str(Path(run_dir).resolve())
+    owner = run.data.tags.get("bertkit.run_dir")
+    if owner and owner != here:
+        if _holds(Path(owner), run.info.run_id, uri):
+            return None, {}, (run.info.run_id, owner)
+        client.set_tag(run.info.run_id, "bertkit.run_dir", here)  # moved: the run follows
     client.update_run(run.info.run_id, status="RUNNING")
-    return run.info.run_id, dict(run.data.params)
+    return run.info.run_id, dict(run.data.params), None
+
+
+def _holds(folder: Path, run_id: str, uri: str) -> bool:
+    """Whether run folder ``folder`` still names MLflow run ``run_id`` of store ``uri``."""
+    try:
+        saved = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(saved, dict) and saved.get("run_id") == run_id \
+        and saved.get("tracking_uri") == uri
 
 
 def _write_run_file(run_dir: Path, data: dict[str, str]) -> None:
@@ -261,6 +334,9 @@ def start_tracking(cfg: Any, run_dir: Path, settings: dict[str, Any], command: s
     tracker = MlflowRun.start(Path(run_dir), settings, command, resume=bool(cfg.resume),
                               sources=sources_line(cfg))
     if console is not None:
-        console.print(f"mlflow: run {tracker.run_id} in {tracker.tracking_uri}", highlight=False,
-                      markup=False)
+        branched = tracker.branched_from
+        note = (f" (a new run: this folder is a copy of {branched[1]}, whose MLflow run "
+                f"{branched[0]} it branches from)") if branched else ""
+        console.print(f"mlflow: run {tracker.run_id} in {tracker.tracking_uri}{note}",
+                      highlight=False, markup=False)
     return tracker

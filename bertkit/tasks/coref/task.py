@@ -67,7 +67,7 @@ class CorefTask:
              ) -> TaskData:
         """Read ``splits`` of ``cfg.data`` (files or folders of CoNLL-2012 documents)."""
         paths = resolve_coref(cfg.data, splits)
-        return TaskData({s: load_documents(p) for s, p in paths.items()},
+        return TaskData({s: load_documents(p, console=console) for s, p in paths.items()},
                         {s: str(p) for s, p in paths.items()})
 
     def text_lines(self, data: str, max_examples: int | None = None) -> list[str]:
@@ -183,7 +183,7 @@ def evaluate_coref(model_dir: str, data: str, split: str = "test", device: str =
     """
     split = parse_split(split)
     model, meta, tokenizer, runtime, max_length = loaded(model_dir, device, precision, console)
-    docs = load_documents(resolve_coref(data, (split,))[split])[:max_eval_samples]
+    docs = load_documents(resolve_coref(data, (split,))[split], console=console)[:max_eval_samples]
     predicted = resolve_documents(model, tokenizer, docs, runtime, max_length, batch_size,
                                   meta.get("singletons", "on") == "on")
     return Evaluation(score(docs, predicted), lambda: format_conll2012(docs, predicted), docs,

@@ -55,7 +55,7 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
     Raises:
         BertkitError: ``onnx`` without onnxruntime installed, or an unknown backend.
     """
-    _set_backend(tagger, backend)
+    _set_backend(tagger, backend, console)
     if windows is None:
         label2id = {lab: i for i, lab in enumerate(tagger.labels)}
         windows, report = encode(sentences, tokenizer, label2id, max_length)
@@ -90,8 +90,9 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
 BACKENDS = ("torch", "onnx", "onnx-int8")
 
 
-def _set_backend(tagger: TokenTagger, backend: str) -> None:
-    """Give ``tagger`` an ONNX Runtime scorer for ``backend`` (once; torch: none)."""
+def _set_backend(tagger: TokenTagger, backend: str, console: Console | None = None) -> None:
+    """Give ``tagger`` an ONNX Runtime scorer for ``backend`` (once; torch: none); an export
+    made from other weights is made again, said on ``console`` (else as a warning)."""
     if backend not in BACKENDS:
         raise BertkitError(f"unknown backend '{backend}'", expected=", ".join(BACKENDS))
     if backend == "torch":
@@ -114,8 +115,15 @@ def _set_backend(tagger: TokenTagger, backend: str) -> None:
 
     fallback = _Path.home() / ".cache" / "bertkit" / "onnx" / hashlib.sha1(
         str(_Path(source).resolve()).encode()).hexdigest()[:16]  # a read-only model folder
-    path = cached_export(tagger.encoder, source, fallback)
-    tagger.scorer = OnnxScorer(path, torch.get_num_threads(), quantized=backend == "onnx-int8")
+    say = None
+    if console is not None:
+        from rich.markup import escape
+
+        def say(message: str) -> None:
+            console.print(f"[yellow]note:[/] {escape(message)}", highlight=False)
+    path = cached_export(tagger.encoder, source, fallback, say)
+    tagger.scorer = OnnxScorer(path, torch.get_num_threads(), quantized=backend == "onnx-int8",
+                               say=say)
     tagger.scorer.backend = backend
 
 
