@@ -10,10 +10,10 @@ text, in the same process, at each sequence length (128 and 512 by default):
   step, as in a ``Trainer`` with ``dataloader_num_workers=0``; vocabulary logits at every position.
 
 Both use bf16 autocast, SDPA attention, fused AdamW (lr 1e-4) and clipping at 1.0; with
-``--compile``, ``torch.compile`` (bertkit: the encoder, as ``bertkit pretrain --compile``; stock:
-the whole model, as ``Trainer(torch_compile=True)``). After ``--warmup`` steps each, the sides
+``--compile``, ``torch.compile`` (bertkit: the whole forward, encoder, heads and losses, as
+``bertkit pretrain --compile``; stock: the whole model, as ``Trainer(torch_compile=True)``). After ``--warmup`` steps each, the sides
 alternate step by step (the order rotating each step) for ``--steps`` steps; every step is timed
-between device synchronisations (bertkit's loop synchronises each step to read the loss anyway).
+between device synchronisations (the timing's own: bertkit's loop reads nothing back per step).
 Figures are medians with min-max over steps: seconds per step, real (non-padding) tokens per
 second end to end, the same without the time spent getting the batch ("compute"), the batch time,
 and peak memory (the side's own weights, gradients and optimiser state plus its steps' largest
@@ -107,7 +107,7 @@ class Side:
         self.batches, self.loss_of, self.device = batches, loss_of, device
         self.opt = build_adamw(model, device)
         if compile_:
-            (model.encoder if name == BERTKIT else model).compile()
+            model.compile(dynamic=False)  # bertkit: the whole forward, as pretrain --compile
         self.rec = {"step_s": [], "fetch_s": [], "tokens": [], "predictions": [], "loss": [],
                     "extra_bytes": []}
 
@@ -118,8 +118,9 @@ class Side:
             torch.cuda.reset_peak_memory_stats(self.device)
         t0 = time.perf_counter()
         batch = next(self.batches)
-        tokens = int(batch["attention_mask"].sum())
-        preds = int((batch["labels"] != -100).sum())
+        mask = batch.get("attention_mask")  # bertkit's full rows carry none
+        tokens = int(mask.sum()) if mask is not None else batch["input_ids"].numel()
+        preds = int((batch["mlm_labels" if "mlm_labels" in batch else "labels"] != -100).sum())
         if "sbo_boundaries" in batch:
             preds += int((batch["sbo_boundaries"][..., 0] >= 0).sum())
         batch = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
@@ -130,7 +131,7 @@ class Side:
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
-        value = float(loss.detach())  # synchronises, as bertkit's loop does each step
+        value = float(loss.detach())  # a read per step for the record (the timing syncs anyway)
         sync(self.device)
         t2 = time.perf_counter()
         if record:

@@ -51,7 +51,8 @@ def test_dry_run_records_each_stage_and_goes_on_after_a_failure_and_a_timeout(tm
     assert summary["environment"]["packages"]["torch"]
     assert summary["dry_run_data"].endswith("synthetic-data")  # no shared data: a stand-in
     assert "restored to fp32" in summary["model"]["source"]
-    for name in ("unit_tests", "bench", "pretrain", "ner", "bench_compile"):
+    for name in ("unit_tests", "bench", "pretrain", "ner", "bench_compile", "ner_step",
+                 "ner_step_base"):
         assert summary["steps"][name] == {"status": "skipped", "reason": "not in --only"}
     adapt = summary["steps"]["adapt"]
     assert adapt["status"] == "timeout"
@@ -100,3 +101,9 @@ def test_whole_dry_run_passes_with_finite_figures(tmp_path):
     assert len(runs["cuda"]["train_losses"]) == gpu_check.DRY["pretrain_steps"]
     assert all(math.isfinite(x) for x in [*_numbers(steps["pretrain"]), *_numbers(steps["ner"])])
     assert 0 <= steps["ner"]["runs"]["cuda"]["test_f1"] <= 1
+    for name in ("ner_step", "ner_step_base"):  # the NER step: no host sync, the stock one has
+        sides = steps[name]["figures"]["sides"]
+        assert sides["bertkit-crf"]["host_syncs_per_step"] == 0
+        assert sides["bertkit-softmax"]["host_syncs_per_step"] == 0
+        assert sides["stock"]["host_syncs_per_step"] > 0  # transformers' padding_mask.all()
+        assert all(s["median_step_ms"] > 0 for s in sides.values())
