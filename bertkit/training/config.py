@@ -15,7 +15,7 @@ REPORT_TO = ("none", "tensorboard", "mlflow")
 """Where ``--report-to`` sends metrics besides ``metrics.jsonl``."""
 SCHEDULES = ("linear", "constant", "cosine")
 """``--lr-schedule`` after the warm-up (:func:`bertkit.training.optim.decay`)."""
-PRECISION_HELP = ("auto (bf16 on CUDA and AMX-BF16 CPUs, else fp32), " + ", ".join(PRECISIONS[1:-1])
+PRECISION_HELP = ("auto (bf16 on CUDA and AMX-BF16 or AVX512-BF16 CPUs, else fp32), " + ", ".join(PRECISIONS[1:-1])
                   + " or " + PRECISIONS[-1] + ".")
 
 

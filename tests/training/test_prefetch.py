@@ -76,3 +76,18 @@ def test_wait_share_is_high_when_building_is_slow_and_low_when_the_step_is():
     stats = slow_step.stats()
     assert stats["data_wait_share"] < 0.1 and 0 <= stats["data_wait_max_share"] < 0.3
     assert 0 < slow_step.total_wait and slow_step.total_wait < slow_step.total_step
+
+
+def test_batches_carry_their_counts_and_are_pinned_only_where_asked(monkeypatch):
+    """The step reads no tensor for its throughput figures: the worker counts them; with
+    ``pin`` the worker copies each tensor into pinned memory (CUDA present: the default)."""
+    from bertkit.training.batches import batch_examples
+
+    pinned = []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda t: pinned.append(t.shape) or t)
+    batches = list(Prefetcher(Source(n=2), pin=False).iter_batches(0))
+    assert [b.counts for b in batches] == [(2, 6), (2, 6)] and not pinned
+    assert batch_examples(batches[0]) == (2, 6)
+    list(Prefetcher(Source(n=2), pin=True).iter_batches(0))
+    assert pinned == [(2, 3), (2, 3)]
+    assert Prefetcher(Source()).pin == torch.cuda.is_available()
