@@ -120,6 +120,12 @@ class BiaffineHead(nn.Module):
         """
         s_arc = self.arc_scores(words, mask)
         s_rel = self.rel_scores(words, heads)
-        arc_loss = F.cross_entropy(s_arc[word_mask], heads[word_mask])
-        rel_loss = F.cross_entropy(s_rel[word_mask], rels[word_mask])
+        # every row, non-words ignored (no boolean indexing: no host sync, a static shape);
+        # their arc rows zeroed, as a row of -inf would give NaN gradients through log-softmax
+        ignore = ~word_mask
+        arc_in = s_arc.masked_fill(ignore.unsqueeze(-1), 0.0).flatten(0, 1)  # [B (N+1), N+1]
+        arc_loss = F.cross_entropy(arc_in, heads.masked_fill(ignore, -100).flatten(),
+                                   ignore_index=-100)
+        rel_loss = F.cross_entropy(s_rel.flatten(0, 1), rels.masked_fill(ignore, -100).flatten(),
+                                   ignore_index=-100)
         return arc_loss + rel_loss, s_arc

@@ -49,3 +49,31 @@ def test_scalar_mix_starts_as_the_layer_mean():
     mix = ScalarMix(3)
     layers = [torch.full((1, 2, 4), float(v)) for v in (1, 2, 6)]
     assert torch.allclose(mix(layers), torch.full((1, 2, 4), 3.0))
+
+
+def test_parser_loss_over_every_row_equals_the_masked_selection():
+    """The loss ignores non-words instead of selecting words (no boolean indexing in the
+    step): same value and gradients as cross-entropy over the selected rows, none NaN."""
+    import torch.nn.functional as F
+
+    from bertkit.heads.biaffine import BiaffineHead
+
+    torch.manual_seed(0)
+    head = BiaffineHead(16, 5).eval()  # no dropout: two passes alike
+    words = torch.randn(2, 6, 16, requires_grad=True)
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]], dtype=torch.bool)
+    word_mask = mask.clone()
+    word_mask[:, 0] = False  # the root is no dependent
+    heads = torch.tensor([[0, 0, 1, 1, 2, 4], [0, 2, 0, 0, 0, 0]])
+    rels = torch.randint(5, (2, 6))
+    loss, s_arc = head.loss(words, mask, heads, rels, word_mask)
+    loss.backward()
+    got = words.grad.clone()
+    words.grad = None
+    s_rel = head.rel_scores(words, heads)
+    ref = (F.cross_entropy(head.arc_scores(words, mask)[word_mask], heads[word_mask])
+           + F.cross_entropy(s_rel[word_mask], rels[word_mask]))
+    ref.backward()
+    torch.testing.assert_close(loss, ref)
+    torch.testing.assert_close(got, words.grad)
+    assert torch.isfinite(got).all()

@@ -105,3 +105,28 @@ def test_the_counter_finds_what_syncs():
                                     "aten.index.Tensor (boolean mask)": 1,
                                     "aten.nonzero.default": 1, "aten.lift_fresh.default": 1,
                                     "Tensor.tolist": 1}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["dep", "qa", "sim"])
+def test_parser_qa_and_similarity_steps_read_nothing_back(audited, task, tiny_encoder, tmp_path):
+    """The other fine-tuning steps too (coreference's span ranking, whose candidate spans are
+    data-dependent, is the one task whose step still reads back: see docs/developers.md)."""
+    kw = dict(model=tiny_encoder, epochs=3, batch_size=2, device="cpu", precision="fp32",
+              logging_steps=100, output_dir=str(tmp_path / "o"))
+    if task == "dep":
+        from tests.tasks.dep.conftest import write_dep_dir
+        from bertkit.tasks.dep.config import DepConfig
+        from bertkit.tasks.dep.task import finetune_dep
+        finetune_dep(DepConfig(data=str(write_dep_dir(tmp_path / "d")), **kw))
+    elif task == "qa":
+        from tests.tasks.qa.conftest import write_qa_dir
+        from bertkit.tasks.qa.config import QAConfig
+        from bertkit.tasks.qa.task import finetune_qa
+        finetune_qa(QAConfig(data=str(write_qa_dir(tmp_path / "d")), **kw))
+    else:
+        from tests.tasks.sim.conftest import write_sim_dir
+        from bertkit.tasks.sim.config import SimConfig
+        from bertkit.tasks.sim.task import finetune_sim
+        finetune_sim(SimConfig(data=str(write_sim_dir(tmp_path / "d")), **kw))
+    assert _steady(audited, at_least=2) == [{}] * (len(audited) - 1)
