@@ -26,7 +26,7 @@ SEMIRING_ZERO = -1e9  # off-diagonal of the identity edge (masked or padded step
 
 
 def chain_edges(emissions: torch.Tensor, mask: torch.Tensor, transitions: torch.Tensor) -> torch.Tensor:
-    """Edge score matrices of a linear chain, padded with identity edges to a power of two.
+    """Edge score matrices of a linear chain, masked steps as the semiring identity.
 
     Args:
         emissions: ``[B, W, C]`` float, per-position tag scores, ``W >= 2``.
@@ -34,24 +34,33 @@ def chain_edges(emissions: torch.Tensor, mask: torch.Tensor, transitions: torch.
         transitions: ``[C, C]`` float, ``transitions[i, j]`` = score of tag j following tag i.
 
     Returns:
-        ``[B, N, C, C]`` float, ``N`` = the next power of two >= ``W-1``: edge ``i`` (between
-        positions ``i`` and ``i+1``) is ``transitions + emissions[:, i+1]`` (broadcast over the
-        previous tag) where ``mask[:, i+1]``, else the semiring identity (0 on the diagonal,
-        ``SEMIRING_ZERO`` elsewhere), which carries the last real tag on unchanged; edges past
-        ``W-1`` are identities too. The identity is the same in the log and the max-plus semiring
-        (as in torch-struct's ``_dp_scan``: masked steps as the semiring's one).
+        ``[B, W-1, C, C]`` float: edge ``i`` (between positions ``i`` and ``i+1``) is
+        ``transitions + emissions[:, i+1]`` (broadcast over the previous tag) where
+        ``mask[:, i+1]``, else the identity of :func:`semiring_identity`, which carries the
+        last real tag on unchanged (as torch-struct's ``_dp_scan`` masks steps with the
+        semiring's one).
     """
-    B, W, C = emissions.shape
-    steps = W - 1
-    n = 1 << max(steps - 1, 0).bit_length()  # next power of two >= steps (static: from W only)
-    eye = torch.eye(C, dtype=torch.bool, device=emissions.device)
-    identity = torch.zeros(C, C, dtype=emissions.dtype, device=emissions.device).masked_fill(
-        ~eye, SEMIRING_ZERO)
+    identity = semiring_identity(emissions.shape[2], emissions)
     edges = transitions.to(emissions.dtype).unsqueeze(0).unsqueeze(0) + emissions[:, 1:].unsqueeze(2)
-    edges = torch.where(mask[:, 1:, None, None], edges, identity)  # [B, W-1, C, C]
-    if n > steps:
-        edges = torch.cat([edges, identity.expand(B, n - steps, C, C)], dim=1)
-    return edges
+    return torch.where(mask[:, 1:, None, None], edges, identity)
+
+
+def semiring_identity(C: int, like: torch.Tensor) -> torch.Tensor:
+    """``[C, C]``: 0 on the diagonal, ``SEMIRING_ZERO`` elsewhere (dtype and device of ``like``),
+    the identity of the max-plus and (to float precision) the log semiring."""
+    eye = torch.eye(C, dtype=torch.bool, device=like.device)
+    return torch.zeros(C, C, dtype=like.dtype, device=like.device).masked_fill(~eye, SEMIRING_ZERO)
+
+
+def pairs(level: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One level of the tree: ``[B, n, C, C]`` -> its left and right operands, each
+    ``[B, ceil(n/2), C, C]`` (an odd ``n`` gets an identity on the right end). Padding each level
+    to even, not the whole chain to a power of two, gives the same depth, ``ceil(log2(n))``,
+    with about ``n`` products instead of up to ``2n``."""
+    B, n, C, _ = level.shape
+    if n % 2:
+        level = torch.cat([level, semiring_identity(C, level).expand(B, 1, C, C)], dim=1)
+    return level[:, 0::2], level[:, 1::2]
 
 
 def viterbi_decode(
@@ -76,7 +85,7 @@ def viterbi_decode(
 
     Complexity: O(W C^3) work per row (a max-plus ``C x C`` product per tree node; the sequential
     recursion is O(W C^2)) in ``2 ceil(log2(W-1))`` batched steps; memory O(B W C^2) backpointers
-    plus one level's ``[B, N/2, C, C, C]`` scores. See the module docstring for the method.
+    plus one level's ``[B, W/2, C, C, C]`` scores. See the module docstring for the method.
     """
     B, W, C = emissions.shape
     if W == 0:
@@ -89,20 +98,21 @@ def viterbi_decode(
     if W == 1:
         best = (first + end.unsqueeze(0)).argmax(dim=1, keepdim=True)  # [B, 1]
         return best.masked_fill(~mask, 0)
-    level = chain_edges(emissions, mask, transitions)  # [B, N, C, C]
-    pointers = []  # per level: [B, n, C, C] best tag at each block's midpoint given its end tags
+    level = chain_edges(emissions, mask, transitions)  # [B, W-1, C, C]
+    pointers = []  # per level: (blocks below, [B, m, C, C] best midpoint tag given the end tags)
     while level.shape[1] > 1:
-        pairs = level[:, 0::2].unsqueeze(4) + level[:, 1::2].unsqueeze(2)  # [B, n, C, C_mid, C]
-        level, mid = pairs.max(dim=3)
-        pointers.append(mid)
-    total = first.unsqueeze(2) + level[:, 0] + end.unsqueeze(0).unsqueeze(1)  # [B, C_0, C_N]
+        below = level.shape[1]
+        left, right = pairs(level)
+        level, mid = (left.unsqueeze(4) + right.unsqueeze(2)).max(dim=3)  # over [B, m, C, C_mid, C]
+        pointers.append((below, mid))
+    total = first.unsqueeze(2) + level[:, 0] + end.unsqueeze(0).unsqueeze(1)  # [B, C_first, C_last]
     flat = total.flatten(1).argmax(dim=1)  # [B]
-    tags = torch.stack([flat // C, flat % C], dim=1)  # tags at nodes 0 and N: [B, 2]
-    for mid in reversed(pointers):
-        # each block's end tags -> its midpoint tag, then interleave: [B, n+1] -> [B, 2n+1]
-        n = mid.shape[1]
-        pick = (tags[:, :-1] * C + tags[:, 1:]).unsqueeze(2)  # [B, n, 1]
-        middle = mid.flatten(2).gather(2, pick).squeeze(2)  # [B, n]
-        tags = torch.cat([torch.stack([tags[:, :-1], middle], dim=2).reshape(B, 2 * n),
-                          tags[:, -1:]], dim=1)
-    return tags[:, :W].masked_fill(~mask, 0)
+    tags = torch.stack([flat // C, flat % C], dim=1)  # tags at the first and last node: [B, 2]
+    for below, mid in reversed(pointers):
+        # each block's end tags -> its midpoint tag, interleaved: [B, m+1] -> [B, below+1]
+        m = mid.shape[1]
+        pick = (tags[:, :-1] * C + tags[:, 1:]).unsqueeze(2)  # [B, m, 1]
+        middle = mid.flatten(2).gather(2, pick).squeeze(2)  # [B, m]
+        tags = torch.cat([torch.stack([tags[:, :-1], middle], dim=2).reshape(B, 2 * m),
+                          tags[:, -1:]], dim=1)[:, :below + 1]
+    return tags.masked_fill(~mask, 0)

@@ -87,8 +87,8 @@ def _random_rows(seed, B, W, C):
 
 
 def test_scan_viterbi_equals_brute_force_on_all_small_shapes():
-    """Every width 1-7 (powers of two and not: the scan pads W-1 edges to a power of two) with 3
-    tags, 1-5 with 5 tags, rows of every length including empty ones, in one batch each."""
+    """Every width 1-7 (odd and even edge counts at each level: the scan pads an odd level with
+    an identity) with 3 tags, 1-5 with 5 tags, rows of every length including empty ones."""
     for W, C in [(w, 3) for w in range(1, 8)] + [(w, 5) for w in range(1, 6)]:
         em, mask, trans, start, end = _random_rows(10 * W + C, 8, W, C)
         out = viterbi_decode(em, mask, trans, start, end)
