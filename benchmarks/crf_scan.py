@@ -17,8 +17,9 @@ cost little each, it can be slower; its point is the GPU, where each of the loop
 kernel launches and their autograd mirror (issue 61).
 
 Usage:
-    OMP_NUM_THREADS=1 python benchmarks/crf_scan.py --widths 32 72 128 --repeats 30 \\
-        --json benchmarks/results/crf_scan/crf_scan.json --log benchmarks/results/crf_scan/crf_scan.log
+    OMP_NUM_THREADS=1 python benchmarks/crf_scan.py --widths 32 72 128 --repeats 80 \\
+        --json benchmarks/results/crf_scan/crf_scan.json \\
+        --log benchmarks/results/crf_scan/crf_scan.log
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--widths", type=int, nargs="+", default=[32, 72, 128])
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--repeats", type=int, default=30, help="timed calls per side, width, kind")
+    ap.add_argument("--repeats", type=int, default=80, help="timed calls per side, width, kind")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--old", default="2abed2c", help="commit whose loop CRF is the baseline")
@@ -147,7 +148,8 @@ def main() -> None:
             log(f"  {k:18s} wall ms {spread(v)}; CPU ms {spread(cpu_times[k])}")
         log(f"  scan speed-up (loop / scan, medians): loss fwd+bwd "
             f"{entry['loss_fwd_bwd_speedup']:.2f}x wall, {entry['loss_fwd_bwd_speedup_cpu']:.2f}x "
-            f"CPU; decode {entry['decode_speedup']:.2f}x wall, {entry['decode_speedup_cpu']:.2f}x CPU")
+            f"CPU; decode {entry['decode_speedup']:.2f}x wall, "
+            f"{entry['decode_speedup_cpu']:.2f}x CPU")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     out = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
            "cpu": cpu, "torch": torch.__version__, "labels": LABELS, "results": results}

@@ -25,7 +25,8 @@ import torch
 SEMIRING_ZERO = -1e9  # off-diagonal of the identity edge (masked or padded steps): never chosen
 
 
-def chain_edges(emissions: torch.Tensor, mask: torch.Tensor, transitions: torch.Tensor) -> torch.Tensor:
+def chain_edges(emissions: torch.Tensor, mask: torch.Tensor,
+                transitions: torch.Tensor) -> torch.Tensor:
     """Edge score matrices of a linear chain, masked steps as the semiring identity.
 
     Args:
@@ -41,7 +42,7 @@ def chain_edges(emissions: torch.Tensor, mask: torch.Tensor, transitions: torch.
         semiring's one).
     """
     identity = semiring_identity(emissions.shape[2], emissions)
-    edges = transitions.to(emissions.dtype).unsqueeze(0).unsqueeze(0) + emissions[:, 1:].unsqueeze(2)
+    edges = transitions.to(emissions.dtype)[None, None] + emissions[:, 1:].unsqueeze(2)
     return torch.where(mask[:, 1:, None, None], edges, identity)
 
 

@@ -45,7 +45,8 @@ def _logsumexp(x: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 def log_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Matrix product in the log semiring: ``out[..., i, j] = logsumexp_k a[..., i, k] + b[..., k, j]``.
+    """Matrix product in the log semiring:
+    ``out[..., i, j] = logsumexp_k (a[..., i, k] + b[..., k, j])``.
 
     Args: ``a`` ``[..., C, C]``, ``b`` ``[..., C, C]`` float, finite (same batch shape). Returns
     ``[..., C, C]``. Holds a ``[..., C, C, C]`` intermediate (kept by autograd): C^3 per product,
@@ -70,8 +71,8 @@ def log_partition(emissions: torch.Tensor, mask: torch.Tensor, transitions: torc
     The forward algorithm (Lafferty et al., 2001, sec. 3) multiplies ``W-1`` edge matrices in the
     log semiring one after another; the product is associative, so it is reduced pairwise as a
     balanced tree (Rush, 2020, "Torch-Struct", sec. "Optimizations", fig. 4, ``linearchain.py``'s
-    ``_dp_scan``; Sarkka & Garcia-Fernandez, 2021, sec. III): ``ceil(log2(W-1))`` batched levels over the
-    edges of :func:`~bertkit.decoding.viterbi.chain_edges` (masked steps as the semiring identity;
+    ``_dp_scan``; Sarkka & Garcia-Fernandez, 2021, sec. III): ``ceil(log2(W-1))`` batched levels
+    over the edges of :func:`~bertkit.decoding.viterbi.chain_edges` (masked steps as the semiring identity;
     each level padded to even, where torch-struct pads the chain to a power of two: same depth,
     fewer products). The depth depends on ``W`` only (a static shape); the work is
     O(W C^3) per row against the loop's O(W C^2), which the GPU absorbs and a CPU may not.
@@ -137,8 +138,8 @@ class LinearChainCRF(nn.Module):
         emit = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # [B, W]
         gold = start.index_select(0, tags[:, 0]) + torch.where(mask, emit, 0.0).sum(dim=1)
         if W > 1:
-            pairs = (tags[:, :-1] * C + tags[:, 1:]).flatten()  # [B * (W-1)]
-            step = trans.flatten().index_select(0, pairs).view(B, W - 1)
+            pair_ids = (tags[:, :-1] * C + tags[:, 1:]).flatten()  # [B * (W-1)]
+            step = trans.flatten().index_select(0, pair_ids).view(B, W - 1)
             gold = gold + torch.where(mask[:, 1:], step, 0.0).sum(dim=1)
         last = (mask.sum(dim=1, keepdim=True) - 1).clamp(min=0)  # [B, 1]
         gold = gold + end.index_select(0, tags.gather(1, last).squeeze(1))

@@ -80,7 +80,8 @@ def test_crf_nll_matches_brute_force_partition():
 def _random_rows(seed, B, W, C):
     g = torch.Generator().manual_seed(seed)
     em = torch.randn(B, W, C, generator=g, dtype=torch.float64) * 2
-    trans, start, end = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((C, C), (C,), (C,)))
+    trans, start, end = (torch.randn(*s, generator=g, dtype=torch.float64)
+                         for s in ((C, C), (C,), (C,)))
     lengths = torch.randint(0, W + 1, (B,), generator=g)
     lengths[0] = W
     return em, torch.arange(W).unsqueeze(0) < lengths.unsqueeze(1), trans, start, end
@@ -113,4 +114,5 @@ def test_scan_viterbi_path_reaches_the_dynamic_programme_best_score_at_long_widt
         for i in range(1, n):
             best = (best.unsqueeze(1) + trans).max(dim=0).values + em[b, i]
         expected = float((best + end).max())
-        assert abs(float(path_score(em[b], trans, start, end, out[b, :n].tolist())) - expected) < 1e-9
+        got = float(path_score(em[b], trans, start, end, out[b, :n].tolist()))
+        assert abs(got - expected) < 1e-9

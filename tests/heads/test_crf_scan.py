@@ -107,7 +107,8 @@ def test_float32_loss_stays_close_and_bf16_emissions_are_computed_in_float32():
 class OpCounter(TorchDispatchMode):
     """Counts aten ops by name (``counts``); ``syncs`` lists the host reads and data-dependent
     ops among them: ``_local_scalar_dense`` (``item``, ``bool``, ``int``), ``nonzero``,
-    ``masked_select``, boolean-mask ``index``, ``lift_fresh`` (``torch.tensor`` from Python data)."""
+    ``masked_select``, boolean-mask ``index``, ``lift_fresh`` (``torch.tensor`` from Python
+    data)."""
 
     SYNC_OPS = {"aten._local_scalar_dense.default", "aten.nonzero.default",
                 "aten.masked_select.default", "aten.lift_fresh.default", "aten.equal.default",
