@@ -151,7 +151,12 @@ def main() -> None:
             f"CPU; decode {entry['decode_speedup']:.2f}x wall, "
             f"{entry['decode_speedup_cpu']:.2f}x CPU")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    out = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+    def shown(v):  # a path inside the checkout as relative to it (no machine's folders in results)
+        if not isinstance(v, Path):
+            return v
+        v = v.resolve()
+        return str(v.relative_to(HERE.parent)) if v.is_relative_to(HERE.parent) else str(v)
+    out = {"args": {k: shown(v) for k, v in vars(args).items()},
            "cpu": cpu, "torch": torch.__version__, "labels": LABELS, "results": results}
     tmp = args.json.with_suffix(".tmp")
     tmp.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
