@@ -67,6 +67,39 @@ def timed(fn) -> tuple[float, float]:
     return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
 
 
+def ner_check(sentences: int, old_crf, old_viterbi, work: Path, log) -> dict:
+    """The same small BC5CDR CRF fine-tuning (first ``sentences`` training sentences, 1 epoch,
+    batch 16, lr 2e-4, the packaged MiniLM, fp32) with the loop CRF and decoder, then with the scan:
+    the logged training loss, dev and test F1 and training seconds of each."""
+    from bertkit.heads.crf import LinearChainCRF
+    from bertkit.tasks.ner import NERConfig, finetune_ner
+
+    new = (LinearChainCRF.forward, LinearChainCRF.decode)
+
+    def old_decode(self, emissions, mask):
+        return old_viterbi.viterbi_decode(emissions, mask, *self.scores())
+    out = {}
+    for side in ("loop", "scan"):
+        LinearChainCRF.forward, LinearChainCRF.decode = (
+            (old_crf.LinearChainCRF.forward, old_decode) if side == "loop" else new)
+        try:
+            finetune_ner(NERConfig(data="bc5cdr", crf=True, epochs=1, batch_size=16, lr=2e-4,
+                                   max_train_samples=sentences, max_eval_samples=200,
+                                   precision="fp32", device="cpu", output_dir=str(work / side),
+                                   overwrite=True))
+        finally:
+            LinearChainCRF.forward, LinearChainCRF.decode = new
+        results = json.loads((work / side / "results.json").read_text(encoding="utf-8"))
+        train = [json.loads(x) for x in (work / side / "metrics.jsonl").read_text(
+            encoding="utf-8").splitlines() if '"train"' in x][-1]
+        out[side] = {"train_loss": train["loss"], "dev_f1": results["dev"]["f1"],
+                     "test_f1": results["test"]["f1"],
+                     "train_seconds": results["dev"].get("train_seconds")}
+        log(f"NER {side}: train loss {train['loss']:.7f}, dev F1 {results['dev']['f1']:.4f}, "
+            f"test F1 {results['test']['f1']:.4f}, {out[side]['train_seconds']} s training")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--widths", type=int, nargs="+", default=[32, 72, 128])
@@ -75,6 +108,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--old", default="2abed2c", help="commit whose loop CRF is the baseline")
+    ap.add_argument("--ner-sentences", type=int, default=0,
+                    help="also fine-tune BC5CDR NER with a CRF on this many training sentences, "
+                         "loop then scan (0: skip; needs BERTKIT_DATA)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/crf_scan"),
+                    help="run folders of the NER check")
     ap.add_argument("--json", type=Path, default=HERE / "results/crf_scan/crf_scan.json")
     ap.add_argument("--log", type=Path, default=HERE / "results/crf_scan/crf_scan.log")
     args = ap.parse_args()
@@ -150,14 +188,18 @@ def main() -> None:
             f"{entry['loss_fwd_bwd_speedup']:.2f}x wall, {entry['loss_fwd_bwd_speedup_cpu']:.2f}x "
             f"CPU; decode {entry['decode_speedup']:.2f}x wall, "
             f"{entry['decode_speedup_cpu']:.2f}x CPU")
+    ner = ner_check(args.ner_sentences, old_crf, old_viterbi, args.work, log) \
+        if args.ner_sentences else None
     args.json.parent.mkdir(parents=True, exist_ok=True)
+
     def shown(v):  # a path inside the checkout as relative to it (no machine's folders in results)
         if not isinstance(v, Path):
             return v
         v = v.resolve()
         return str(v.relative_to(HERE.parent)) if v.is_relative_to(HERE.parent) else str(v)
     out = {"args": {k: shown(v) for k, v in vars(args).items()},
-           "cpu": cpu, "torch": torch.__version__, "labels": LABELS, "results": results}
+           "cpu": cpu, "torch": torch.__version__, "labels": LABELS, "results": results,
+           "ner": ner}
     tmp = args.json.with_suffix(".tmp")
     tmp.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     tmp.replace(args.json)
