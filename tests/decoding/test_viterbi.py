@@ -75,3 +75,44 @@ def test_crf_nll_matches_brute_force_partition():
     mask = torch.tensor([[True] * W + [False] * 2])
     assert torch.allclose(crf(em_pad, torch.cat([gold, torch.zeros(1, 2, dtype=torch.long)], 1), mask),
                           expected, atol=1e-4)
+
+
+def _random_rows(seed, B, W, C):
+    g = torch.Generator().manual_seed(seed)
+    em = torch.randn(B, W, C, generator=g, dtype=torch.float64) * 2
+    trans, start, end = (torch.randn(*s, generator=g, dtype=torch.float64)
+                         for s in ((C, C), (C,), (C,)))
+    lengths = torch.randint(0, W + 1, (B,), generator=g)
+    lengths[0] = W
+    return em, torch.arange(W).unsqueeze(0) < lengths.unsqueeze(1), trans, start, end
+
+
+def test_scan_viterbi_equals_brute_force_on_all_small_shapes():
+    """Every width 1-7 (odd and even edge counts at each level: the scan pads an odd level with
+    an identity) with 3 tags, 1-5 with 5 tags, rows of every length including empty ones."""
+    for W, C in [(w, 3) for w in range(1, 8)] + [(w, 5) for w in range(1, 6)]:
+        em, mask, trans, start, end = _random_rows(10 * W + C, 8, W, C)
+        out = viterbi_decode(em, mask, trans, start, end)
+        assert out.shape == (8, W) and out.dtype == torch.long
+        for b in range(8):
+            n = int(mask[b].sum())
+            assert out[b, n:].eq(0).all()
+            if n:
+                assert tuple(out[b, :n].tolist()) == brute_best(em[b, :n], trans, start, end)
+
+
+def test_scan_viterbi_path_reaches_the_dynamic_programme_best_score_at_long_widths():
+    """Up to W = 128, the decoded path's score equals the best score of the sequential max-plus
+    recursion (Viterbi, 1967) computed here one position at a time."""
+    em, mask, trans, start, end = _random_rows(3, 16, 128, 5)
+    out = viterbi_decode(em, mask, trans, start, end)
+    for b in range(16):
+        n = int(mask[b].sum())
+        if n == 0:
+            continue
+        best = start + em[b, 0]
+        for i in range(1, n):
+            best = (best.unsqueeze(1) + trans).max(dim=0).values + em[b, i]
+        expected = float((best + end).max())
+        got = float(path_score(em[b], trans, start, end, out[b, :n].tolist()))
+        assert abs(got - expected) < 1e-9
