@@ -140,12 +140,14 @@ class Job:
     append: bool = False
     folder: str | None = None  # submitit's, where it runs as a submitit job
 
-
     @property
     def state_file(self) -> Path:
+        """``LOG.job.json``: where the job stands (:meth:`mark`, :func:`job_state`)."""
         return self.log.with_suffix(".job.json")
 
     def mark(self, state: str, **more: Any) -> None:
+        """Write the state file: ``state`` (submitted, running, ended), this host, the time
+        (seconds since the epoch) and ``more`` (job id, pid, exit code, submitit's folder)."""
         write_json(self.state_file, {"state": state, "host": socket.gethostname(),
                                      "time": time.time(), **more})
 
@@ -157,7 +159,8 @@ class Job:
         with open(self.log, "a" if self.append else "w", encoding="utf-8") as fh:
             proc = subprocess.Popen(self.argv, stdout=fh, stderr=subprocess.STDOUT,
                                     env={**os.environ, **self.env})
-            self.mark("running", pid=proc.pid, job_id=job_id, folder=self.folder)
+            self.mark("running", pid=proc.pid, job_id=job_id, folder=self.folder,
+                      executor=os.environ.get("SUBMITIT_EXECUTOR"))
             if started is not None:
                 started(proc)
             try:
@@ -186,11 +189,11 @@ def alive(state: dict) -> bool:
     PATH) nor, on this machine, a process gone. Unknown (another machine, no sacct): True."""
     if state.get("state") not in ("submitted", "running"):
         return False
-    job_id, folder = state.get("job_id"), state.get("folder")
+    job_id, folder, kind = state.get("job_id"), state.get("folder"), state.get("executor")
     if job_id and folder:
         if Path(folder, f"{job_id}_0_result.pkl").exists():
             return False
-        if "_" in str(job_id) and shutil.which("sacct"):  # a Slurm array task
+        if kind == "slurm" and shutil.which("sacct"):
             try:
                 import submitit
 
@@ -198,6 +201,8 @@ def alive(state: dict) -> bool:
             except Exception:  # sacct's own trouble: unknown
                 return True
     pid = state.get("pid")
+    if pid is None and kind in ("local", "submitit-local") and str(job_id).isdigit():
+        pid = int(job_id)  # a submitit-local job not yet running: its controller's process
     if state.get("host") == socket.gethostname() and isinstance(pid, int):
         try:
             os.kill(pid, 0)
@@ -342,7 +347,8 @@ class Submitit:
                                "options: --slurm-partition, --slurm-time, ...)") from None
         for job, handle in zip(jobs, handles):
             if isinstance(job, Job) and not _newer(job.state_file, asked):  # not once it runs
-                job.mark("submitted", job_id=str(handle.job_id), folder=str(self.folder))
+                job.mark("submitted", job_id=str(handle.job_id), folder=str(self.folder),
+                         executor=self.name)
         return handles
 
     def run(self, jobs: list[Job], finished: Finished) -> None:

@@ -114,8 +114,9 @@ def status_cli(
 
     rows = stage_states(output_dir)
     console = make_console()
-    table = Table(title=f"{output_dir}: " + ", ".join(
-        f"{sum(r['state'] == s for r in rows)} {s}" for s in STATES))
+    console.print(f"{output_dir}: " + ", ".join(
+        f"{sum(r['state'] == s for r in rows)} {s}" for s in STATES), highlight=False)
+    table = Table()
     for col in ("state", "stage", "detail"):
         table.add_column(col)
     for state in STATES:

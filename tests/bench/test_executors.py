@@ -245,3 +245,29 @@ def test_a_stage_whose_earlier_job_still_runs_is_not_started_twice(tmp_path, tin
         other.wait()
     assert Runner(_suite(tmp_path), encoders, out).run() == {"finished": 1, "kept": 1,
                                                              "failed": 0}
+
+
+def test_whether_an_earlier_job_may_still_run(tmp_path, monkeypatch):
+    """``alive``: ended in its state file or in submitit's files (the result pickle), or its
+    process on this machine gone: no; a Slurm job elsewhere that nothing says ended: yes."""
+    import socket
+    import subprocess
+
+    from bertkit.executors import alive
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    here = socket.gethostname()
+    (tmp_path / "9_1_0_result.pkl").write_bytes(b"")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sacct to ask
+    assert not alive({"state": "ended", "exit": 0, "host": here, "pid": os.getpid()})
+    assert alive({"state": "running", "host": here, "pid": os.getpid()})
+    assert not alive({"state": "running", "host": here, "pid": gone.pid})
+    assert not alive({"state": "submitted", "host": here, "job_id": str(gone.pid),
+                      "folder": str(tmp_path), "executor": "submitit-local"})
+    assert alive({"state": "submitted", "host": here, "job_id": "9_2", "folder": str(tmp_path),
+                  "executor": "slurm"})
+    assert not alive({"state": "running", "host": "node7", "pid": 5, "job_id": "9_1",
+                      "folder": str(tmp_path), "executor": "slurm"})
+    assert alive({"state": "running", "host": "node7", "pid": 5, "job_id": "9_2",
+                  "folder": str(tmp_path), "executor": "slurm"})
