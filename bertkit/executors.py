@@ -168,9 +168,9 @@ class Job:
             except KeyboardInterrupt:  # a stopped submitit job: the command stops with it
                 proc.send_signal(signal.SIGINT)
                 code = proc.wait()
-                self.mark("ended", exit=code, job_id=job_id)
+                self.mark("ended", exit=code, job_id=job_id, argv=self.argv, started=start)
                 raise
-        self.mark("ended", exit=code, job_id=job_id)
+        self.mark("ended", exit=code, job_id=job_id, argv=self.argv, started=start)
         return Outcome(code, round(time.time() - start, 1))
 
 
@@ -181,6 +181,25 @@ def job_state(state_file: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return state if isinstance(state, dict) else None
+
+
+def ran_before(job: Job, ignore: tuple[str, ...] = ()) -> Outcome | None:
+    """The outcome of an earlier run of ``job`` that ended well (exit 0) but whose caller
+    stopped before it took the result (a ``bench run`` killed while its Slurm jobs went on):
+    the same command (less the arguments in ``ignore``), every file it names older than its
+    start. None where there is none.
+    """
+    state = job_state(job.state_file)
+    if state is None or state.get("state") != "ended" or state.get("exit") != 0:
+        return None
+    argv, started = state.get("argv"), state.get("started")
+    if not isinstance(argv, list) or not isinstance(started, (int, float)) or \
+            [a for a in argv if a not in ignore] != [a for a in job.argv if a not in ignore]:
+        return None
+    for arg in job.argv:
+        if os.path.isfile(arg) and os.path.getmtime(arg) > started:
+            return None  # changed since (a recipe written again)
+    return Outcome(0, round(state.get("time", started) - started, 1), "ran before")
 
 
 def alive(state: dict) -> bool:

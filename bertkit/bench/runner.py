@@ -45,7 +45,7 @@ from bertkit.bench.metrics import METRICS, task_scale
 from bertkit.bench.settings import check_suite_settings, recipe_text, suite_stage_settings
 from bertkit.bench.suite import Suite, SuiteTask, task_settings
 from bertkit.errors import BertkitError
-from bertkit.executors import STOPPED, ExecutorSettings, Job, Outcome, make
+from bertkit.executors import STOPPED, ExecutorSettings, Job, Outcome, make, ran_before
 from bertkit.executors import record as record_executor
 from bertkit.io import write_json, write_text
 
@@ -332,8 +332,23 @@ class Runner:
                 failures.append(str(exc))
                 progress.failed(str(exc))
 
-        self.executor.run(jobs, finished)
+        again = [i for i, t in enumerate(todo) if not self.collected(t, jobs[i], progress)]
+        self.executor.run([jobs[i] for i in again], lambda k, ended: finished(again[k], ended))
         return failures
+
+    def collected(self, item: tuple[Stage, dict, dict], job: Job, progress) -> bool:
+        """Whether the stage's job had finished in an earlier run that stopped before writing
+        its result (a ``bench run`` killed while its Slurm jobs went on): the result is written
+        now from the run's files, nothing trained again. False: it runs (again)."""
+        earlier = ran_before(job, ignore=("--resume", "--overwrite"))
+        if earlier is None:
+            return False
+        try:
+            self.finish(*item, job, earlier)
+        except BertkitError:  # its files do not make a result: trained again
+            return False
+        progress.finished()
+        return True
 
     def run(self) -> dict:
         """Run the suite; returns ``{"finished", "kept", "failed"}`` counts.

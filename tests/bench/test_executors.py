@@ -271,3 +271,23 @@ def test_whether_an_earlier_job_may_still_run(tmp_path, monkeypatch):
                       "folder": str(tmp_path), "executor": "slurm"})
     assert alive({"state": "running", "host": "node7", "pid": 5, "job_id": "9_2",
                   "folder": str(tmp_path), "executor": "slurm"})
+
+
+def test_a_stage_that_finished_after_its_run_was_stopped_is_collected_not_trained_again(
+        tmp_path, tiny_encoder, fake):
+    """``bench run`` killed while its jobs went on: the jobs' runs finished, no result was
+    written. A rerun writes the results from the runs; a stage whose recipe changed since
+    trains again."""
+    out, encoders = tmp_path / "out", resolve_all([f"a={tiny_encoder}"])
+    Runner(_suite(tmp_path), encoders, out, executor_settings=LOCAL).run()
+    kept = {p: json.loads(p.read_text()) for p in (out / "stages").rglob("*.json")}
+    for p in kept:
+        p.unlink()  # as if the submitter had died before writing them
+    later = time.time() + 5
+    os.utime(out / "runs/a/ner-a/seed-2.yaml", (later, later))  # written again since
+    assert Runner(_suite(tmp_path), encoders, out).run()["finished"] == 2
+    calls = _calls(fake)
+    assert len(calls) == 3 and "seed-2" in calls[-1][calls[-1].index("-o") + 1]
+    seed1 = json.loads((out / "stages/a/ner-a/seed-1.json").read_text())
+    before = kept[out / "stages/a/ner-a/seed-1.json"]
+    assert seed1["score"] == before["score"] and seed1["settings"] == before["settings"]
