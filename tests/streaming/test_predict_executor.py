@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from bertkit.cli import app
 from tests.streaming.conftest import text_input
+from tests.streaming.fake_shard import fake_shard
 
 runner = CliRunner()
 
@@ -68,3 +69,23 @@ def test_slurm_without_submitit_names_the_extra_and_the_local_alternative(tmp_pa
     text = " ".join(res.output.split())
     assert res.exit_code == 1 and "pip install 'bertkit[slurm]'" in text, text
     assert "--executor local" in text and not (tmp_path / "o.submitit").exists()
+
+
+@pytest.mark.slow
+def test_a_failed_shard_job_is_named_and_the_others_finish(tmp_path):
+    pytest.importorskip("submitit")
+    import functools
+
+    from bertkit.errors import BertkitError
+    from bertkit.executors import ExecutorSettings
+    from bertkit.streaming.cluster import run_shards
+
+    settings = ExecutorSettings(executor="submitit-local", slurm_cpus_per_job=1)
+    with pytest.raises(BertkitError) as err:
+        run_shards(functools.partial(fake_shard, str(tmp_path)), 3, tmp_path / "out.jsonl", settings,
+                   poll=0.2)
+    assert err.value.message == f"shard 2/3: {tmp_path}/in.txt:7: made to fail"
+    assert "--resume" in err.value.expected
+    assert sorted(p.name for p in tmp_path.glob("shard-*")) == ["shard-1-of-3", "shard-3-of-3"]
+    assert json.loads((tmp_path / "out.jsonl.submitit/executor.json").read_text())[
+        "submitit"]["name"] == "bertkit-predict-out.jsonl"
