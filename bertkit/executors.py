@@ -55,7 +55,7 @@ class ExecutorSettings:
     slurm_cpus_per_job: int = _declared("slurm_cpus_per_job")
     slurm_mem_gb: int | None = _declared("slurm_mem_gb")
     slurm_time: int = _declared("slurm_time")
-    slurm_array_parallelism: int = _declared("slurm_array_parallelism")
+    slurm_max_running: int = _declared("slurm_max_running")
 
 
 def executor_settings(values: dict[str, Any]) -> ExecutorSettings:
@@ -70,7 +70,7 @@ def submitit_parameters(s: ExecutorSettings, name: str) -> dict[str, Any]:
     jobs' Slurm name). The ``slurm_`` ones are Slurm's only (submitit-local ignores them)."""
     params = {"name": name, "timeout_min": s.slurm_time, "cpus_per_task": s.slurm_cpus_per_job,
               "gpus_per_node": s.slurm_gpus_per_job, "tasks_per_node": 1, "nodes": 1,
-              "slurm_array_parallelism": s.slurm_array_parallelism}
+              "slurm_array_parallelism": s.slurm_max_running}
     if s.slurm_mem_gb is not None:
         params["mem_gb"] = s.slurm_mem_gb
     if s.slurm_partition:
@@ -383,7 +383,7 @@ class Submitit:
             return
         refuse_running(jobs)
         ex = self.executor()
-        window = len(jobs) if self.name == "slurm" else self.settings.slurm_array_parallelism
+        window = len(jobs) if self.name == "slurm" else self.settings.slurm_max_running
         waiting = list(enumerate(jobs))
         active: dict[int, Any] = {}
         try:

@@ -120,12 +120,14 @@ SKIP_BAD_LINES = Option("Skip and count unreadable lines.", ("--skip-bad-lines",
 MAX_EVAL_SAMPLES = Option("Score only the first N examples of the split (as finetune's "
                           "--max-eval-samples).", ("--max-eval-samples",), name="max_eval_samples",
                           type=int, min=1)
+
+
 EXECUTORS = ("local", "slurm", "submitit-local")
 """Where jobs run (:mod:`bertkit.executors`): processes on this machine, a Slurm job array
 through submitit, or the same submitit jobs on this machine (a trial of a cluster run)."""
 EXECUTOR_OPTIONS = (
     Option("Where the jobs run: local (processes on this machine), slurm (one Slurm job array "
-           "through submitit: pip install 'bertkit[slurm]'), submitit-local (the same jobs "
+           "through submitit: pip install 'bertkit\\[slurm]'), submitit-local (the same jobs "
            "through submitit on this machine: a trial of a cluster run).", ("--executor",),
            name="executor", type=str, choices=EXECUTORS, default="local"),
     Option("Slurm partition of the jobs (sbatch --partition).", ("--slurm-partition",),
@@ -142,7 +144,7 @@ EXECUTOR_OPTIONS = (
            "work unfinished, for the next run.", ("--slurm-time",), name="slurm_time", type=int,
            min=1, default=240),
     Option("At most K of the jobs running at once (sbatch --array=0-N%K; submitit-local: K "
-           "processes).", ("--slurm-array-parallelism",), name="slurm_array_parallelism",
+           "processes).", ("--slurm-max-running",), name="slurm_max_running",
            type=int, min=1, default=16),
 )
 """How and where jobs run, declared once: ``bench run`` (as fields of

@@ -31,7 +31,7 @@ pytest.importorskip("submitit")
 TWO_TASKS = SUITE.replace("references:", """\
   - {name: ner-b, task: ner, data: bc5cdr, metric: entity_f1, family: ner}
 references:""")
-LOCAL = ExecutorSettings(executor="submitit-local", slurm_array_parallelism=2,
+LOCAL = ExecutorSettings(executor="submitit-local", slurm_max_running=2,
                          slurm_cpus_per_job=1)
 
 
@@ -53,7 +53,7 @@ def test_a_suite_through_the_executor_gives_the_files_and_report_of_jobs_1(
     outs = {}
     for name, how in (("jobs1", ["--jobs", "1"]),
                       ("submitit", ["--executor", "submitit-local", "--slurm-cpus-per-job", "1",
-                                    "--slurm-array-parallelism", "2"])):
+                                    "--slurm-max-running", "2"])):
         outs[name] = tmp_path / name
         res = cli.invoke(app, ["bench", "run", str(suite), "-e", f"a={tiny_encoder}", "-o",
                                str(outs[name]), "--no-report", *how])
@@ -151,7 +151,7 @@ def test_the_slurm_submission_of_a_suite_without_a_cluster(tmp_path, tiny_encode
     out = tmp_path / "out"
     slurm = ExecutorSettings(executor="slurm", slurm_partition="gpu", slurm_account="lab",
                              slurm_gpus_per_job=1, slurm_cpus_per_job=8, slurm_mem_gb=32,
-                             slurm_time=90, slurm_array_parallelism=3)
+                             slurm_time=90, slurm_max_running=3)
     runner = Runner(_suite(tmp_path, TWO_TASKS), resolve_all([f"a={tiny_encoder}"]), out,
                     executor_settings=slurm)
     handles = []  # submitted, not waited for (no sacct here)
