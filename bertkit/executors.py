@@ -69,8 +69,9 @@ def submitit_parameters(s: ExecutorSettings, name: str) -> dict[str, Any]:
     """The parameters of ``submitit.AutoExecutor.update_parameters`` for ``s`` (``name``: the
     jobs' Slurm name). The ``slurm_`` ones are Slurm's only (submitit-local ignores them)."""
     params = {"name": name, "timeout_min": s.slurm_time, "cpus_per_task": s.slurm_cpus_per_job,
-              "gpus_per_node": s.slurm_gpus_per_job, "tasks_per_node": 1, "nodes": 1,
-              "slurm_array_parallelism": s.slurm_max_running}
+              "tasks_per_node": 1, "nodes": 1, "slurm_array_parallelism": s.slurm_max_running}
+    if s.slurm_gpus_per_job:  # none asked: no --gpus-per-node=0 (refused where GPUs are no gres)
+        params["gpus_per_node"] = s.slurm_gpus_per_job
     if s.slurm_mem_gb is not None:
         params["mem_gb"] = s.slurm_mem_gb
     if s.slurm_partition:

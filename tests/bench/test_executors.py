@@ -66,6 +66,7 @@ def test_a_suite_through_the_executor_gives_the_files_and_report_of_jobs_1(
     recorded = json.loads((sub / "executor.json").read_text())
     assert recorded["options"]["executor"] == "submitit-local" and recorded["folder"] == "submitit"
     assert recorded["submitit"]["slurm_array_parallelism"] == 2
+    assert "gpus_per_node" not in recorded["submitit"]  # no GPU asked: no --gpus-per-node=0
     assert json.loads((one / "executor.json").read_text())["options"]["executor"] == "local"
     assert list((sub / "submitit").glob("*_log.out"))  # submitit's log of each job, kept
     assert {r["state"] for r in stage_states(sub)} == {"done"}
