@@ -152,7 +152,7 @@ def _stream(task_name: str, model: str, input: Path, output: Path | None, stream
 
 def _submit_shards(work: Any, stream: dict, output: Path, console: Console, input: Path) -> None:
     """``--executor slurm|submitit-local --shards N``: the shards as one job array
-    (:func:`bertkit.executors.run_shards`), then the merge, under the output's lock."""
+    (:func:`bertkit.streaming.cluster.run_shards`), then the merge, under the output's lock."""
     from bertkit.executors import executor_settings
     from bertkit.streaming.cluster import run_shards
     from bertkit.streaming.merge import merge_shards
