@@ -120,6 +120,40 @@ SKIP_BAD_LINES = Option("Skip and count unreadable lines.", ("--skip-bad-lines",
 MAX_EVAL_SAMPLES = Option("Score only the first N examples of the split (as finetune's "
                           "--max-eval-samples).", ("--max-eval-samples",), name="max_eval_samples",
                           type=int, min=1)
+
+
+EXECUTORS = ("local", "slurm", "submitit-local")
+"""Where jobs run (:mod:`bertkit.executors`): processes on this machine, a Slurm job array
+through submitit, or the same submitit jobs on this machine (a trial of a cluster run)."""
+EXECUTOR_OPTIONS = (
+    Option("Where the jobs run: local (processes on this machine), slurm (one Slurm job array "
+           "through submitit: pip install 'bertkit\\[slurm]'), submitit-local (the same jobs "
+           "through submitit on this machine: a trial of a cluster run).", ("--executor",),
+           name="executor", type=str, choices=EXECUTORS, default="local"),
+    Option("Slurm partition of the jobs (sbatch --partition).", ("--slurm-partition",),
+           name="slurm_partition", type=str, default=None),
+    Option("Slurm account the jobs are charged to (sbatch --account).", ("--slurm-account",),
+           name="slurm_account", type=str, default=None),
+    Option("GPUs per job (sbatch --gpus-per-node).", ("--slurm-gpus-per-job",),
+           name="slurm_gpus_per_job", type=int, min=0, default=0),
+    Option("CPU cores per job (sbatch --cpus-per-task), the job's thread count.",
+           ("--slurm-cpus-per-job",), name="slurm_cpus_per_job", type=int, min=1, default=4),
+    Option("Memory per job in GB (sbatch --mem; none: the partition's default).",
+           ("--slurm-mem-gb",), name="slurm_mem_gb", type=int, min=1, default=None),
+    Option("Time limit of each job in minutes (sbatch --time); a job stopped at it leaves its "
+           "work unfinished, for the next run.", ("--slurm-time",), name="slurm_time", type=int,
+           min=1, default=240),
+    Option("At most K of the jobs running at once (sbatch --array=0-N%K; submitit-local: K "
+           "processes).", ("--slurm-max-running",), name="slurm_max_running",
+           type=int, min=1, default=16),
+)
+"""How and where jobs run, declared once: ``bench run`` (as fields of
+:class:`bertkit.executors.ExecutorSettings`) and the streaming ``predict`` commands take them."""
+SHARDS = Option("With --executor slurm or submitit-local: N shard jobs (one array), then the "
+                "merge (on this machine: --jobs N).", ("--shards",), name="shards", type=int,
+                min=1, default=None)
+
+
 def stream_options(records: str = "Records (sentences or lines)", chunk: int = 2000,
                    how: str = "each chunk is sorted by length for its batches and written"
                    ) -> tuple[Option, ...]:
@@ -137,6 +171,7 @@ def stream_options(records: str = "Records (sentences or lines)", chunk: int = 2
                ("--shard",), name="shard", type=str, default=None),
         Option("Run N processes on this machine (one thread each), a shard each, then merge.",
                ("--jobs", "-j"), name="jobs", type=int, min=1, default=1),
+        SHARDS, *EXECUTOR_OPTIONS,
     )
 
 

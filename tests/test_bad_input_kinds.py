@@ -282,6 +282,8 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/streaming/driver.py": STREAMING,
     "bertkit/streaming/merge.py": STREAMING,
     "bertkit/streaming/state.py": STREAMING,
+    "bertkit/streaming/cluster.py": STREAMING,  # predict --executor slurm --shards N
+    "bertkit/executors.py": ("bench run",) + STREAMING,  # --executor, --slurm-*
     "bertkit/cli/finetune.py::_finish": FINETUNE,
     "bertkit/cli/run.py::_show_recipe": ("run",),
     "bertkit/data/conllu.py": ("finetune dep", "evaluate dep"),  # the hint only for gold input

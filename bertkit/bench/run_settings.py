@@ -7,15 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.bench.suite import PROTOCOLS
+from bertkit.executors import ExecutorSettings
 from bertkit.options import option
 
 BUDGETS = ("full", "lite")
 
 
 @dataclass(kw_only=True)
-class BenchRunSettings:
+class BenchRunSettings(ExecutorSettings):
     """``bertkit bench run``: the suite, the encoders and how :class:`bertkit.bench.runner.Runner`
-    runs them."""
+    runs them (where: the executor's settings, each stage one job)."""
 
     suite: str = option(help="A shipped suite (bertkit bench list) or a suite YAML file.",
                         positional=True)
@@ -43,7 +44,7 @@ class BenchRunSettings:
     jobs: int = option(0, help="Fine-tunes run side by side, each with cores/N threads, or "
                        "OMP_NUM_THREADS where set (0: cores/OMP_NUM_THREADS jobs, else one per "
                        "core, one thread each; cores: those this process may use, e.g. under "
-                       "taskset).", flags=("--jobs", "-j"), min=0)
+                       "taskset). --executor local only.", flags=("--jobs", "-j"), min=0)
     resume: bool = option(False, help="Continue stages that were stopped from their last "
                           "checkpoint (without it they start again).", flags=("--resume",))
     report: bool = option(True, help="Write the report when every stage has finished.",

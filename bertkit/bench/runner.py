@@ -12,10 +12,14 @@ Layout of a results folder ``OUT``::
                                         config.yaml; model/ and checkpoints/ removed once done)
     runs/ENC/TASK/seed-N.yaml, .log     the stage's recipe and its command's output
 
-A stage runs ``python -m bertkit finetune TASK --recipe seed-N.yaml -o seed-N`` (a subprocess:
-``--jobs`` runs several side by side with ``OMP_NUM_THREADS`` each, and Ctrl-C reaches each
-child, which checkpoints and stops). Its result file is written atomically only when the run has
-finished, so a stopped suite leaves nothing half-written. A rerun keeps finished stages whose
+A stage runs ``python -m bertkit finetune TASK --recipe seed-N.yaml -o seed-N``, one job of the
+executor (:mod:`bertkit.executors`; the runner does not know which): a subprocess of this one
+(``--executor local``: ``--jobs`` runs several side by side with ``OMP_NUM_THREADS`` each, and
+Ctrl-C reaches each child, which checkpoints and stops), or one job of a Slurm array through
+submitit (``--executor slurm``; its files in ``OUT/submitit``, the options in
+``OUT/executor.json``; ``seed-N.job.json`` beside the log says where the job stands). Its
+result file is written atomically only when the run has finished, so a stopped suite (or a
+failed, killed or preempted job) leaves nothing half-written. A rerun keeps finished stages whose
 stored settings and encoder match (else it refuses, naming the difference); a started, unfinished
 stage starts again, or continues from its checkpoint with ``--resume``.
 """
@@ -27,11 +31,8 @@ import math
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
-import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ from bertkit.bench.metrics import METRICS, task_scale
 from bertkit.bench.settings import check_suite_settings, recipe_text, suite_stage_settings
 from bertkit.bench.suite import Suite, SuiteTask, task_settings
 from bertkit.errors import BertkitError
+from bertkit.executors import STOPPED, ExecutorSettings, Job, Outcome, make, ran_before
+from bertkit.executors import record as record_executor
 from bertkit.io import write_json, write_text
 
 
@@ -80,10 +83,6 @@ def stage_recipe(suite: Suite, stage: Stage, budget: str) -> dict[str, Any]:
     value, the data set, the encoder and the seed."""
     return {**task_settings(suite, stage.task, budget), **stage.overrides,
             "data": stage.task.data, "model": stage.encoder.path, "seed": stage.seed}
-
-
-STOPPED = (130, 143, -2, -15)
-"""A fine-tune's exit codes when it was stopped (SIGINT, SIGTERM: bertkit's or the signal's)."""
 
 
 class StageStopped(BertkitError):
@@ -148,7 +147,8 @@ class Runner:
 
     def __init__(self, suite: Suite, encoders: list[Encoder], out: Path, budget: str = "full",
                  protocol: str | None = None, seeds: list[int] | None = None, jobs: int = 0,
-                 resume: bool = False, console=None, tasks: list[SuiteTask] | None = None):
+                 resume: bool = False, console=None, tasks: list[SuiteTask] | None = None,
+                 executor_settings: ExecutorSettings | None = None):
         self.suite, self.encoders, self.out = suite, encoders, Path(out)
         self.tasks = tasks or suite.tasks  # --tasks: a part of the suite (bench.json keeps all)
         self.budget, self.protocol = budget, protocol or suite.protocol
@@ -157,11 +157,13 @@ class Runner:
         # per job: OMP_NUM_THREADS where the user set it, else the cores shared out (one thread
         # each at the default --jobs = cores)
         self.jobs = jobs or max(1, cores // (asked or 1))
-        self.threads = asked or max(1, cores // self.jobs)
         self.resume, self.console = resume, console
-        self.running: dict[str, subprocess.Popen] = {}
-        self.lock = threading.Lock()
-        self.stopping = False
+        # where the stages run (bertkit.executors): checked here, before anything is written
+        self.executor_settings = executor_settings or ExecutorSettings()
+        self.executor = make(self.executor_settings, self.out, f"bertkit-bench-{suite.name}",
+                             self.jobs)
+        self.threads = getattr(self.executor, "threads", None) or asked or \
+            max(1, cores // self.jobs)
         if self.protocol == "dev-grid" and not suite.grid:
             raise BertkitError(f"suite {suite.name} has no grid for protocol dev-grid",
                                file=suite.path, expected="a 'grid' key, e.g. {lr: [1e-4, 3e-4]}")
@@ -225,34 +227,29 @@ class Runner:
         return [sys.executable, "-m", "bertkit", "finetune", stage.task.task, "--recipe",
                 str(recipe), "-o", str(run_dir), *how]
 
-    def run_one(self, stage: Stage, settings: dict, sources: dict) -> dict:
-        """Run the stage's fine-tuning and write its result file; returns it.
+    def job(self, stage: Stage) -> Job:
+        """The stage's command as a :class:`bertkit.executors.Job` (its output into
+        ``seed-N.log``; a resumed stage's log goes on after the stopped part)."""
+        recipe, cmd = stage.where(self.out)[2], self.command(stage)
+        return Job(stage.label(), cmd, recipe.with_suffix(".log"),
+                   {"OMP_NUM_THREADS": str(self.threads), "MKL_NUM_THREADS": str(self.threads),
+                    "TOKENIZERS_PARALLELISM": "false"}, append="--resume" in cmd)
+
+    def finish(self, stage: Stage, settings: dict, sources: dict, job: Job,
+               ended: Outcome) -> dict:
+        """Write the result file of a stage whose job ``ended``; returns it.
 
         Raises:
-            BertkitError: the command failed (its log named) or was stopped.
+            StageStopped: its command was stopped from outside (``kill -INT``/``-TERM``).
+            BertkitError: the command failed (its log named) or its job ended unfinished.
         """
-        if self.stopping:  # a stage stopped: start no other (its log is left as it was)
-            raise StageStopped(f"stage {stage.label()} not started: the run is stopping")
-        result, run_dir, recipe = stage.where(self.out)
-        log = recipe.with_suffix(".log")
-        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads),
-               "MKL_NUM_THREADS": str(self.threads), "TOKENIZERS_PARALLELISM": "false"}
-        start, cmd = time.time(), self.command(stage)
-        with open(log, "a" if "--resume" in cmd else "w", encoding="utf-8") as fh:  # a
-            # resumed stage's log goes on after the stopped part
-            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
-                                    env=env)
-            with self.lock:
-                self.running[stage.label()] = proc
-            code = proc.wait()
-            with self.lock:
-                self.running.pop(stage.label(), None)
-        if code in STOPPED and not self.stopping:  # stopped from outside (kill -INT/-TERM)
-            self.stopping = True
+        result, run_dir, _ = stage.where(self.out)
+        log, cmd, code = job.log, job.argv, ended.code
+        if code in STOPPED:  # stopped from outside (kill -INT/-TERM)
             raise StageStopped(f"stage {stage.label()} stopped (exit {code})", file=log)
         if code != 0:
-            raise BertkitError(f"stage {stage.label()} {'stopped' if code in STOPPED else 'failed'}"
-                               f" (exit {code})", file=log,
+            said = f"exit {code}" if code is not None else ended.note
+            raise BertkitError(f"stage {stage.label()} failed ({said})", file=log,
                                expected="a finished run (its log says why not)")
         try:
             results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
@@ -281,7 +278,7 @@ class Runner:
                   "settings": settings, "sources": sources,
                   "run": run_dir.relative_to(self.out).as_posix(),
                   "command": "python " + " ".join(cmd[1:]),
-                  "seconds": round(time.time() - start, 1), "budget": self.budget,
+                  "seconds": ended.seconds, "budget": self.budget,
                   "precision": ran.get("precision"), "device": ran.get("device"),
                   "collapse": collapse_warning(test)}
         items = item_statistics(spec, run_dir, results)
@@ -292,14 +289,6 @@ class Runner:
             shutil.rmtree(run_dir / heavy, ignore_errors=True)
         write_json(result, record)
         return record
-
-    def stop_children(self) -> None:
-        """Pass a Ctrl-C on to every running fine-tune (each checkpoints and stops)."""
-        self.stopping = True
-        with self.lock:
-            for proc in self.running.values():
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGINT)
 
     def check(self, stages: list[Stage]) -> list[tuple[Stage, dict, dict]]:
         """Every stage checked (:meth:`prepared`) before any runs; the unfinished ones."""
@@ -329,30 +318,37 @@ class Runner:
         return True
 
     def run_batch(self, todo: list[tuple[Stage, dict, dict]], progress) -> list[str]:
-        """Run the checked, unfinished stages ``self.jobs`` at a time; returns the failures."""
-        failures = []
-        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            pending = {pool.submit(self.run_one, *t): t[0] for t in todo}
+        """Run the checked, unfinished stages on the executor; returns the failures."""
+        failures: list[str] = []
+        jobs = [self.job(stage) for stage, _, _ in todo]
+
+        def finished(i: int, ended: Outcome) -> None:
             try:
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED, timeout=1.0)
-                    for fut in done:
-                        pending.pop(fut)
-                        try:
-                            fut.result()
-                            progress.finished()
-                        except StageStopped:  # a child stopped from outside: stop them all
-                            raise KeyboardInterrupt from None
-                        except BertkitError as exc:
-                            failures.append(str(exc))
-                            progress.failed(str(exc))
-            except KeyboardInterrupt:
-                self.stop_children()
-                for fut in pending:
-                    fut.cancel()
-                wait(pending)
-                raise
+                self.finish(*todo[i], jobs[i], ended)
+                progress.finished()
+            except StageStopped:  # a child stopped from outside: stop them all
+                raise KeyboardInterrupt from None
+            except BertkitError as exc:
+                failures.append(str(exc))
+                progress.failed(str(exc))
+
+        again = [i for i, t in enumerate(todo) if not self.collected(t, jobs[i], progress)]
+        self.executor.run([jobs[i] for i in again], lambda k, ended: finished(again[k], ended))
         return failures
+
+    def collected(self, item: tuple[Stage, dict, dict], job: Job, progress) -> bool:
+        """Whether the stage's job had finished in an earlier run that stopped before writing
+        its result (a ``bench run`` killed while its Slurm jobs went on): the result is written
+        now from the run's files, nothing trained again. False: it runs (again)."""
+        earlier = ran_before(job, ignore=("--resume", "--overwrite"))
+        if earlier is None:
+            return False
+        try:
+            self.finish(*item, job, earlier)
+        except BertkitError:  # its files do not make a result: trained again
+            return False
+        progress.finished()
+        return True
 
     def run(self) -> dict:
         """Run the suite; returns ``{"finished", "kept", "failed"}`` counts.
@@ -373,6 +369,7 @@ class Runner:
             before = load_manifest(old)["encoders"]
             new["encoders"] = {**before, **new["encoders"]}
         write_json(old, new)
+        record_executor(self.out, self.executor_settings, f"bertkit-bench-{self.suite.name}")
         n_seed = len(self.encoders) * len(self.tasks) * len(self.seeds)
         previous = _sigterm_as_interrupt()
         try:

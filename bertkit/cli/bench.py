@@ -22,7 +22,9 @@ def _run(s: BenchRunSettings) -> None:
     from bertkit.bench.encoders import resolve_all
     from bertkit.bench.runner import LITE_NOTE, Runner
     from bertkit.bench.suite import load_suite
+    from bertkit.executors import executor_settings, require
 
+    require(s.executor)  # before anything is read or written
     loaded = load_suite(s.suite)
     part = None
     if s.tasks is not None:  # an empty --tasks (an unset $VAR) must not mean the whole suite
@@ -36,12 +38,14 @@ def _run(s: BenchRunSettings) -> None:
     console = make_console()
     runner = Runner(loaded, encoders, s.output_dir, s.budget, s.protocol,
                     list(range(1, s.seeds + 1)) if s.seeds else None, s.jobs, s.resume, console,
-                    part)
+                    part, executor_settings(vars(s)))  # where the stages run
+    where = f"{runner.jobs} job(s) of {runner.threads} thread(s)" if s.executor == "local" else \
+        (f"executor {s.executor}, jobs of {runner.threads} core(s) (submitit's files: "
+         f"{s.output_dir}/submitit)")
     console.print(f"bench {loaded.name} ({loaded.path}): {_n(len(runner.tasks), 'task')} x "
                   f"{_n(len(encoders), 'encoder')} x {_n(len(runner.seeds), 'seed')}, protocol "
-                  f"{runner.protocol}, budget {s.budget}, {runner.jobs} job(s) of "
-                  f"{runner.threads} thread(s)" + (f"; {LITE_NOTE}" if s.budget == "lite" else ""),
-                  highlight=False)
+                  f"{runner.protocol}, budget {s.budget}, {where}"
+                  + (f"; {LITE_NOTE}" if s.budget == "lite" else ""), highlight=False)
     counts = runner.run()
     console.print(f"stages: {counts['finished']} run, {counts['kept']} kept; results in "
                   f"{s.output_dir}", highlight=False)
@@ -94,6 +98,32 @@ def report_cli(
     against the baseline (almost stochastic order, paired bootstrap), contamination, and the
     leaderboard with the published rows."""
     _report(output_dir, baseline, make_console())
+
+
+@bench_app.command("status")
+@user_errors
+def status_cli(
+    output_dir: Annotated[Path, typer.Argument(help="A bench run's results folder.")],
+) -> None:
+    """List a bench run's stages by state: done, running (its job id), failed (the tail of its
+    log), pending. `bench run` into the folder again runs the pending and failed ones."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from bertkit.bench.status import STATES, stage_states
+
+    rows = stage_states(output_dir)
+    console = make_console()
+    console.print(f"{output_dir}: " + ", ".join(
+        f"{sum(r['state'] == s for r in rows)} {s}" for s in STATES), highlight=False)
+    table = Table()
+    for col in ("state", "stage", "detail"):
+        table.add_column(col)
+    for state in STATES:
+        for r in rows:
+            if r["state"] == state:
+                table.add_row(state, r["stage"], r["detail"])
+    (console if console.is_terminal else Console(width=200)).print(table)
 
 
 def _settings_text(settings: dict) -> str:

@@ -16,9 +16,12 @@ from rich.console import Console
 
 from bertkit.cli._app import predict_app, user_errors
 from bertkit.cli._tasks import inference_command, register_all
+from bertkit.options import EXECUTOR_OPTIONS, SHARDS
 
-STREAM_DEFAULTS = {"chunk_size": 2000, "resume": False, "shard": None, "jobs": 1}
-"""The streaming options (:data:`bertkit.options.STREAM_OPTIONS`) and their defaults."""
+STREAM_DEFAULTS = {"chunk_size": 2000, "resume": False, "shard": None, "jobs": 1,
+                   **{o.name: o.default for o in (SHARDS, *EXECUTOR_OPTIONS)}}
+"""The streaming options (:data:`bertkit.options.STREAM_OPTIONS`, with where the shards run:
+``--shards``, ``--executor``, ``--slurm-*``) and their defaults."""
 
 
 def predict_saved(task_name: str, model: str, input: Path, output: Path | None = None,
@@ -92,6 +95,32 @@ def _check_stream(stream: dict, output: Path | None) -> None:
     if shard and jobs > 1:
         raise BertkitError("--shard and --jobs together", expected="one of them: --jobs N runs "
                            "N shards on this machine; --shard I/N is one of N runs")
+    _check_executor(stream, output)
+
+
+def _check_executor(stream: dict, output: Path | None) -> None:
+    """``--executor slurm|submitit-local [--shards N]``: with ``--output``, without ``--shard``
+    or ``--jobs``, runnable here (:func:`bertkit.executors.require`); ``--shards`` needs one.
+
+    Raises:
+        BertkitError: naming the option and what it needs.
+    """
+    from bertkit.errors import BertkitError
+    from bertkit.executors import require
+
+    if stream["executor"] == "local":
+        if stream["shards"] is not None:
+            raise BertkitError("--shards needs --executor slurm or submitit-local",
+                               expected="--executor slurm --shards N, or on this machine "
+                                        "--jobs N")
+        return
+    given = "--shard" if stream["shard"] else "--jobs" if stream["jobs"] > 1 else \
+        "no --output" if output is None else None
+    if given:
+        raise BertkitError(f"--executor {stream['executor']} with {given}",
+                           expected="--executor with --shards N and --output FILE (the shards "
+                                    "are its jobs)")
+    require(stream["executor"])
 
 
 def _stream(task_name: str, model: str, input: Path, output: Path | None, stream: dict,
@@ -101,6 +130,10 @@ def _stream(task_name: str, model: str, input: Path, output: Path | None, stream
     shard = parse_shard(stream["shard"]) if stream["shard"] else None
     jobs = stream["jobs"]
     opts = StreamOptions(stream["chunk_size"], stream["resume"], shard, stream["skip_bad_lines"])
+    if stream["executor"] != "local":
+        work = functools.partial(_shard_work, task_name, model, str(input), str(output), opts,
+                                 kwargs)
+        return _submit_shards(work, stream, output, console, input)
     if jobs > 1:
         from bertkit.streaming.merge import run_jobs
 
@@ -115,6 +148,24 @@ def _stream(task_name: str, model: str, input: Path, output: Path | None, stream
         console.print(f"predict: merged {merged['shards']} shards into {output}", highlight=False)
         return
     _shard_work(task_name, model, str(input), output, opts, kwargs, None, console, predictor)
+
+
+def _submit_shards(work: Any, stream: dict, output: Path, console: Console, input: Path) -> None:
+    """``--executor slurm|submitit-local --shards N``: the shards as one job array
+    (:func:`bertkit.streaming.cluster.run_shards`), then the merge, under the output's lock."""
+    from bertkit.executors import executor_settings
+    from bertkit.streaming.cluster import run_shards
+    from bertkit.streaming.merge import merge_shards
+    from bertkit.streaming.state import output_lock
+
+    n = stream["shards"] or 1
+    console.print(f"predict: {n} shard job(s) through {stream['executor']} (submitit's files: "
+                  f"{output}.submitit), then the merge", highlight=False)
+    with output_lock(output):
+        run_shards(work, n, output, executor_settings(stream))
+        merged = merge_shards(output)
+    _report_skipped(console, merged["skipped"], input)
+    console.print(f"predict: merged {merged['shards']} shards into {output}", highlight=False)
 
 
 def _shard_work(task_name: str, model: str, input: str, output: Any, opts: Any, kwargs: dict,

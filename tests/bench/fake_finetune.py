@@ -1,8 +1,9 @@
 """A stand-in for ``python -m bertkit finetune TASK --recipe R -o D [--overwrite|--resume]`` in
 the runner's tests: writes what a finished NER run writes (results.json, config.yaml and
 test_predictions.conll), a score that depends on the seed and the learning rate. With
-``FAKE_FINETUNE_FAIL=<seed>[:<exit code>]`` that seed's run fails (exit 1, or the code given); with ``FAKE_FINETUNE_SLEEP`` it
-sleeps first (a run to interrupt); every call appends its arguments to ``FAKE_FINETUNE_LOG``.
+``FAKE_FINETUNE_FAIL=<seed>[:<exit code>]`` that seed's run fails (exit 1, or the code given);
+with ``FAKE_FINETUNE_SLEEP=<seconds>[:<seed>]`` it (that seed's run only) sleeps first (a run to
+interrupt); every call appends its arguments to ``FAKE_FINETUNE_LOG``.
 Its environment.json says fp32, or bf16 for the seed ``FAKE_FINETUNE_BF16`` names (a run on an
 AMX-BF16 CPU, where ``--precision auto`` is bf16); with ``FAKE_FINETUNE_COLLAPSE=<warning>`` its
 test scores carry that collapse warning (``baseline.warning``, as the collapse check writes it)."""
@@ -23,8 +24,9 @@ if os.environ.get("FAKE_FINETUNE_LOG"):
         fh.write(json.dumps(args) + "\n")
 out.mkdir(parents=True, exist_ok=True)
 (out / "config.yaml").write_text(yaml.safe_dump(recipe))
-if os.environ.get("FAKE_FINETUNE_SLEEP"):
-    time.sleep(float(os.environ["FAKE_FINETUNE_SLEEP"]))
+pause, _, only = os.environ.get("FAKE_FINETUNE_SLEEP", "").partition(":")
+if pause and only in ("", str(recipe["seed"])):
+    time.sleep(float(pause))
 fail, _, code = os.environ.get("FAKE_FINETUNE_FAIL", "").partition(":")
 if str(recipe["seed"]) == fail:
     print("error: made to fail", file=sys.stderr)

@@ -37,7 +37,7 @@ RECIPE_LAYERED = {p for p, _ in COMMANDS if p[0] in ("finetune", "pretrain", "ad
 INFERENCE = [((verb, n), getattr(get_task(n).config_class.commands, f"{verb}_options"))
              for verb in ("evaluate", "predict") for n in task_names()]
 NO_DEFAULTS = {("recipes",), ("plot",), ("bench", "report"), ("bench", "list"),
-               ("predict", "merge")}  # names and paths only: nothing a settings class would hold
+               ("bench", "status"), ("predict", "merge")}  # names and paths only: nothing a settings class would hold
 
 
 def _command(path):
