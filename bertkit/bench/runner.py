@@ -16,7 +16,8 @@ A stage runs ``python -m bertkit finetune TASK --recipe seed-N.yaml -o seed-N`` 
 ``--jobs`` runs several side by side with ``OMP_NUM_THREADS`` each, and Ctrl-C reaches each
 child, which checkpoints and stops). Its result file is written atomically only when the run has
 finished, so a stopped suite leaves nothing half-written. A rerun keeps finished stages whose
-stored settings and encoder match (else it refuses, naming the difference); a started, unfinished
+stored settings, encoder, task metric and data (the split files' sizes and hashes) match (else it
+refuses, naming the difference, before anything trains); a started, unfinished
 stage starts again, or continues from its checkpoint with ``--resume``.
 """
 
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bertkit.bench.changes import refuse_changed, split_fingerprints
 from bertkit.bench.encoders import Encoder
 from bertkit.bench.floors import collapse_warning
 from bertkit.bench.manifest import (LITE_NOTE, check_manifest, differences, load_manifest,
@@ -162,11 +164,20 @@ class Runner:
         self.running: dict[str, subprocess.Popen] = {}
         self.lock = threading.Lock()
         self.stopping = False
+        self.data_prints: dict[tuple[str, str], dict] = {}  # data_files(): once per data set
         if self.protocol == "dev-grid" and not suite.grid:
             raise BertkitError(f"suite {suite.name} has no grid for protocol dev-grid",
                                file=suite.path, expected="a 'grid' key, e.g. {lr: [1e-4, 3e-4]}")
 
     # -- planning ---------------------------------------------------------------------------
+    def data_files(self, task: SuiteTask) -> dict[str, dict]:
+        """The fingerprints of the split files ``task`` reads (:func:`split_fingerprints`),
+        taken once per run, before any stage trains."""
+        key = (task.task, task.data)
+        if key not in self.data_prints:
+            self.data_prints[key] = split_fingerprints(*key)
+        return self.data_prints[key]
+
     def grid_stages(self) -> list[Stage]:
         """The dev-grid points (protocol dev-grid), each on the first seed."""
         if self.protocol != "dev-grid":
@@ -195,7 +206,9 @@ class Runner:
         """Write the stage's recipe, build its settings; (finished already, settings, sources).
 
         Raises:
-            BertkitError: a finished stage stored with other settings or another encoder.
+            BertkitError: a finished stage stored with other settings or another encoder, or
+                whose suite task (kind, metric) or data has changed since
+                (:func:`bertkit.bench.changes.refuse_changed`).
         """
         result, run_dir, recipe = stage.where(self.out)
         layer = stage_recipe(self.suite, stage, self.budget)
@@ -206,6 +219,8 @@ class Runner:
                 write_text(recipe, text)
             return False, settings, sources
         done = load_stage(result)
+        refuse_changed(stage.label(), done, stage.task, self.data_files(stage.task),
+                       self.suite.path, result)
         diffs = differences(portable(done.get("settings", {})), portable(settings))
         if done.get("fingerprint") != stage.encoder.fingerprint:
             diffs.insert(0, f"encoder {stage.encoder.name}: other weights")
@@ -274,7 +289,8 @@ class Runner:
         record = {"stage": stage.label(), "kind": stage.kind, "encoder": stage.encoder.name,
                   "model": stage.encoder.model, "fingerprint": stage.encoder.fingerprint,
                   "task": stage.task.name, "task_kind": stage.task.task,
-                  "data": stage.task.data, "metric": stage.task.metric, "seed": stage.seed,
+                  "data": stage.task.data, "data_files": self.data_files(stage.task),
+                  "metric": stage.task.metric, "seed": stage.seed,
                   "overrides": stage.overrides, "score": float(test[spec.key]) * scale,
                   "dev_score": float(dev.get(select, float("nan"))) * scale,
                   "test": {k: v for k, v in test.items() if isinstance(v, (int, float))},
