@@ -119,3 +119,23 @@ def refuse_changed(label: str, done: dict, task, data_files: dict, suite_path: P
             "scored on the new data", file=changed[0][0],
             expected=f"the data the stage was scored on, another -o folder for the new data, or "
                      f"{folders} removed to rerun that task's stages")
+
+
+def refuse_other_tasks_changed(suite, tasks: list, out: Path) -> None:
+    """The finished stages in ``out`` of the suite's tasks outside ``tasks`` (``--tasks``)
+    checked against the suite as it is now (kind and metric, :func:`refuse_changed`; their data
+    is not hashed): ``bench.json`` takes the whole edited suite, and its report would stop on
+    such a stage.
+
+    Raises:
+        BertkitError: as :func:`refuse_changed`.
+    """
+    from bertkit.bench.manifest import load_stage
+
+    chosen = {t.name for t in tasks}
+    for task in suite.tasks:
+        if task.name in chosen:
+            continue
+        for path in sorted((Path(out) / "stages").glob(f"*/{task.name}/*.json")):
+            refuse_changed(f"{path.parent.parent.name}/{task.name}/{path.stem}",
+                           load_stage(path), task, {}, suite.path, path)

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bertkit.bench.changes import refuse_changed, split_fingerprints
+from bertkit.bench.changes import (refuse_changed, refuse_other_tasks_changed,
+                                   split_fingerprints)
 from bertkit.bench.encoders import Encoder
 from bertkit.bench.floors import collapse_warning
 from bertkit.bench.manifest import (LITE_NOTE, check_manifest, differences, load_manifest,
@@ -384,6 +385,7 @@ class Runner:
         check_manifest(self.out, new)
         grid = self.grid_stages()
         todo = self.check(grid if grid else self.seed_stages())
+        refuse_other_tasks_changed(self.suite, self.tasks, self.out)
         old = self.out / "bench.json"
         if old.is_file():  # encoders of earlier runs into this folder stay listed
             before = load_manifest(old)["encoders"]

@@ -100,6 +100,24 @@ def test_a_changed_metric_is_found_before_any_training_with_a_way_forward(tmp_pa
     assert _calls(tmp_path) == 1
 
 
+def test_a_changed_metric_of_a_task_left_out_by_tasks_is_found_too(tmp_path, tiny_encoder,
+                                                                      fake):
+    """``--tasks`` runs a part, but bench.json takes the whole edited suite: its report would
+    stop on the other task's stages, so they are checked as well."""
+    two = SUITE + "  - {name: ner-b, task: ner, data: ncbi-disease, metric: entity_f1, " \
+                  "family: ner}\n"
+    out, encoders = tmp_path / "out", resolve_all([f"a={tiny_encoder}"])
+    Runner(_suite(tmp_path, two), encoders, out).run()
+    edited = _suite(tmp_path, two.replace("ncbi-disease, metric: entity_f1",
+                                          "ncbi-disease, metric: token_macro_f1"))
+    with pytest.raises(BertkitError) as err:
+        Runner(edited, encoders, out, tasks=edited.only(["ner-a"]).tasks).run()
+    assert err.value.line == 6 and "stage a/ner-b/seed-1 was scored with 'entity_f1'" in str(
+        err.value)
+    assert json.loads((out / "bench.json").read_text())["suite"]["tasks"][1]["metric"] == \
+        "entity_f1"  # bench.json not rewritten
+
+
 def test_an_unchanged_rerun_keeps_its_stages(tmp_path, tiny_encoder, fake):
     out, encoders = tmp_path / "out", resolve_all([f"a={tiny_encoder}"])
     Runner(_suite(tmp_path), encoders, out).run()
@@ -144,3 +162,18 @@ def test_one_data_set_under_two_task_names_is_refused_by_list_and_run(tmp_path):
         "  - {name: sciie-re, task: re, data: sciie, metric: macro_f1, family: re}\n"
     suite.write_text(both, encoding="utf-8")
     assert cli.invoke(app, ["bench", "list", str(suite)]).exit_code == 0
+
+
+def test_the_report_of_a_stage_scored_with_an_older_metric_says_what_to_do(tmp_path,
+                                                                           tiny_encoder, fake):
+    from bertkit.bench.report import build
+
+    out = tmp_path / "out"
+    Runner(_suite(tmp_path), resolve_all([f"a={tiny_encoder}"]), out).run()
+    manifest = json.loads((out / "bench.json").read_text())
+    manifest["suite"]["tasks"][0]["metric"] = "token_macro_f1"  # as an older bench wrote it
+    (out / "bench.json").write_text(json.dumps(manifest))
+    with pytest.raises(BertkitError) as err:
+        build(out)
+    assert "the suite was edited after this stage ran" in err.value.message
+    assert f"remove {out / 'stages' / 'a' / 'ner-a'} and bench run again" in err.value.expected
