@@ -86,3 +86,17 @@ def test_the_committed_encoders_carry_their_whole_lineage(name, corpora):
 
     assert lineage_corpora(meta["lineage"]) == corpora
     assert "/work" not in json.dumps(meta["lineage"])  # names, not the paths of one machine
+
+
+def test_the_committed_mini_bench_lists_each_encoders_whole_corpora():
+    """The mini suite's results folder recorded the corpora bench found for each encoder; for
+    G+D37sv it had missed G's general corpus (the extension between hid it)."""
+    from bertkit.data.sets import CORPORA
+
+    folders = {folder: name for name, (folder, _) in CORPORA.items()}
+    bench = json.loads((ENCODERS.parent / "results" / "reproduce-v2" / "bench-mini" /
+                        "bench.json").read_text())
+    for name, enc in bench["encoders"].items():
+        listed = [folders[Path(c).parent.name] for c in enc["corpora"]]
+        meta = json.loads((ENCODERS / name / "bertkit.json").read_text())
+        assert listed == meta["corpora"], name
