@@ -137,11 +137,15 @@ def build_settings(config_cls: type, command: str, *, flags: dict[str, Any] | No
 
     Raises:
         BertkitError: an unknown key or a value of the wrong type (naming where it came from),
-            an unreadable recipe or saved ``config.yaml``, a recipe for another command.
+            an unreadable recipe or saved ``config.yaml``, a recipe for another command; with
+            ``resume``, a run folder another command wrote (named before its settings are read).
     """
+    from bertkit.training.run_origin import refuse_other_command
     from bertkit.training.rundir import saved_settings
 
     flags = dict(flags or {})
+    if flags.get("resume") and flags.get("output_dir"):  # the folder's task before its settings
+        refuse_other_command(Path(str(flags["output_dir"])).expanduser(), command)
     saved = saved_settings(flags.get("output_dir"), field_names(config_cls)) \
         if flags.get("resume") else None
     rec = recipe if isinstance(recipe, dict) or recipe is None else load_recipe(recipe, command)

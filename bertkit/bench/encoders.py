@@ -63,36 +63,20 @@ def fingerprint(path: Path) -> str:
     return h.hexdigest()
 
 
-def _corpora(path: Path, depth: int = 0) -> tuple[str, ...]:
-    """The pretraining corpora of a bertkit-pretrained encoder, from its ``bertkit.json``
-    (``corpus``) or its run's ``results.json`` (``RUN/model`` is the encoder), following
-    ``base_model`` (``bertkit.json``) through continued pretraining (DAPT saw its parent's
-    corpora too). Registered names (``scientific``) become files under ``$BERTKIT_DATA``."""
+def _corpora(path: Path) -> tuple[str, ...]:
+    """The pretraining corpora of the encoder and of every model it was made from, from the
+    lineage its own ``bertkit.json`` carries (:mod:`bertkit.lineage`; an older record is
+    followed through ``base_model``). Registered names (``scientific``) become files under
+    ``$BERTKIT_DATA``."""
     from bertkit.data.sets import resolve_corpus
+    from bertkit.lineage import lineage_corpora, model_lineage
 
     found: list[str] = []
-    try:
-        meta = json.loads((path / "bertkit.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ()
-    if meta.get("task") != "pretrain":
-        return ()
-    corpus = meta.get("corpus")  # recorded in bertkit.json since issue 42
-    if not corpus:
+    for part in lineage_corpora(model_lineage(path)):
         try:
-            corpus = json.loads((path.parent / "results.json").read_text(
-                encoding="utf-8")).get("corpus")
-        except (OSError, ValueError):
-            corpus = None
-    for part in str(corpus or "").split(","):
-        if part.strip():
-            try:
-                found.append(resolve_corpus(part.strip()))
-            except BertkitError:
-                found.append(part.strip())
-    base = meta.get("base_model")
-    if base and depth < 8 and Path(str(base)).is_dir():
-        found += _corpora(Path(str(base)).resolve(), depth + 1)
+            found.append(resolve_corpus(part))
+        except BertkitError:
+            found.append(part)
     return tuple(dict.fromkeys(found))
 
 

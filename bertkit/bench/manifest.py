@@ -19,7 +19,7 @@ LITE_NOTE = "lite: not comparable with the published numbers"
 STAGE_KEYS = {"encoder": str, "task": str, "task_kind": str, "metric": str, "seed": int,
               "run": str, "score": (int, float), "overrides": dict, "test": dict}
 STAGE_OPTIONAL = {"settings": dict, "fingerprint": str, "items": str, "precision": str,
-                  "device": str, "dev_score": (int, float), "collapse": str}
+                  "device": str, "dev_score": (int, float), "collapse": str, "data_files": dict}
 
 
 def _read_json(path: Path, what: str) -> object:

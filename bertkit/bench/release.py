@@ -20,6 +20,7 @@ from typing import Any
 
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
+from bertkit.lineage import read_meta
 
 WEIGHTS = "model.safetensors"
 TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json",
@@ -36,19 +37,6 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def portable_corpus(path: str) -> str:
-    """A corpus file under ``$BERTKIT_DATA`` as its registered name (``scientific``), so the
-    provenance (and bench's contamination check) works on another machine; else unchanged."""
-    from bertkit.data.sets import CORPORA, data_root
-
-    root = data_root()
-    if root is not None:
-        for name, (folder, _) in CORPORA.items():
-            if Path(path).resolve() == (root / folder / "train.txt").resolve():
-                return name
-    return path
-
-
 def wordpiece_vocab(tokenizer_json: Path) -> str:
     """The ``vocab.txt`` (one piece a line, in id order) of a WordPiece ``tokenizer.json``
     (transformers 5 saves a fast tokenizer without it), so the release names its vocabulary."""
@@ -56,25 +44,14 @@ def wordpiece_vocab(tokenizer_json: Path) -> str:
     return "".join(piece + "\n" for piece, _ in sorted(vocab.items(), key=lambda kv: kv[1]))
 
 
-def _meta(path: Path) -> dict:
-    try:
-        return json.loads((path / "bertkit.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+def lineage(model: Path) -> list[dict]:
+    """The encoder's history, itself first (:func:`bertkit.lineage.model_lineage`): each model
+    it was made from with its corpora (registered names where possible) and masking, from the
+    lineage its ``bertkit.json`` carries (an older record's ``base_model`` followed while the
+    parent folder exists)."""
+    from bertkit.lineage import model_lineage
 
-
-def lineage(model: Path, depth: int = 0) -> list[dict]:
-    """The encoder's pretraining history, itself first: for each model its ``bertkit.json``
-    ``corpus`` (registered names where possible), ``masking`` and ``base_model``, following
-    ``base_model`` through continued pretraining while the parent folder exists."""
-    meta = _meta(model)
-    entry = {"model": str(model), "corpus": [portable_corpus(c) for c in
-                                             str(meta.get("corpus") or "").split(",") if c],
-             **{k: meta[k] for k in ("masking", "base_model", "train_tokens") if k in meta}}
-    base = meta.get("base_model")
-    parents = lineage(Path(str(base)), depth + 1) if (
-        base and depth < 8 and Path(str(base)).is_dir()) else []
-    return [entry, *parents]
+    return model_lineage(model)
 
 
 def export_encoder(model: str | Path, out: str | Path, name: str,
@@ -132,10 +109,11 @@ def export_encoder(model: str | Path, out: str | Path, name: str,
     untrained = (provenance or {}).get("pretraining_tokens") == 0
     if untrained:  # initial weights (R): the run's corpus was never read into them
         corpora, history = [], [{**h, "corpus": []} for h in history]
-    meta = _meta(model)
+    meta = read_meta(model)
     if meta:  # bench's contamination check reads corpus here (a parent folder is not shipped)
         meta = {k: v for k, v in meta.items() if k != "base_model"}
         meta["corpus"] = ",".join(corpora)
+        meta["lineage"], meta["corpora"] = history, corpora  # the whole lineage, no paths
         if untrained:
             meta["steps"] = 0
             meta["note"] = "initial weights, no pretraining step: no corpus seen"

@@ -66,8 +66,13 @@ def _check_place(record: dict, path: Path, metrics: dict[str, str]) -> None:
                                         f"would count there)")
     task = record["task"]
     if task in metrics and record["metric"] != metrics[task]:
-        raise BertkitError(f"stage record: metric {record['metric']!r}", file=path,
-                           expected=f"the suite's metric for {task}: {metrics[task]}")
+        raise BertkitError(f"stage record: metric {record['metric']!r}, but the suite in "
+                           f"bench.json gives {task} {metrics[task]!r}: the suite was edited "
+                           f"after this stage ran", file=path,
+                           expected=f"the suite's metric for {task}: {metrics[task]} (rerun "
+                                    f"bench run with the suite as it was, or remove "
+                                    f"{path.parent} and bench run again to rerun that task's "
+                                    f"stages)")
 
 
 def _run_dir(record: dict, out: Path) -> Path:

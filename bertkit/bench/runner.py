@@ -20,7 +20,8 @@ submitit (``--executor slurm``; its files in ``OUT/submitit``, the options in
 ``OUT/executor.json``; ``seed-N.job.json`` beside the log says where the job stands). Its
 result file is written atomically only when the run has finished, so a stopped suite (or a
 failed, killed or preempted job) leaves nothing half-written. A rerun keeps finished stages whose
-stored settings and encoder match (else it refuses, naming the difference); a started, unfinished
+stored settings, encoder, task metric and data (the split files' sizes and hashes) match (else it
+refuses, naming the difference, before anything trains); a started, unfinished
 stage starts again, or continues from its checkpoint with ``--resume``.
 """
 
@@ -37,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bertkit.bench.changes import (refuse_changed, refuse_other_tasks_changed,
+                                   split_fingerprints)
 from bertkit.bench.encoders import Encoder
 from bertkit.bench.floors import collapse_warning
 from bertkit.bench.manifest import (LITE_NOTE, check_manifest, differences, load_manifest,
@@ -164,11 +167,20 @@ class Runner:
                              self.jobs)
         self.threads = getattr(self.executor, "threads", None) or asked or \
             max(1, cores // self.jobs)
+        self.data_prints: dict[tuple[str, str], dict] = {}  # data_files(): once per data set
         if self.protocol == "dev-grid" and not suite.grid:
             raise BertkitError(f"suite {suite.name} has no grid for protocol dev-grid",
                                file=suite.path, expected="a 'grid' key, e.g. {lr: [1e-4, 3e-4]}")
 
     # -- planning ---------------------------------------------------------------------------
+    def data_files(self, task: SuiteTask) -> dict[str, dict]:
+        """The fingerprints of the split files ``task`` reads (:func:`split_fingerprints`),
+        taken once per run, before any stage trains."""
+        key = (task.task, task.data)
+        if key not in self.data_prints:
+            self.data_prints[key] = split_fingerprints(*key)
+        return self.data_prints[key]
+
     def grid_stages(self) -> list[Stage]:
         """The dev-grid points (protocol dev-grid), each on the first seed."""
         if self.protocol != "dev-grid":
@@ -197,7 +209,9 @@ class Runner:
         """Write the stage's recipe, build its settings; (finished already, settings, sources).
 
         Raises:
-            BertkitError: a finished stage stored with other settings or another encoder.
+            BertkitError: a finished stage stored with other settings or another encoder, or
+                whose suite task (kind, metric) or data has changed since
+                (:func:`bertkit.bench.changes.refuse_changed`).
         """
         result, run_dir, recipe = stage.where(self.out)
         layer = stage_recipe(self.suite, stage, self.budget)
@@ -208,6 +222,8 @@ class Runner:
                 write_text(recipe, text)
             return False, settings, sources
         done = load_stage(result)
+        refuse_changed(stage.label(), done, stage.task, self.data_files(stage.task),
+                       self.suite.path, result)
         diffs = differences(portable(done.get("settings", {})), portable(settings))
         if done.get("fingerprint") != stage.encoder.fingerprint:
             diffs.insert(0, f"encoder {stage.encoder.name}: other weights")
@@ -271,7 +287,8 @@ class Runner:
         record = {"stage": stage.label(), "kind": stage.kind, "encoder": stage.encoder.name,
                   "model": stage.encoder.model, "fingerprint": stage.encoder.fingerprint,
                   "task": stage.task.name, "task_kind": stage.task.task,
-                  "data": stage.task.data, "metric": stage.task.metric, "seed": stage.seed,
+                  "data": stage.task.data, "data_files": self.data_files(stage.task),
+                  "metric": stage.task.metric, "seed": stage.seed,
                   "overrides": stage.overrides, "score": float(test[spec.key]) * scale,
                   "dev_score": float(dev.get(select, float("nan"))) * scale,
                   "test": {k: v for k, v in test.items() if isinstance(v, (int, float))},
@@ -364,6 +381,7 @@ class Runner:
         check_manifest(self.out, new)
         grid = self.grid_stages()
         todo = self.check(grid if grid else self.seed_stages())
+        refuse_other_tasks_changed(self.suite, self.tasks, self.out)
         old = self.out / "bench.json"
         if old.is_file():  # encoders of earlier runs into this folder stay listed
             before = load_manifest(old)["encoders"]

@@ -294,12 +294,12 @@ def parse_suite(path: str | Path) -> Suite:
 
 
 def check_suite(suite: Suite) -> list[BertkitError]:
-    """The suite's tasks whose task kind or data set is not registered (one error each, with
-    the file and line); empty when every task can run."""
+    """The suite's tasks whose task kind or data set is not registered, and a data set read by
+    two tasks (one error each, with the file and line); empty when every task can run."""
     from bertkit.data.sets import registered
     from bertkit.tasks.registry import task_names
 
-    problems = []
+    problems = same_data(suite)
     for t in suite.tasks:
         if t.task not in task_names():
             problems.append(BertkitError(f"task {t.name}: unknown task kind {t.task!r}",
@@ -310,6 +310,28 @@ def check_suite(suite: Suite) -> list[BertkitError]:
                 f"task {t.name}: {t.data!r} is not a registered {t.task} data set",
                 file=suite.path, line=t.line,
                 expected="one of " + ", ".join(registered(t.task))))
+    return problems
+
+
+def same_data(suite: Suite) -> list[BertkitError]:
+    """A task whose data set an earlier task of the suite already reads (the same task kind and
+    data set, a folder by its resolved path): a copied entry whose ``data`` was not changed
+    would train and score one set twice, under a name another paper's number stands beside,
+    and count it twice in its family's mean (lm-evaluation-harness PR #3768). One error each,
+    naming both tasks and their lines."""
+    from bertkit.data.sets import canonical_data
+
+    first: dict[tuple[str, str], SuiteTask] = {}
+    problems = []
+    for t in suite.tasks:
+        was = first.setdefault((t.task, canonical_data(t.data)), t)
+        if was is not t:
+            problems.append(BertkitError(
+                f"tasks {was.name} (line {was.line}) and {t.name} (line {t.line}) both read "
+                f"{t.task} data set {t.data!r}: it would be trained and scored twice and "
+                f"counted twice in its family's mean", file=suite.path, line=t.line,
+                expected=f"each data set in one task: the data set {t.name} was meant to read, "
+                         f"or no task {t.name}"))
     return problems
 
 

@@ -6,55 +6,28 @@ them per set, :data:`bertkit.data.published.CONTAMINATION`). Its scores on such 
 comparable with a clean encoder's (the README: filter the corpus against the test set, or leave
 the set out of claims), so a fine-tuning run says so with the count.
 
-Provenance: a saved ``pretrain`` model's ``bertkit.json`` records its ``corpus`` (a path, or
-several joined by commas) and ``base_model``; models saved before it did are read through their
-run directory's ``results.json`` (``corpus``). A fine-tuned model's ``base_model`` is followed
-too, so an encoder's whole chain (DAPT on DAPT, ...) is checked.
+Provenance: an encoder folder bertkit writes carries its whole lineage, corpora included, in its
+``bertkit.json`` (:mod:`bertkit.lineage`); older records are read through ``corpus`` and
+``base_model`` (and their run directory's ``results.json``). A fine-tuned model's
+``base_model`` is followed too, so an encoder's whole chain (DAPT on DAPT, a vocabulary
+extension between, ...) is checked.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from bertkit.data.sets import CORPORA, data_root, entry
 
-META_FILE = "bertkit.json"
 
+def pretraining_corpora(model: str | None) -> list[str]:
+    """The corpora the encoder at ``model`` (a directory) and every model it was made from
+    were pretrained on, as its lineage records them (:mod:`bertkit.lineage`: carried in its own
+    ``bertkit.json``, or an older record's ``base_model`` followed): registered names
+    (``scientific``) and files; [] for a hub id or an encoder without a record."""
+    from bertkit.lineage import lineage_corpora, model_lineage
 
-def _read_json(path: Path) -> dict:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def pretraining_corpora(model: str | None, depth: int = 8) -> list[str]:
-    """The corpus files the encoder at ``model`` (a directory) and its base models were
-    pretrained on by bertkit, as recorded; [] for a hub id or an encoder without a record.
-
-    Args:
-        depth: how many ``base_model`` links to follow at most (a guard against loops).
-    """
-    out: list[str] = []
-    seen: set[str] = set()
-    while model and depth > 0 and model not in seen:
-        seen.add(model)
-        depth -= 1
-        path = Path(model).expanduser()
-        if not path.is_dir():
-            break
-        if (path / "model" / META_FILE).is_file():
-            path = path / "model"
-        meta = _read_json(path / META_FILE)
-        corpus = meta.get("corpus") or (
-            _read_json(path.parent / "results.json").get("corpus")
-            if meta.get("task") == "pretrain" else None)
-        if isinstance(corpus, str):
-            out += [c.strip() for c in corpus.split(",") if c.strip()]
-        model = meta.get("base_model") if isinstance(meta.get("base_model"), str) else None
-    return out
+    return lineage_corpora(model_lineage(model))
 
 
 def _same_file(a: str, b: Path) -> bool:
@@ -72,7 +45,7 @@ def corpora_seen(model: str | None) -> list[str]:
         return []
     files = pretraining_corpora(model)
     return [name for name, (folder, _) in CORPORA.items()
-            if any(_same_file(f, root / folder / "train.txt") for f in files)]
+            if name in files or any(_same_file(f, root / folder / "train.txt") for f in files)]
 
 
 def contamination_warning(task: str, data: str, model: str | None) -> str | None:

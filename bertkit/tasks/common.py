@@ -311,7 +311,9 @@ def find_saved_model(directory: str | Path, task: str, what: str,
     expected = f"a run directory of 'finetune {task}' (model/{META_FILE}" + \
         "".join(f" and model/{f}" for f in files) + ")"
     if found is not None and found != task:
-        made_by = "bertkit pretrain (a masked LM)" if found == "pretrain" else f"'finetune {found}'"
+        made_by = {"pretrain": "bertkit pretrain (a masked LM)",
+                   "vocab extend": "bertkit vocab extend (a masked LM)"}.get(
+            found, f"'finetune {found}'")
         raise BertkitError(f"this is the saved model of {made_by}, not of 'finetune {task}'",
                            file=path, expected=expected)
     if found != task or not all((path / f).is_file() for f in files):

@@ -41,6 +41,23 @@ def saved_command(path: Path) -> str | None:
     return None
 
 
+def refuse_other_command(path: Path, command: str | None) -> None:
+    """Refuse ``--resume`` of the run in ``path`` as ``command`` (``"finetune qa"``) when another
+    command wrote it (:func:`saved_command`): said before any of its saved settings is read, so
+    that a `finetune ner` folder resumed as `finetune qa` is named as such, not by a setting qa
+    cannot take (issue 66, kind 14). Nothing is checked without a ``command`` or a record.
+
+    Raises:
+        BertkitError: the folder holds a run of another command.
+    """
+    was = saved_command(path) if command else None
+    if was and was != command:
+        raise BertkitError(
+            f"--resume: this folder holds a `{was}` run, not a `{command}` run", file=path,
+            expected=f"`bertkit {was} --resume --output-dir {path}` to continue it, or "
+                     f"another --output-dir for a new `{command}` run")
+
+
 def refuse_other_version(path: Path, saved: dict, now: dict, defaults: dict | None) -> None:
     """For :func:`bertkit.training.rundir.check_resume_settings`, whose ``saved`` and ``now``
     settings differ: when another bertkit version wrote the run (its ``environment.json``),

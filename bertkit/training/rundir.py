@@ -345,14 +345,9 @@ def check_run_dir(path: Path, resume: bool, overwrite: bool,
                            expected="--resume to continue it, --overwrite to replace it, "
                                     "or another --output-dir")
     if resume and command and holds_run:
-        from bertkit.training.run_origin import saved_command
+        from bertkit.training.run_origin import refuse_other_command
 
-        was = saved_command(path)
-        if was and was != command:
-            raise BertkitError(
-                f"--resume: this folder holds a `{was}` run, not a `{command}` run", file=path,
-                expected=f"`bertkit {was} --resume --output-dir {path}` to continue it, or "
-                         f"another --output-dir for a new `{command}` run")
+        refuse_other_command(path, command)
     if resume and settings is not None:
         check_resume_settings(path, settings, defaults)
     if resume and (path / "results.json").is_file():

@@ -93,6 +93,20 @@ def select_new_words(tokenizer, candidates: Sequence[str], add: int) -> list[tup
     return chosen
 
 
+def write_extend_record(tmp: Path, out: Path, model: str | Path, tokenizer, added: int) -> None:
+    """The extended model's ``bertkit.json``: ``task`` ``vocab extend``, the new vocabulary's
+    checksum and the whole lineage of ``model`` under this step
+    (:func:`bertkit.lineage.lineage_record`), so that an encoder pretrained on top of it, and
+    bench, know every corpus its weights saw (issue 66, kind 13)."""
+    from bertkit.lineage import lineage_record
+    from bertkit.vocab.match import vocab_checksum
+
+    step = {"name": Path(out).name, "made_by": "vocab extend", "corpus": [], "added": added}
+    meta = {"task": "vocab extend", "base_model": str(model),
+            "vocab_sha256": vocab_checksum(tokenizer), **lineage_record(step, model)}
+    (tmp / "bertkit.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+
 def extend_model(model: str | Path, out: str | Path, *, add: int,
                  vocab: str | Path | None = None, corpus: Sequence[str | Path] | None = None,
                  skip_bad_lines: bool = False, overwrite: bool = False) -> dict:
@@ -186,4 +200,5 @@ def extend_model(model: str | Path, out: str | Path, *, add: int,
         info["peak_memory_mb"] = peak_memory_mb()
         (tmp / "extend.json").write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
+        write_extend_record(tmp, out, model, new_tok, len(chosen))
     return info

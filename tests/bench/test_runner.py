@@ -185,7 +185,7 @@ def test_dev_grid_chooses_each_encoders_rate_on_dev(tmp_path, tiny_encoder, fake
 
 def test_tasks_runs_part_of_a_suite_and_the_manifest_keeps_all(tmp_path, tiny_encoder, fake):
     two = SUITE.replace("references:", """\
-  - {name: ner-b, task: ner, data: bc5cdr, metric: entity_f1, family: ner}
+  - {name: ner-b, task: ner, data: ncbi-disease, metric: entity_f1, family: ner}
 references:""")
     suite, out = _suite(tmp_path, two), tmp_path / "out"
     encoders = resolve_all([f"a={tiny_encoder}"])

@@ -50,6 +50,19 @@ def test_resume_through_the_cli_as_another_task(tmp_path):
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize("task", ["qa", "cls"])
+def test_resume_as_another_task_is_named_before_any_saved_setting_is_read(tmp_path, task):
+    # a real ner run's settings: qa cannot take max_length 64 (its --doc-stride check) nor cls
+    # metric span; the folder's task must be said first (issue 66, kind 14)
+    run = _run_folder(tmp_path / "run", settings="epochs: 2\nlr: 5.0e-05\nmetric: span\n"
+                                                 "max_length: 64\ndata: bc5cdr\n")
+    res = CliRunner().invoke(app, ["finetune", task, "--resume", "-o", str(run)])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 1, out
+    assert f"holds a `finetune ner` run, not a `finetune {task}` run" in out
+    assert "--max-length" not in out and "--metric" not in out and "settings:" not in out
+
+
 def test_resume_of_another_versions_run_names_both_versions_and_the_settings(tmp_path):
     run = _run_folder(tmp_path / "run", version="0.0.9",
                       settings="epochs: 2\nlr: 5.0e-05\ncrf: false\nsubword_pooling: first\n")

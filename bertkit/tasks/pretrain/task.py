@@ -62,6 +62,18 @@ def _tokenizer(cfg: PretrainConfig):
     return load_tokenizer(cfg.model)
 
 
+def pretrain_lineage(run_dir: Path, cfg: PretrainConfig, result) -> dict:
+    """``{"lineage", "corpora"}`` for the saved model's ``bertkit.json``
+    (:func:`bertkit.lineage.lineage_record`): this run (its corpora, masking, steps, tokens) on
+    top of the whole lineage of the model it continued (``cfg.model``; none from scratch)."""
+    from bertkit.lineage import corpus_list, lineage_record
+
+    step = {"name": run_dir.name, "made_by": "pretrain", "corpus": corpus_list(cfg.corpus),
+            "masking": cfg.masking, "steps": result.steps,
+            "train_tokens": getattr(result, "train_tokens", None)}
+    return lineage_record(step, None if cfg.config else cfg.model)  # --config: new weights
+
+
 def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     """Run MLM pretraining and write the run directory.
 
@@ -200,7 +212,8 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
                 "base_model": cfg.model, "config": cfg.config, "vocab": cfg.vocab,
                 "corpus": cfg.corpus,  # provenance: the contamination check reads it
                 "sbo_weight": cfg.sbo_weight if cfg.use_sbo else None, "nsp": cfg.nsp,
-                "short_seq_prob": cfg.short_seq_prob if cfg.nsp else None}
+                "short_seq_prob": cfg.short_seq_prob if cfg.nsp else None,
+                **pretrain_lineage(run_dir, cfg, result)}
         with atomic_path(run_dir / "model") as tmp:
             model.save(tmp, tokenizer, meta)
         results = {

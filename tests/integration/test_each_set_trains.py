@@ -1,4 +1,4 @@
-"""Each set of issue 42 trains a few steps from the shared data with the packaged MiniLM
+"""Each set registered in issue 42 trains a few steps from the shared data with the packaged MiniLM
 encoder, through the command a user types (needs BERTKIT_DATA)."""
 
 import json
