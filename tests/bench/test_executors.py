@@ -29,7 +29,7 @@ from tests.bench.test_runner import SUITE, _calls, _suite, fake  # noqa: F401 (f
 pytest.importorskip("submitit")
 
 TWO_TASKS = SUITE.replace("references:", """\
-  - {name: ner-b, task: ner, data: bc5cdr, metric: entity_f1, family: ner}
+  - {name: ner-b, task: ner, data: ncbi-disease, metric: entity_f1, family: ner}
 references:""")
 LOCAL = ExecutorSettings(executor="submitit-local", slurm_max_running=2,
                          slurm_cpus_per_job=1)
