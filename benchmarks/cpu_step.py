@@ -3,7 +3,8 @@
 Two parts, each a list of ``bertkit finetune ner`` runs of the README's main job (BC5CDR,
 ``recipes/finetune/bc5cdr-ner-minilm.yaml``), run one after another in one invocation:
 
-- ``rate``: the training rate (``train_sentences_per_second`` of ``results.json``) of this tree
+- ``rate``: the training rate (``train_sentences_per_second`` of ``results.json``, and the whole
+  process's CPU seconds, steadier on a loaded machine with ``--threads 1``) of this tree
   against an older tree (``--old-tree``, a checkout of the commit before the change), both
   ``--precision fp32``, on the first ``--rate-samples`` training sentences for one epoch,
   interleaved old/new ``--pairs`` times (the order alternating), so load drifts hit both sides;
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = "recipes/finetune/bc5cdr-ner-minilm.yaml"
+THREADS = 0  # OMP_NUM_THREADS of each run (0: torch's default); --threads
 
 
 def cpu_name() -> str:
@@ -51,15 +54,21 @@ def run(tree: Path, name: str, extra: list[str], out: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
     argv = [sys.executable, "-m", "bertkit", "finetune", "ner", "--data", "bc5cdr",
             "--recipe", str(tree / RECIPE), "-o", str(run_dir), "--overwrite", *extra]
+    if THREADS:
+        env["OMP_NUM_THREADS"] = str(THREADS)
     load = os.getloadavg()[0]
     start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with log.open("w") as fh:
         rc = subprocess.run(argv, cwd=tree, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter() - start
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     res = json.loads((run_dir / "results.json").read_text()) if rc == 0 else {}
     env_json = run_dir / "environment.json"
     precision = json.loads(env_json.read_text()).get("precision") if env_json.is_file() else None
-    row = {"name": name, "tree": str(tree), "rc": rc, "wall_s": round(wall, 1), "load_1min": load,
+    row = {"name": name, "tree": str(tree), "rc": rc, "wall_s": round(wall, 1),
+           "cpu_s": round(cpu, 1), "threads": THREADS or os.cpu_count(), "load_1min": load,
            "precision": precision, "test_f1": 100 * res["test"]["f1"] if res else None,
            "train_sentences_per_second": res.get("train_sentences_per_second")}
     print(json.dumps(row), flush=True)
@@ -74,7 +83,11 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--rate-samples", type=int, default=1000)
     ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--threads", type=int, default=0, help="OMP_NUM_THREADS of each run (a "
+                    "loaded machine: 1, and compare CPU seconds, whole-process, not wall time).")
     args = ap.parse_args(argv)
+    global THREADS
+    THREADS = args.threads
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = {"cpu": cpu_name(), "threads": os.cpu_count(), "tree": str(REPO), "rate": [],
@@ -96,6 +109,12 @@ def main(argv=None) -> int:
         rates = {s: [r["train_sentences_per_second"] for r in report["rate"] if r["side"] == s]
                  for s in ("old", "new")}
         report["rate_median"] = {s: statistics.median(v) for s, v in rates.items() if v}
+        cpu = {s: [r["cpu_s"] for r in report["rate"] if r["side"] == s and r["rc"] == 0]
+               for s in ("old", "new")}
+        report["cpu_s_median"] = {s: statistics.median(v) for s, v in cpu.items() if v}
+        if len(report["cpu_s_median"]) == 2:  # same work both sides: CPU seconds, old / new
+            report["cpu_ratio_old_over_new"] = (report["cpu_s_median"]["old"]
+                                                / report["cpu_s_median"]["new"])
         if len(report["rate_median"]) == 2:
             report["rate_ratio_new_over_old"] = (report["rate_median"]["new"]
                                                  / report["rate_median"]["old"])
