@@ -15,7 +15,7 @@ import torch
 from rich.console import Console
 
 from bertkit.config import config_yaml, field_defaults, to_dict
-from bertkit.encoders import default_model, load_tokenizer
+from bertkit.encoders import attention_note, default_model, load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path, write_json, write_text
 from bertkit.masking import TokenMasker, VocabInfo, build_masker
@@ -93,6 +93,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         from bertkit.vocab.match import check_tokenizer_matches
 
         check_tokenizer_matches(cfg.model, tokenizer)
+        attention_note(cfg.model)  # an unsupported family stops here, before any tokenising
     with main_process_first(runtime.device):  # one process tokenises, the others read its cache
         stream = tokenize_corpus(_paths(cfg.corpus), tokenizer, cfg.cache_dir,
                                  console if is_main_process() else None, cfg.skip_bad_lines)
@@ -161,7 +162,9 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     else:
         console = None
     if console:
-        source = cfg.model if cfg.model else f"new {cfg.config} BERT, vocabulary {cfg.vocab}"
+        source = cfg.model or f"new {cfg.config} {model.head.family}, vocabulary {cfg.vocab}"
+        if attention_note(model.mlm.config):  # DeBERTa: its own attention, no SDPA path
+            console.print(f"note: {attention_note(model.mlm.config)}", highlight=False)
         console.print(
             f"corpus: {len(stream.ids):,} tokens, {stream.documents:,} "
             f"document{'' if stream.documents == 1 else 's'} "
