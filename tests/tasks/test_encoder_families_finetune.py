@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HIDE_BERTKIT, write_ner_dir
-from tests.encoder_families import tiny_family  # noqa: F401 (fixture)
+from tests.encoder_families import tiny_family, tiny_modernbert  # noqa: F401 (fixtures)
 from tests.tasks.cls.conftest import write_cls_dir
 from tests.tasks.coref.conftest import write_coref_dir
 from tests.tasks.dep.conftest import write_dep_dir
@@ -87,3 +87,21 @@ def test_every_task_fine_tunes_predicts_and_saves_a_plain_model(tiny_family, tmp
     assert set(loaded) == set(TASKS)
     for task, (cls, model_type, finite) in loaded.items():
         assert cls.startswith(prefix) and model_type == family and finite, (task, cls)
+
+
+def test_segments_longer_than_512_where_the_encoder_has_the_positions(tiny_modernbert,
+                                                                      tiny_encoder, tmp_path):
+    """The limit is the encoder's own (its config), not 512: coreference segments of 2,048
+    pieces train on ModernBERT (8,192 positions) and are refused on a 512-position BERT."""
+    from bertkit.errors import BertkitError
+    from bertkit.tasks.coref import CorefConfig, finetune_coref
+
+    data = write_coref_dir(tmp_path / "coref-data")
+    common = dict(data=str(data), epochs=1, device="cpu", max_length=2048)
+    res = finetune_coref(CorefConfig(model=tiny_modernbert, output_dir=str(tmp_path / "m"),
+                                     **common))
+    assert res["steps"] > 0
+    assert "inputs up to 8,192 pieces" in (tmp_path / "m" / "model" / "README.md").read_text()
+    with pytest.raises(BertkitError, match="2048 exceeds the model's 512 positions"):
+        finetune_coref(CorefConfig(model=tiny_encoder, output_dir=str(tmp_path / "b"), **common))
+    assert not (tmp_path / "b").exists()
