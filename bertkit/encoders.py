@@ -200,8 +200,14 @@ def attention_implementation(source) -> str:
 
 def attention_note(source) -> str | None:
     """One line for the start of a run when the encoder has no SDPA path (None when it has):
-    ``"DeBERTa-v2/v3 encoder: its own (eager) attention, no SDPA path in transformers"``."""
+    ``"DeBERTa-v2/v3 encoder: its own (eager) attention implementation; transformers has no
+    SDPA path for it"``.
+
+    Raises:
+        BertkitError: an unsupported family (:func:`encoder_family`).
+    """
     if attention_implementation(source) == "sdpa":
         return None
-    return (f"{encoder_family(read_config(source))} encoder: its own (eager) attention implementation; "
-            f"transformers has no SDPA path for it")
+    family = encoder_family(source, read_config(source))
+    return (f"{family} encoder: its own (eager) attention implementation; transformers has no "
+            f"SDPA path for it")

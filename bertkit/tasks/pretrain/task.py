@@ -201,6 +201,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         tokens = result.steps * cfg.batch_size * cfg.gradient_accumulation * cfg.max_seq_length
         meta = {"masking": cfg.masking, "max_seq_length": cfg.max_seq_length, "steps": result.steps,
                 "base_model": cfg.model, "config": cfg.config, "vocab": cfg.vocab,
+                "architecture": model.mlm.config.model_type,  # bert, modernbert, deberta-v2
                 "corpus": cfg.corpus,  # provenance: the contamination check reads it
                 "sbo_weight": cfg.sbo_weight if cfg.use_sbo else None, "nsp": cfg.nsp,
                 "short_seq_prob": cfg.short_seq_prob if cfg.nsp else None}
@@ -208,6 +209,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
             model.save(tmp, tokenizer, meta)
         results = {
             "task": "pretrain", "corpus": cfg.corpus, "model": cfg.model, "config": cfg.config,
+            "architecture": model.mlm.config.model_type,
             "vocab": cfg.vocab, "masking": cfg.masking, "sbo": cfg.use_sbo, "nsp": cfg.nsp,
             "steps": result.steps, "dropout": cfg.dropout, "max_tokens": cfg.max_tokens,
             "train_tokens": result.train_tokens,

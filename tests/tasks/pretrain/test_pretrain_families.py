@@ -128,6 +128,8 @@ def test_from_scratch_arch_pretrains_with_span_masking(arch, corpus, tiny_encode
     res = pretrain(_cfg(corpus, run, config=f"arch={arch},layers=2,hidden=32,heads=2",
                         vocab=tiny_encoder, masking="span"))
     assert set(res["train"]) == {"loss", "mlm_loss", "sbo_loss"} and res["new_mlm_head"]
+    assert res["architecture"] == arch
+    assert json.loads((run / "model" / "bertkit.json").read_text())["architecture"] == arch
     config = json.loads((run / "model" / "config.json").read_text())
     assert config["model_type"] == arch and config["num_hidden_layers"] == 2
 
@@ -136,9 +138,11 @@ class Killed(Exception):
     pass
 
 
-def test_modernbert_resume_gives_the_same_loss_sequence(corpus, tiny_modernbert, tmp_path,
-                                                        monkeypatch):
-    pretrain(_cfg(corpus, tmp_path / "full", model=tiny_modernbert, max_steps=5, save_steps=2))
+@pytest.mark.parametrize("family", ["modernbert", "deberta-v2"])
+def test_resume_gives_the_same_loss_sequence(family, corpus, tiny_modernbert, tiny_deberta,
+                                             tmp_path, monkeypatch):
+    model = tiny_modernbert if family == "modernbert" else tiny_deberta
+    pretrain(_cfg(corpus, tmp_path / "full", model=model, max_steps=5, save_steps=2))
     real_iter = PretrainBatches.iter_batches
     seen = {"n": 0}
 
@@ -151,10 +155,9 @@ def test_modernbert_resume_gives_the_same_loss_sequence(corpus, tiny_modernbert,
 
     monkeypatch.setattr(PretrainBatches, "iter_batches", dying)
     with pytest.raises(Killed):
-        pretrain(_cfg(corpus, tmp_path / "cut", model=tiny_modernbert, max_steps=5, save_steps=2))
+        pretrain(_cfg(corpus, tmp_path / "cut", model=model, max_steps=5, save_steps=2))
     monkeypatch.setattr(PretrainBatches, "iter_batches", real_iter)
-    pretrain(_cfg(corpus, tmp_path / "cut", model=tiny_modernbert, max_steps=5, save_steps=2,
-                  resume=True))
+    pretrain(_cfg(corpus, tmp_path / "cut", model=model, max_steps=5, save_steps=2, resume=True))
     a, b = _train(tmp_path / "full"), _train(tmp_path / "cut")
     assert [r["step"] for r in b] == list(range(1, 6))
     for key in ("loss", "mlm_loss", "sbo_loss"):
