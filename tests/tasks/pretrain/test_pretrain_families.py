@@ -15,6 +15,7 @@ from bertkit.tasks.pretrain import PretrainConfig, pretrain
 from bertkit.tasks.pretrain.batches import PretrainBatches
 from bertkit.tasks.pretrain.model import build_pretrain_model, parse_size, scratch_config
 from tests.encoder_families import make_tiny, tiny_deberta, tiny_modernbert  # noqa: F401
+from tests.tasks.pretrain.conftest import Killed, die_after
 
 
 def test_arch_key_builds_each_family(tokenizer):
@@ -134,29 +135,15 @@ def test_from_scratch_arch_pretrains_with_span_masking(arch, corpus, tiny_encode
     assert config["model_type"] == arch and config["num_hidden_layers"] == 2
 
 
-class Killed(Exception):
-    pass
-
-
 @pytest.mark.parametrize("family", ["modernbert", "deberta-v2"])
 def test_resume_gives_the_same_loss_sequence(family, corpus, tiny_modernbert, tiny_deberta,
                                              tmp_path, monkeypatch):
     model = tiny_modernbert if family == "modernbert" else tiny_deberta
     pretrain(_cfg(corpus, tmp_path / "full", model=model, max_steps=5, save_steps=2))
-    real_iter = PretrainBatches.iter_batches
-    seen = {"n": 0}
-
-    def dying(self, epoch, start=0):
-        for batch in real_iter(self, epoch, start):
-            if seen["n"] == 3:  # after the checkpoint at step 2
-                raise Killed
-            seen["n"] += 1
-            yield batch
-
-    monkeypatch.setattr(PretrainBatches, "iter_batches", dying)
+    undo = die_after(monkeypatch, PretrainBatches, 3)  # after the checkpoint at step 2
     with pytest.raises(Killed):
         pretrain(_cfg(corpus, tmp_path / "cut", model=model, max_steps=5, save_steps=2))
-    monkeypatch.setattr(PretrainBatches, "iter_batches", real_iter)
+    undo()
     pretrain(_cfg(corpus, tmp_path / "cut", model=model, max_steps=5, save_steps=2, resume=True))
     a, b = _train(tmp_path / "full"), _train(tmp_path / "cut")
     assert [r["step"] for r in b] == list(range(1, 6))
