@@ -126,11 +126,14 @@ def set_dropout(model: nn.Module, dropout: float) -> None:
     for name in DROPOUT_FIELDS:
         if hasattr(model.config, name):
             setattr(model.config, name, dropout)
-    for module in model.modules():
+    for module in list(model.modules()):
         if isinstance(module, nn.Dropout):
             module.p = dropout
-        elif type(module).__name__ == "ModernBertAttention":  # reads config.attention_dropout
+        elif type(module).__name__ == "ModernBertAttention":
+            # its SDPA call reads this rate; its output dropout is an Identity when the model
+            # was built with attention_dropout 0 (ModernBERT's default), so it is replaced
             module.attention_dropout = dropout
+            module.out_drop = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
 
 
 @dataclass(frozen=True)

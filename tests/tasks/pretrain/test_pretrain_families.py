@@ -155,3 +155,19 @@ def test_nsp_needs_bert(tokenizer):
     with pytest.raises(BertkitError, match="--nsp needs BERT's next-sentence head"):
         build_pretrain_model(None, "arch=modernbert,layers=1,hidden=32", tokenizer, sbo=False,
                              sbo_weight=1.0, nsp=True)
+
+
+def test_dropout_reaches_every_modernbert_dropout(tiny_modernbert, tokenizer):
+    """ModernBERT is built without dropout (its attention's output dropout is then an
+    Identity): ``--dropout`` sets the config's three rates and every dropout module."""
+    from torch import nn
+
+    model, _ = build_pretrain_model(tiny_modernbert, None, tokenizer, sbo=False, sbo_weight=1.0,
+                                    dropout=0.1)
+    config = model.mlm.config
+    assert (config.attention_dropout, config.embedding_dropout, config.mlp_dropout) == (0.1,) * 3
+    attention = [m for m in model.mlm.modules() if type(m).__name__ == "ModernBertAttention"]
+    assert len(attention) == 3
+    assert all(m.attention_dropout == 0.1 and isinstance(m.out_drop, nn.Dropout) and
+               m.out_drop.p == 0.1 for m in attention)
+    assert all(m.p == 0.1 for m in model.mlm.modules() if isinstance(m, nn.Dropout))
