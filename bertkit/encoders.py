@@ -114,3 +114,100 @@ def resolve_model_source(name: str) -> str:
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
+
+
+# Encoder families bertkit fine-tunes, pretrains and adapts (``config.model_type`` -> the name it
+# prints). BERT (Devlin et al., 2019) and its relatives with learned absolute positions, RoBERTa
+# (Liu et al., 2019), ModernBERT (Warner et al., 2024: RoPE, GeGLU, alternating local/global
+# attention, 8,192 positions) and DeBERTa-v2/v3 (He et al., 2021: disentangled relative
+# attention; v3 is the v2 architecture trained as an ELECTRA-style discriminator).
+FAMILIES = {
+    "bert": "BERT", "distilbert": "DistilBERT", "electra": "ELECTRA",
+    "roberta": "RoBERTa", "xlm-roberta": "XLM-RoBERTa", "camembert": "CamemBERT",
+    "modernbert": "ModernBERT", "deberta-v2": "DeBERTa-v2/v3",
+}
+SUPPORTED = ("a BERT, RoBERTa, ModernBERT or DeBERTa-v2/v3 encoder (also DistilBERT, ELECTRA, "
+             "XLM-RoBERTa, CamemBERT)")
+"""The families as messages name them."""
+
+
+def read_config(source):
+    """The ``transformers`` config of ``source`` (a directory or hub id), or ``source`` itself
+    when it is already a config.
+
+    Raises:
+        BertkitError: no readable ``config.json`` there.
+    """
+    if not isinstance(source, (str, Path)):
+        return source
+    from transformers import AutoConfig
+
+    quiet_transformers()
+    try:
+        return AutoConfig.from_pretrained(str(source))
+    except LOAD_ERRORS as exc:
+        raise BertkitError(f"cannot read the model's config: {_short(exc)}", file=source,
+                           expected="a model directory with config.json, or a hub id") from None
+
+
+def encoder_family(source, config=None) -> str:
+    """The family name (:data:`FAMILIES`) of the encoder at ``source`` (directory, hub id or
+    config), for messages and model cards; ``config``: the config already read from ``source``.
+
+    Raises:
+        BertkitError: the config names an architecture bertkit does not support (a decoder-only
+            model such as GPT-2 or Llama, an encoder-decoder, ...): the message names it and
+            lists the supported families.
+    """
+    config = read_config(source) if config is None else config
+    model_type = getattr(config, "model_type", None)
+    if model_type not in FAMILIES:
+        where = source if isinstance(source, (str, Path)) else None
+        arch = ", ".join(getattr(config, "architectures", None) or []) or model_type
+        raise BertkitError(f"unsupported encoder family '{model_type}' ({arch}): bertkit "
+                           f"trains bidirectional encoders", file=where,
+                           expected=SUPPORTED)
+    return FAMILIES[model_type]
+
+
+def attention_implementation(source) -> str:
+    """``"sdpa"`` (``torch.nn.functional.scaled_dot_product_attention``) where the encoder's
+    ``transformers`` class has that path, else ``"eager"``, the model's own attention code
+    (DeBERTa-v2/v3: its disentangled attention adds relative-position terms that the fused
+    kernel does not take). Passed as ``attn_implementation`` to every ``from_pretrained`` and
+    ``from_config`` bertkit makes.
+
+    Args:
+        source: a model directory, hub id or config.
+
+    Raises:
+        BertkitError: an unsupported family (:func:`encoder_family`). A config that cannot be
+            read gives ``"sdpa"``: the loader that follows reports the missing files itself.
+    """
+    try:
+        config = read_config(source)
+    except BertkitError:
+        return "sdpa"
+    encoder_family(source, config)
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+    try:
+        base = MODEL_MAPPING[type(config)]
+    except KeyError:  # pragma: no cover - every family in FAMILIES has a base model class
+        return "eager"
+    return "sdpa" if getattr(base, "_supports_sdpa", False) else "eager"
+
+
+def attention_note(source) -> str | None:
+    """One line for the start of a run when the encoder has no SDPA path (None when it has):
+    ``"DeBERTa-v2/v3 encoder: its own (eager) attention implementation; transformers has no
+    SDPA path for it"``.
+
+    Raises:
+        BertkitError: an unsupported family (:func:`encoder_family`).
+    """
+    if attention_implementation(source) == "sdpa":
+        return None
+    family = encoder_family(source, read_config(source))
+    return (f"{family} encoder: its own (eager) attention implementation; transformers has no "
+            f"SDPA path for it")

@@ -257,11 +257,52 @@ def card_metadata(task: str, results: dict, spec: CardSpec,
     return meta
 
 
+def architecture_line(config: dict) -> str | None:
+    """One sentence on the saved encoder, from its ``config.json`` (None without a
+    ``model_type``): family, class, size, attention and the input limit read from the config
+    (``max_position_embeddings``: 8,192 for ModernBERT; none fixed for DeBERTa's relative
+    positions), never assumed 512.
+
+    >>> architecture_line({"model_type": "modernbert", "architectures": ["ModernBertForMaskedLM"],
+    ...     "num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2,
+    ...     "max_position_embeddings": 8192})
+    'Architecture: ModernBERT (`ModernBertForMaskedLM`), 2 layers, hidden size 128, 2 attention heads; rotary positions (RoPE), inputs up to 8,192 pieces.'
+    """
+    from types import SimpleNamespace
+
+    from bertkit.encoders import FAMILIES
+    from bertkit.lengths import position_limit
+
+    kind = config.get("model_type")
+    if not kind:
+        return None
+    classes = ", ".join(f"`{c}`" for c in config.get("architectures") or [])
+    size = [f"{config[k]} {name}" for k, name in (("num_hidden_layers", "layers"),
+                                                  ("n_layers", "layers"))
+            if isinstance(config.get(k), int)][:1]
+    if isinstance(config.get("hidden_size"), int):
+        size.append(f"hidden size {config['hidden_size']}")
+    if isinstance(config.get("num_attention_heads"), int):
+        size.append(f"{config['num_attention_heads']} attention heads")
+    limit = position_limit(SimpleNamespace(**config))
+    if kind == "modernbert":
+        positions = "rotary positions (RoPE)"
+    elif limit is None:
+        positions = "relative positions"
+    else:
+        positions = "learned absolute positions"
+    bound = f"inputs up to {limit:,} pieces" if limit else "no fixed input limit"
+    return (f"Architecture: {FAMILIES.get(kind, kind)}{f' ({classes})' if classes else ''}"
+            f"{', ' + ', '.join(size) if size else ''}; {positions}, {bound}.")
+
+
 def model_card(task: str, results: dict, spec: CardSpec, cfg: Any = None,
-               remote_code: bool = False, path: str = "path/to/model") -> str:
+               remote_code: bool = False, path: str = "path/to/model",
+               config: dict | None = None) -> str:
     """The whole card (YAML header + Markdown body) for a run's ``model/``; see
     :func:`card_metadata` for the arguments. ``cfg`` (the run's config dataclass) gives the command
-    and the settings listed."""
+    and the settings listed; ``config`` (the saved ``config.json``) the architecture line
+    (:func:`architecture_line`)."""
     meta = card_metadata(task, results, spec, remote_code)
     capped = getattr(cfg, "max_eval_samples", None)
     if capped:  # scores on a slice of dev/test are no claim for the Hub's model-index
@@ -271,6 +312,9 @@ def model_card(task: str, results: dict, spec: CardSpec, cfg: Any = None,
              f"# {meta.get('model-index', [{}])[0].get('name', f'bertkit-{task}')}", "",
              f"{spec.task_name} model trained with bertkit (`bertkit {spec.command}`) from "
              f"{_base_named(results.get('model'), meta.get('base_model'))} on `{data}`."]
+    arch = architecture_line(config or {})
+    if arch:
+        lines += ["", arch]
     if "license" in meta:
         lines += ["", f"`license` above is the licence of the training data ({meta['license']})"
                       + (": **non-commercial use only**." if "-nc" in meta["license"] else ".")]
@@ -336,5 +380,11 @@ def write_model_card(model_dir: str | Path, results: dict, spec: CardSpec,
     task = results["task"]
     remote = bool(spec.remote_code_file) and (model_dir / spec.remote_code_file).is_file()
     path = model_dir / CARD_FILE
-    write_text(path, model_card(task, results, spec, cfg, remote, path=str(model_dir)))
+    saved = model_dir / "config.json"
+    try:
+        config = json.loads(saved.read_text(encoding="utf-8")) if saved.is_file() else None
+    except (OSError, ValueError):
+        config = None  # the card is written all the same, without its architecture line
+    write_text(path, model_card(task, results, spec, cfg, remote, path=str(model_dir),
+                                config=config if isinstance(config, dict) else None))
     return path

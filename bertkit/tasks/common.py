@@ -350,17 +350,18 @@ def _stopped_run(run: Path, task: str) -> None:
 
 
 def load_pretrained(loader: Callable, path: str | Path, **kwargs):
-    """``loader(path, attn_implementation="sdpa", **kwargs)`` (a ``from_pretrained``) for a saved
+    """``loader(path, attn_implementation=..., **kwargs)`` (a ``from_pretrained``; SDPA where
+    the architecture has it, :func:`bertkit.encoders.attention_implementation`) for a saved
     model, its load errors as one message.
 
     Raises:
         BertkitError: the saved files cannot be loaded (incomplete, truncated).
     """
-    from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers
+    from bertkit.encoders import LOAD_ERRORS, _short, attention_implementation, quiet_transformers
 
     quiet_transformers()
     try:
-        return loader(path, attn_implementation="sdpa", **kwargs)
+        return loader(path, attn_implementation=attention_implementation(path), **kwargs)
     except LOAD_ERRORS as exc:
         raise BertkitError(f"cannot load the saved model: {_short(exc)}", file=path,
                            expected="the model/ folder bertkit saved (complete, not truncated)"

@@ -232,7 +232,7 @@ def finetune(task: Task, cfg, console=None) -> dict:
 
 def _finetune_one(task: Task, cfg, console=None) -> dict:
     from bertkit.data.sets import canonical_data
-    from bertkit.encoders import default_model, resolve_model_source
+    from bertkit.encoders import attention_note, default_model, resolve_model_source
     from bertkit.io import atomic_path, write_json, write_text
     from bertkit.modelcard import write_model_card
     from bertkit.lengths import check_length, model_position_limit
@@ -249,7 +249,10 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     settings = {**to_dict(cfg), "model": model_name}
     check_run_dir(run_dir, cfg.resume, cfg.overwrite, settings, field_defaults(cfg),
                   command=f"finetune {task.name}")
+    attention = attention_note(model_name)  # also refuses a family bertkit does not support
     check_length(cfg.max_length, model_position_limit(model_name))
+    if attention and console and is_main_process():
+        console.print(f"note: {attention}", highlight=False, markup=False)
     from bertkit.vocab.match import check_tokenizer_matches
 
     check_tokenizer_matches(model_name)  # a swapped-in vocabulary reads other words' rows

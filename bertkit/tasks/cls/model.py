@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bertkit.encoders import LOAD_ERRORS, _short, load_tokenizer, quiet_transformers
+from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, load_tokenizer,
+                              quiet_transformers)
 from bertkit.errors import BertkitError
 from bertkit.tasks.common import read_saved_model, write_saved_model
 
@@ -73,7 +74,8 @@ def build_classifier(model_name: str, labels: list[str], multi_label: bool = Fal
     try:
         return AutoModelForSequenceClassification.from_pretrained(
             model_name, num_labels=len(labels), id2label=dict(enumerate(labels)),
-            label2id={lab: i for i, lab in enumerate(labels)}, attn_implementation="sdpa",
+            label2id={lab: i for i, lab in enumerate(labels)},
+            attn_implementation=attention_implementation(model_name),
             **kwargs)
     except LOAD_ERRORS as exc:
         raise BertkitError(f"cannot load model '{model_name}' for sequence classification: "

@@ -17,7 +17,8 @@ from torch import nn
 
 from bertkit.decoding.eisner import eisner_decode
 from bertkit.decoding.mst import mst_decode
-from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers, resolve_model_source
+from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, quiet_transformers,
+                              resolve_model_source)
 from bertkit.errors import BertkitError
 from bertkit.heads.biaffine import BiaffineHead
 from bertkit.tasks.common import find_saved_model, load_pretrained, write_saved_model
@@ -112,7 +113,8 @@ def _load_encoder(source: str):
 
     quiet_transformers()
     try:
-        return AutoModel.from_pretrained(source, attn_implementation="sdpa")
+        return AutoModel.from_pretrained(source,
+                                         attn_implementation=attention_implementation(source))
     except LOAD_ERRORS as exc:
         raise BertkitError(f"cannot load model '{source}': {_short(exc)}",
                            expected="a directory saved with save_pretrained, or a hub id "

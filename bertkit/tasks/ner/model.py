@@ -26,7 +26,8 @@ from safetensors.torch import load_file
 from torch import nn
 
 from bertkit.decoding.viterbi import viterbi_decode
-from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers, resolve_model_source
+from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, quiet_transformers,
+                              resolve_model_source)
 from bertkit.errors import BertkitError
 from bertkit.heads.crf import FORBIDDEN, LinearChainCRF
 from bertkit.pruned_forward import logits_at, supports_pruning
@@ -184,7 +185,7 @@ def build_tagger(model_name: str, labels: Sequence[str], crf: bool, label_all_su
         encoder = AutoModelForTokenClassification.from_pretrained(
             model_name, num_labels=len(labels), id2label=id2label,
             label2id={v: k for k, v in id2label.items()}, ignore_mismatched_sizes=True,
-            attn_implementation="sdpa")
+            attn_implementation=attention_implementation(model_name))
     except LOAD_ERRORS as exc:
         raise BertkitError(f"cannot load model '{model_name}': {_short(exc)}",
                            expected="a directory saved with save_pretrained, or a hub id "

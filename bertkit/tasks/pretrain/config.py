@@ -26,7 +26,8 @@ class PretrainConfig(TrainConfig):
         model: masked-LM or encoder to continue pretraining (None with no ``config``: the
             packaged MiniLM encoder).
         config: from-scratch size, ``tiny``, ``small``, ``base``, ``large`` or a custom
-            ``layers=L,hidden=H[,heads=A,intermediate=I]`` (needs ``vocab``).
+            ``layers=L,hidden=H[,heads=A,intermediate=I]``, with an optional
+            ``arch=bert|modernbert|deberta-v2`` (default ``bert``; needs ``vocab``).
         dropout: hidden and attention dropout (None: the model's own, 0.1 from scratch).
         max_tokens: token budget: train for ``ceil(max_tokens / (batch_size x
             gradient_accumulation x max_seq_length))`` optimiser steps (packed sequences have
@@ -72,7 +73,9 @@ class PretrainConfig(TrainConfig):
     config: str | None = option(None, help="Pretrain from scratch (needs --vocab): tiny, small, "
                                 "base, large, or a custom size such as layers=4,hidden=256 (keys "
                                 "layers, hidden, heads, intermediate; heads default to hidden/64, "
-                                "intermediate to 4 x hidden).")
+                                "intermediate to 4 x hidden, 1.5 x for ModernBERT), with an "
+                                "optional arch=bert|modernbert|deberta-v2 (default bert), e.g. "
+                                "arch=modernbert,layers=2,hidden=128.")
     vocab: str | None = option(None, help="Vocabulary of a from-scratch model: scivocab-uncased, "
                                "scivocab-cased, a tokenizer folder or vocab.txt.")
     dropout: float | None = option(None, min=0, max=0.999, shown="the model's own; 0.1 from "

@@ -25,10 +25,12 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from bertkit.encoders import LOAD_ERRORS, _short, quiet_transformers, resolve_model_source
+from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, quiet_transformers,
+                              resolve_model_source)
 from bertkit.errors import BertkitError
 from bertkit.heads.sbo import SpanBoundaryHead
 from bertkit.masking import IGNORE
+from bertkit.tasks.pretrain.families import build_config, mlm_head, set_dropout, split_arch
 
 SBO_FILE = "sbo.safetensors"
 META_FILE = "bertkit.json"
@@ -46,9 +48,11 @@ class PretrainModel(nn.Module):
     """Masked-LM (+ SBO) for pretraining.
 
     Args:
-        mlm: a ``*ForMaskedLM`` model of the BERT family (its head is ``cls`` or ``lm_head``), or
-            a ``BertForPreTraining`` (its ``cls`` holds ``predictions`` and the NSP head
-            ``seq_relationship``: NSP is then trained when batches carry ``next_sentence_label``).
+        mlm: a ``*ForMaskedLM`` model of a supported family (BERT, RoBERTa, ModernBERT,
+            DeBERTa-v2/v3, DistilBERT: its head is found by
+            :func:`bertkit.tasks.pretrain.families.mlm_head`), or a ``BertForPreTraining`` (its
+            ``cls`` holds ``predictions`` and the NSP head ``seq_relationship``: NSP is then
+            trained when batches carry ``next_sentence_label``).
         sbo: the span-boundary head, or None.
         sbo_weight: weight of the SBO loss.
 
@@ -62,12 +66,8 @@ class PretrainModel(nn.Module):
         self.mlm = mlm
         self.sbo = sbo
         self.sbo_weight = sbo_weight
-        name = next((n for n in ("cls", "lm_head") if hasattr(mlm, n)), None)
-        if name is None:
-            raise BertkitError(f"unsupported masked-LM architecture {type(mlm).__name__}",
-                               expected="a BERT or RoBERTa-style model")
-        self._head_name = name
-        self.nsp = name == "cls" and hasattr(mlm.cls, "seq_relationship")
+        self.head = mlm_head(mlm)  # where this family keeps its vocabulary head
+        self.nsp = self.head.nsp
         self.head_warmup_steps = 0  # steps the heads train alone, the encoder frozen (see below)
 
     def frozen_steps_for(self, name: str) -> int:
@@ -75,18 +75,18 @@ class PretrainModel(nn.Module):
         for the encoder (embeddings included, so the tied MLM decoder too), 0 for the new heads
         (the MLM transform and bias, SBO, NSP), which train first on the frozen encoder; the
         encoder then joins with its own warm-up (:func:`bertkit.training.optim.build_scheduler`)."""
-        head = name.startswith(("sbo.", f"mlm.{self._head_name}."))
+        head = name.startswith("sbo.") or (name.startswith("mlm.") and self.head.owns(name[4:]))
         return 0 if head else self.head_warmup_steps
 
     @property
     def encoder(self) -> nn.Module:
+        """The masked-LM's encoder (``base_model``: ``bert``, ``roberta``, ``model`` for
+        ModernBERT with its final norm, ``deberta``); its ``last_hidden_state`` feeds the heads."""
         return self.mlm.base_model
 
     def mlm_head(self, hidden: torch.Tensor) -> torch.Tensor:
         """Vocabulary logits ``[..., V]`` of hidden states ``[..., H]`` (transform + tied decoder)."""
-        if self.nsp:
-            return self.mlm.cls.predictions(hidden)
-        return getattr(self.mlm, self._head_name)(hidden)
+        return self.head.logits(self.mlm, hidden)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, sbo_boundaries: torch.Tensor | None = None,
@@ -183,21 +183,28 @@ class PretrainModel(nn.Module):
 # (Devlin et al., 2019; Turc et al., 2019 use the same ratios).
 SIZE_KEYS = {"layers": "num_hidden_layers", "hidden": "hidden_size",
              "heads": "num_attention_heads", "intermediate": "intermediate_size"}
-SIZE_FORMAT = ("tiny, small, base, large or layers=L,hidden=H[,heads=A,intermediate=I] "
-               "(e.g. layers=4,hidden=256)")
+SIZE_FORMAT = ("tiny, small, base, large or layers=L,hidden=H[,heads=A,intermediate=I], "
+               "each with an optional arch=bert|modernbert|deberta-v2 (e.g. "
+               "arch=modernbert,layers=2,hidden=128)")
 
 
 def parse_size(size: str) -> dict[str, int]:
-    """The ``BertConfig`` size fields of a named size or of a custom ``layers=L,hidden=H[,
-    heads=A,intermediate=I]`` (heads default to ``H / 64``, at least 1; intermediate to ``4 H``).
+    """The config size fields of a named size or of a custom ``layers=L,hidden=H[,
+    heads=A,intermediate=I]`` (heads default to ``H / 64``, at least 1; intermediate to ``4 H``);
+    an ``arch=`` key is read by :func:`bertkit.tasks.pretrain.families.split_arch` and checked
+    here, not returned.
 
     >>> parse_size("layers=4,hidden=256")
     {'num_hidden_layers': 4, 'hidden_size': 256, 'num_attention_heads': 4, 'intermediate_size': 1024}
 
     Raises:
-        BertkitError: an unknown name or key, a value that is not a positive integer, a missing
-            ``layers``/``hidden``, or a hidden size not divisible by the heads.
+        BertkitError: an unknown name, key or arch, a value that is not a positive integer, a
+            missing ``layers``/``hidden``, or a hidden size not divisible by the heads.
     """
+    spec = size
+    arch, size = split_arch(spec)
+    if not size:
+        raise BertkitError(f"--config {spec}: no size beside arch={arch}", expected=SIZE_FORMAT)
     if size in SIZES:
         return dict(SIZES[size])
     if "=" not in size:
@@ -207,54 +214,44 @@ def parse_size(size: str) -> dict[str, int]:
         key, _, raw = part.partition("=")
         key = key.strip()
         if key not in SIZE_KEYS:
-            raise BertkitError(f"--config {size}: unknown key '{key}'",
+            raise BertkitError(f"--config {spec}: unknown key '{key}'",
                                expected=", ".join(SIZE_KEYS))
         if key in values:
-            raise BertkitError(f"--config {size}: '{key}' given twice", expected="each key once")
+            raise BertkitError(f"--config {spec}: '{key}' given twice", expected="each key once")
         try:
             values[key] = int(raw.strip())
         except ValueError:
             values[key] = 0
         if values[key] < 1:
-            raise BertkitError(f"--config {size}: {key}={raw.strip()!r}",
+            raise BertkitError(f"--config {spec}: {key}={raw.strip()!r}",
                                expected="a positive integer")
     missing = [k for k in ("layers", "hidden") if k not in values]
     if missing:
-        raise BertkitError(f"--config {size}: no {' or '.join(missing)}", expected=SIZE_FORMAT)
+        raise BertkitError(f"--config {spec}: no {' or '.join(missing)}", expected=SIZE_FORMAT)
     hidden = values["hidden"]
     heads = values.get("heads", max(1, hidden // 64))
     if hidden % heads:
-        raise BertkitError(f"--config {size}: hidden {hidden} is not divisible by {heads} heads",
+        raise BertkitError(f"--config {spec}: hidden {hidden} is not divisible by {heads} heads",
                            expected="heads dividing hidden (e.g. hidden=256,heads=4)")
     return {"num_hidden_layers": values["layers"], "hidden_size": hidden,
             "num_attention_heads": heads, "intermediate_size": values.get("intermediate", 4 * hidden)}
 
 
-def scratch_config(size: str, tokenizer, max_positions: int = 512, dropout: float | None = None):
-    """A ``BertConfig`` of a named or custom size (:func:`parse_size`) for the tokenizer's
-    vocabulary; ``dropout`` sets both the hidden and the attention dropout (None: BERT's 0.1).
+def scratch_config(size: str, tokenizer, max_positions: int | None = None,
+                   dropout: float | None = None):
+    """The config of a named or custom size (:func:`parse_size`) and ``arch`` (``BertConfig``
+    without one; ``ModernBertConfig``, ``DebertaV2Config``:
+    :func:`bertkit.tasks.pretrain.families.build_config`) for the tokenizer's vocabulary;
+    ``dropout`` sets the hidden and attention dropout (None: the family's default, BERT's 0.1);
+    ``max_positions`` None: the family's (512; ModernBERT 8,192).
 
     Raises:
-        BertkitError: an unknown or malformed size.
+        BertkitError: an unknown or malformed size or arch.
     """
-    from transformers import BertConfig
-
-    extra = {} if dropout is None else {"hidden_dropout_prob": dropout,
-                                        "attention_probs_dropout_prob": dropout}
-    return BertConfig(vocab_size=len(tokenizer), max_position_embeddings=max_positions,
-                      pad_token_id=tokenizer.pad_token_id, **parse_size(size), **extra)
-
-
-def set_dropout(model: nn.Module, dropout: float) -> None:
-    """Set every dropout of a loaded model to ``dropout``: its config's hidden and attention
-    dropout (so the saved model keeps it) and each ``nn.Dropout`` module's rate (BERT's SDPA
-    attention reads its rate from its ``nn.Dropout``)."""
-    for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-        if hasattr(model.config, name):
-            setattr(model.config, name, dropout)
-    for module in model.modules():
-        if isinstance(module, nn.Dropout):
-            module.p = dropout
+    arch, rest = split_arch(size)
+    given = "intermediate=" in rest.replace(" ", "")
+    return build_config(arch, parse_size(size), tokenizer, max_positions, dropout,
+                        intermediate_given=given or arch == "bert")
 
 
 def build_pretrain_model(model: str | None, size: str | None, tokenizer, sbo: bool,
@@ -284,20 +281,26 @@ def build_pretrain_model(model: str | None, size: str | None, tokenizer, sbo: bo
     quiet_transformers()
     info = {"new_mlm_head": False, "new_nsp_head": nsp, "new_pooler": nsp, "sbo_loaded": False}
     if size is not None:
-        mlm = auto.from_config(scratch_config(size, tokenizer, dropout=dropout),
-                               attn_implementation="sdpa")
+        config = scratch_config(size, tokenizer, dropout=dropout)
+        if nsp and config.model_type != "bert":
+            raise BertkitError(f"--nsp needs BERT's next-sentence head; --config {size} builds "
+                               f"a {config.model_type} model",
+                               expected="arch=bert (the default), or --no-nsp")
+        mlm = auto.from_config(config, attn_implementation=attention_implementation(config))
         info["new_mlm_head"] = True
     else:
         path = resolve_model_source(model)
         try:
             mlm, loading = auto.from_pretrained(
-                path, attn_implementation="sdpa", output_loading_info=True)
+                path, attn_implementation=attention_implementation(path),
+                output_loading_info=True)
         except LOAD_ERRORS as exc:
             raise BertkitError(f"cannot load a masked-LM from '{model}': {_short(exc)}",
-                               expected="a BERT-family model directory or hub id") from None
+                               expected="a BERT, RoBERTa, ModernBERT or DeBERTa-v2/v3 model "
+                                        "directory or hub id") from None
         missing = [k for k in loading.get("missing_keys", []) if "embeddings" not in k]
-        info["new_mlm_head"] = any(k.startswith(("cls.predictions", "lm_head.")) or
-                                   (k.startswith("cls.") and not nsp) for k in missing)
+        info["new_mlm_head"] = any(mlm_head(mlm).owns(k) and not k.startswith(
+            ("cls.seq_relationship", "cls.pooler")) for k in missing)
         info["new_nsp_head"] = nsp and any(k.startswith("cls.seq_relationship") for k in missing)
         info["new_pooler"] = nsp and any(".pooler." in f".{k}" for k in missing)
     if nsp and not (hasattr(mlm, "cls") and hasattr(mlm.cls, "seq_relationship")):
@@ -315,7 +318,8 @@ def build_pretrain_model(model: str | None, size: str | None, tokenizer, sbo: bo
     head = None
     if sbo:
         head = SpanBoundaryHead(hidden, mlm.get_input_embeddings().weight.shape[0],
-                                layer_norm_eps=getattr(mlm.config, "layer_norm_eps", 1e-12))
+                                layer_norm_eps=getattr(mlm.config, "layer_norm_eps",
+                                                       getattr(mlm.config, "norm_eps", 1e-12)))
         saved = Path(str(resolve_model_source(model))) / SBO_FILE if model else None
         if saved is not None and saved.is_file():
             state = load_file(str(saved))

@@ -15,7 +15,7 @@ import torch
 from rich.console import Console
 
 from bertkit.config import config_yaml, field_defaults, to_dict
-from bertkit.encoders import default_model, load_tokenizer
+from bertkit.encoders import attention_note, default_model, load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path, write_json, write_text
 from bertkit.masking import TokenMasker, VocabInfo, build_masker
@@ -105,6 +105,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         from bertkit.vocab.match import check_tokenizer_matches
 
         check_tokenizer_matches(cfg.model, tokenizer)
+        attention_note(cfg.model)  # an unsupported family stops here, before any tokenising
     with main_process_first(runtime.device):  # one process tokenises, the others read its cache
         stream = tokenize_corpus(_paths(cfg.corpus), tokenizer, cfg.cache_dir,
                                  console if is_main_process() else None, cfg.skip_bad_lines)
@@ -173,7 +174,9 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     else:
         console = None
     if console:
-        source = cfg.model if cfg.model else f"new {cfg.config} BERT, vocabulary {cfg.vocab}"
+        source = cfg.model or f"new {cfg.config} {model.head.family}, vocabulary {cfg.vocab}"
+        if attention_note(model.mlm.config):  # DeBERTa: its own attention, no SDPA path
+            console.print(f"note: {attention_note(model.mlm.config)}", highlight=False)
         console.print(
             f"corpus: {len(stream.ids):,} tokens, {stream.documents:,} "
             f"document{'' if stream.documents == 1 else 's'} "
@@ -210,6 +213,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
         tokens = result.steps * cfg.batch_size * cfg.gradient_accumulation * cfg.max_seq_length
         meta = {"masking": cfg.masking, "max_seq_length": cfg.max_seq_length, "steps": result.steps,
                 "base_model": cfg.model, "config": cfg.config, "vocab": cfg.vocab,
+                "architecture": model.mlm.config.model_type,  # bert, modernbert, deberta-v2
                 "corpus": cfg.corpus,  # provenance: the contamination check reads it
                 "sbo_weight": cfg.sbo_weight if cfg.use_sbo else None, "nsp": cfg.nsp,
                 "short_seq_prob": cfg.short_seq_prob if cfg.nsp else None,
@@ -218,6 +222,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
             model.save(tmp, tokenizer, meta)
         results = {
             "task": "pretrain", "corpus": cfg.corpus, "model": cfg.model, "config": cfg.config,
+            "architecture": model.mlm.config.model_type,
             "vocab": cfg.vocab, "masking": cfg.masking, "sbo": cfg.use_sbo, "nsp": cfg.nsp,
             "steps": result.steps, "dropout": cfg.dropout, "max_tokens": cfg.max_tokens,
             "train_tokens": result.train_tokens,

@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bertkit.encoders import LOAD_ERRORS, _short, load_tokenizer, quiet_transformers
+from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, load_tokenizer,
+                              quiet_transformers)
 from bertkit.errors import BertkitError
 from bertkit.tasks.common import read_saved_model, write_saved_model
 
@@ -55,8 +56,8 @@ def build_qa_model(model_name: str):
 
     quiet_transformers()
     try:
-        return AutoModelForQuestionAnswering.from_pretrained(model_name,
-                                                             attn_implementation="sdpa")
+        return AutoModelForQuestionAnswering.from_pretrained(
+            model_name, attn_implementation=attention_implementation(model_name))
     except LOAD_ERRORS as exc:
         raise BertkitError(f"cannot load model '{model_name}' for question answering: "
                            f"{_short(exc)}", expected="a BERT-family encoder directory or hub id"

@@ -33,8 +33,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from bertkit.encoders import (LOAD_ERRORS, _short, load_tokenizer, quiet_transformers,
-                              resolve_model_source)
+from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, load_tokenizer,
+                              quiet_transformers, resolve_model_source)
 from bertkit.errors import BertkitError
 from bertkit.heads.relation import POOLINGS, BertForRelationClassification
 from bertkit.tasks.re.encoding import MarkerSet, add_markers
@@ -148,7 +148,8 @@ def build_relation_model(model_name: str, labels: Sequence[str], pooling: str,
         config.problem_type = "single_label_classification"
         try:
             model = AutoModelForSequenceClassification.from_pretrained(
-                model_name, config=config, attn_implementation="sdpa")
+                model_name, config=config,
+                attn_implementation=attention_implementation(model_name))
         except LOAD_ERRORS as exc:
             raise BertkitError(f"cannot load model '{model_name}' for sequence classification: "
                                f"{_short(exc)}", expected="an encoder with a "
@@ -166,8 +167,8 @@ def build_relation_model(model_name: str, labels: Sequence[str], pooling: str,
         if not portable(pooling):  # saved with relation.py and auto_map
             BertForRelationClassification.register_for_auto_class(
                 "AutoModelForSequenceClassification")
-        model = BertForRelationClassification.from_pretrained(model_name, config=config,
-                                                              attn_implementation="sdpa")
+        model = BertForRelationClassification.from_pretrained(
+            model_name, config=config, attn_implementation=attention_implementation(model_name))
     if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
         model.resize_token_embeddings(len(tokenizer), mean_resizing=True)
     return accept_relation_batches(model), tokenizer, marker_ids

@@ -24,7 +24,8 @@ from rich.console import Console
 from rich.table import Table
 
 from bertkit.batching import GroupedBatches, pad_right
-from bertkit.encoders import LOAD_ERRORS, _short, load_tokenizer, quiet_transformers
+from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, load_tokenizer,
+                              quiet_transformers)
 from bertkit.errors import BertkitError
 from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
@@ -107,7 +108,8 @@ def build_regressor(model_name: str):
     quiet_transformers()
     try:
         return AutoModelForSequenceClassification.from_pretrained(
-            model_name, num_labels=1, problem_type="regression", attn_implementation="sdpa")
+            model_name, num_labels=1, problem_type="regression",
+            attn_implementation=attention_implementation(model_name))
     except LOAD_ERRORS as exc:
         raise BertkitError(f"cannot load model '{model_name}' for sequence regression: "
                            f"{_short(exc)}", expected="a BERT-family encoder directory or hub id"
