@@ -73,14 +73,17 @@ def round_up(n: int, multiple: int) -> int:
 
 
 def plan_batch(lengths: np.ndarray, T: int, capacity: int, start: int,
-               row_multiple: int = 1) -> dict[str, torch.Tensor]:
+               row_multiple: int = 1, length_multiple: int | None = None
+               ) -> dict[str, torch.Tensor]:
     """Where each token of a right-padded ``[N, T]`` batch goes in packed rows, computed on the
     host where the batch is built (the prefetch worker), so that the step only gathers.
 
-    Rows are ``L = capacity * ceil(longest / capacity)`` tokens (a shape bucket: a multiple of
-    ``capacity``) and their number R is rounded up to a multiple of ``row_multiple`` (extra rows
-    are all padding): the step's shapes then come from a small set, which a compiled or
-    graph-captured step reuses (8 on CUDA; 1 on a CPU, where shapes cost nothing and rows do).
+    Rows are ``L = max(capacity, longest)`` tokens rounded up to a multiple of
+    ``length_multiple`` (default ``capacity``: a shape bucket) and their number R is rounded up
+    to a multiple of ``row_multiple`` (extra rows are all padding): the step's shapes then come
+    from a small set, which a compiled or graph-captured step reuses (CUDA: rows x8, lengths x
+    capacity). On a CPU, where shapes cost nothing and padding does, both are 1: the rows are
+    then exactly those :meth:`Packer.pack` makes.
 
     Args:
         lengths: ``[N]`` real tokens per sequence (each <= T).
@@ -88,6 +91,7 @@ def plan_batch(lengths: np.ndarray, T: int, capacity: int, start: int,
         capacity: minimum tokens per packed row.
         start: first position id (:func:`position_start`).
         row_multiple: rows rounded up to a multiple of this.
+        length_multiple: row length rounded up to a multiple of this (None: ``capacity``).
 
     Returns:
         CPU long tensors: ``pack_src [R, L]`` (flat index into ``[N * T]`` of each packed slot;
@@ -97,7 +101,8 @@ def plan_batch(lengths: np.ndarray, T: int, capacity: int, start: int,
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     N = len(lengths)
-    L = round_up(int(lengths.max()) if N else 1, capacity)
+    L = round_up(max(capacity, int(lengths.max()) if N else 1),
+                 capacity if length_multiple is None else length_multiple)
     row, offset, R = plan_rows(lengths, L)
     R = round_up(R, row_multiple)
     n_idx = np.repeat(np.arange(N), lengths)  # [M] sequence of each real token

@@ -172,9 +172,10 @@ class WindowBatches:
     the (length-grouped) batch it falls in.
 
     With ``pack = (capacity, start, row_multiple)`` each batch also carries its packing plan
-    (:func:`bertkit.packing.plan_batch`), made here (in the prefetch worker) rather than in
-    the step, and ``T``/``K`` are rounded up to a multiple of ``multiple``: the step then reads
-    nothing back to the host and its shapes come from a small set of buckets.
+    (:func:`bertkit.packing.plan_batch`; with ``row_multiple`` > 1, the GPU setting, row
+    lengths rounded up to a multiple of ``capacity`` too), made here (in the prefetch worker)
+    rather than in the step, and ``T``/``K`` are rounded up to a multiple of ``multiple``: the
+    step then reads nothing back to the host and its shapes come from a small set of buckets.
     """
 
     def __init__(self, windows: Sequence[Window], batch_size: int, seed: int, pad_id: int,
@@ -215,7 +216,8 @@ class WindowBatches:
             if self.pack is not None:
                 capacity, start, rows = self.pack
                 batch.update(plan_batch(batch["attention_mask"].sum(1).numpy(),
-                                        batch["input_ids"].shape[1], capacity, start, rows))
+                                        batch["input_ids"].shape[1], capacity, start, rows,
+                                        capacity if rows > 1 else 1))
             if self.token_weighted:
                 batch["loss_scale"] = torch.tensor(float(self.labelled[idx].sum()) / norm)
             yield batch

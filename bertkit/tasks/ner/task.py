@@ -228,10 +228,11 @@ class NERTask:
                    f"device {runtime.device}, {runtime.precision}\n"
                    f"batches: {cfg.batch_size} sentences, {order}"
                    f"{f', packed into rows of >= {cfg.pack_length} tokens' if packed else ''}")
-        rows = 8 if runtime.device.type == "cuda" else 1  # shape buckets matter on a GPU only
+        gpu = runtime.device.type == "cuda"  # shape buckets matter on a GPU only
+        rows = 8 if gpu else 1  # on a CPU: exactly the rows packing in the step made
         batches = WindowBatches(windows, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
                                 sources=[f"{s.file}:{s.line}" for s in train_s],
-                                length_group=length_group, multiple=32 if packed else 1,
+                                length_group=length_group, multiple=32 if packed and gpu else 1,
                                 pack=(cfg.pack_length, tagger.packer.start, rows) if packed
                                 else None)
         dev_windows, _ = encode(dev_s, tokenizer, label2id, cfg.max_length)
