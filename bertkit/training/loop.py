@@ -20,6 +20,7 @@ visible at a glance); each step it takes is a plain function below, tested on it
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -291,7 +292,8 @@ def evaluate_and_select(parts: Parts, state: TrainState,
                         evaluate: Callable[[torch.nn.Module], dict[str, Any]],
                         select_metric: str | None, epoch: int) -> dict[str, Any] | None:
     """Score dev on rank 0 (the others wait), log an ``eval`` record and keep the weights in
-    ``checkpoints/best.pt`` when ``select_metric`` (higher is better) improves. Evaluation time
+    ``checkpoints/best.pt`` when ``select_metric`` (higher is better) improves (an undefined
+    score, :func:`defined_score`, never does). Evaluation time
     is not training time. The record carries ``train_tokens`` and ``train_seconds`` so far (a
     learning curve against tokens seen or training time). Returns the record (None off rank 0).
 
@@ -319,17 +321,32 @@ def evaluate_and_select(parts: Parts, state: TrainState,
         state.history.append(record)
         score = None
         if select_metric is not None:
-            score = float(metrics[select_metric])
-            if state.best_metric is None or score > state.best_metric:
+            score = defined_score(metrics, select_metric)
+            if score is not None and (state.best_metric is None or score > state.best_metric):
                 state.best_metric, state.best_epoch = score, epoch + 1
                 state.best_index = len(state.history) - 1
                 parts.out.torch_save("checkpoints/best.pt", model.state_dict())
         if parts.console is not None:
             parts.console.print(describe_eval(record, score, state, select_metric, parts,
-                                              epoch), highlight=False)
+                                              epoch, metrics.get("undefined")), highlight=False)
     barrier()
     parts.meter.restart()
     return record
+
+
+def defined_score(metrics: dict[str, Any], name: str) -> float | None:
+    """The dev score ``metrics[name]`` as a float, or None where it is undefined (None or NaN:
+    a correlation over a dev split whose gold scores are all the same): such an evaluation
+    chooses no epoch; with no defined score at all the run keeps its last weights.
+
+    Raises:
+        KeyError: ``metrics`` has no ``name``.
+    """
+    value = metrics[name]
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
 
 
 def finish(parts: Parts, state: TrainState, keep_best: bool) -> TrainResult:
