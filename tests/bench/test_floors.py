@@ -73,3 +73,18 @@ def test_the_report_phrase_groups_the_seeds_and_gives_each_ones_figures():
         f"2 of 3 seeds: {pearson} (seed 1: Pearson -0.28; seed 3: Pearson -0.05)"
     assert describe(["the classifier may have collapsed: x"], [4]) == \
         "1 of 1 seed: the classifier may have collapsed: x"
+
+
+def test_a_similarity_run_below_its_encoders_zero_shot_score_is_named():
+    from bertkit.bench.floors import zero_shot_reason
+
+    # issue 63: the cross-encoder on BIOSSES (8.36) against MiniLM's zero-shot cosine (84.69)
+    below = {"metric": "pearson", "test": {"pearson": 0.0836, "zero_shot_pearson": 0.8469}}
+    assert zero_shot_reason(below) == ("below the encoder's zero-shot score (Pearson 8.36, "
+                                       "zero-shot 84.69)")
+    assert floor_reason(below) is None  # a learnt correlation, just a worse one
+    assert zero_shot_reason({"metric": "pearson", "test": {"pearson": 0.87,
+                                                           "zero_shot_pearson": 0.8469}}) is None
+    assert zero_shot_reason({"metric": "pearson", "test": {"pearson": 0.2}}) is None  # no row
+    assert describe([zero_shot_reason(below), None], [1, 2]) == (
+        "1 of 2 seeds: below the encoder's zero-shot score (Pearson 8.36, zero-shot 84.69)")

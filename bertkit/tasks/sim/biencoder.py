@@ -219,6 +219,7 @@ def usage(results: dict) -> str:
     mode = str(results.get("pooling", "mean")).split("+")[0]
     low, high = results.get("score_range") or (0.0, 1.0)
     lines = POOLING_LINES.get(mode, f"...  # {mode} pooling: see 1_Pooling/config.json")
+    length = results.get("max_length", 256)
     return f'''from sentence_transformers import SentenceTransformer
 
 model = SentenceTransformer("{{path}}")
@@ -235,7 +236,7 @@ tokenizer = AutoTokenizer.from_pretrained("{{path}}")
 encoder = AutoModel.from_pretrained("{{path}}").eval()
 
 def embed(texts):
-    batch = tokenizer(texts, padding=True, truncation=True, max_length={results.get("max_length", 256)},
+    batch = tokenizer(texts, padding=True, truncation=True, max_length={length},
                       return_tensors="pt")
     with torch.no_grad():
         hidden = encoder(**batch).last_hidden_state  # [B, T, H]

@@ -26,14 +26,12 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-import torch
 from rich.console import Console
 from rich.table import Table
 
-from bertkit.batching import GroupedBatches, pad_right
-from bertkit.encoders import LOAD_ERRORS, _short, load_tokenizer, quiet_transformers
+from bertkit.batching import GroupedBatches
+from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
-from bertkit.inference import run_batches, sorted_batches
 from bertkit.io import write_text
 from bertkit.metrics.sim import similarity_scores
 from bertkit.modelcard import CardSpec, Metric
@@ -41,85 +39,12 @@ from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.common import (find_saved_model, load_pretrained, parse_split,
                                   prediction_line, warn_bad_lines, write_saved_model)
 from bertkit.tasks.driver import finetune
-from bertkit.tasks.sim.config import SimConfig
 from bertkit.tasks.sim import biencoder as bi
+from bertkit.tasks.sim.config import SimConfig
+from bertkit.tasks.sim.regressor import build_regressor, collate, encode, predict_scores
 from bertkit.tasks.sim.data import (EXTENSIONS, Fields, PairExample, check_scales,
                                     declared_range, load_sim_data, read_pairs, score_range)
 from bertkit.training.devices import Runtime, make_runtime
-
-
-def encode(xs: Sequence[PairExample], tokenizer, max_length: int) -> tuple[list[dict], int]:
-    """Each pair as ``[CLS] text [SEP] pair [SEP]`` (token types 0 then 1), cut longest first
-    to ``max_length`` pieces (the tokenizer's ``longest_first``).
-
-    Returns:
-        (one dict per pair: ``input_ids`` ``[T]``, ``token_type_ids`` ``[T]`` when the
-        tokenizer uses them, ``labels`` (float score, NaN when unlabelled); the number of pairs
-        that were cut).
-    """
-    if not xs:
-        return [], 0
-    a, b = [x.text for x in xs], [x.text_pair for x in xs]
-    full = tokenizer(a, b, truncation=False)["input_ids"]
-    enc = tokenizer(a, b, truncation="longest_first", max_length=max_length)
-    types = enc.get("token_type_ids")
-    items = [{"input_ids": np.asarray(ids, dtype=np.int64),
-              "token_type_ids": np.asarray(types[i], dtype=np.int64) if types else None,
-              "labels": np.float32(x.score if x.score is not None else np.nan)}
-             for i, (ids, x) in enumerate(zip(enc["input_ids"], xs))]
-    return items, sum(len(f) > len(e) for f, e in zip(full, enc["input_ids"]))
-
-
-def collate(items: Sequence[dict], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad to the batch's longest pair: ``input_ids``, ``attention_mask`` (``token_type_ids``)
-    ``[B, T]`` long and ``labels`` ``[B]`` float (the scores)."""
-    ids, mask = pad_right([x["input_ids"] for x in items], pad_id)
-    out = {"input_ids": torch.from_numpy(ids),
-           "attention_mask": torch.from_numpy(mask.astype(np.int64))}
-    if items[0]["token_type_ids"] is not None:
-        types, _ = pad_right([x["token_type_ids"] for x in items], 0)
-        out["token_type_ids"] = torch.from_numpy(types)
-    out["labels"] = torch.tensor(np.asarray([x["labels"] for x in items], dtype=np.float32))
-    return out
-
-
-def predict_scores(model, items: Sequence[dict], runtime: Runtime, pad_id: int,
-                   batch_size: int = 64) -> np.ndarray:
-    """The model's score ``[N]`` float32 for each encoded pair (batches sorted by length)."""
-    out = np.zeros(len(items), dtype=np.float32)
-    if not items:
-        return out
-    model.eval()
-    model.to(runtime.device)
-
-    def run(idx: np.ndarray) -> None:
-        batch = collate([items[i] for i in idx], pad_id)
-        batch.pop("labels")
-        with runtime.autocast():
-            logits = model(**runtime.to_device(batch)).logits  # [B, 1]
-        out[idx] = logits[:, 0].float().cpu().numpy()
-
-    run_batches(run, sorted_batches(np.asarray([len(x["input_ids"]) for x in items]),
-                                    batch_size), runtime.device)
-    return out
-
-
-def build_regressor(model_name: str):
-    """A fresh one-output regression head over the encoder at ``model_name``.
-
-    Raises:
-        BertkitError: the encoder cannot be loaded.
-    """
-    from transformers import AutoModelForSequenceClassification
-
-    quiet_transformers()
-    try:
-        return AutoModelForSequenceClassification.from_pretrained(
-            model_name, num_labels=1, problem_type="regression", attn_implementation="sdpa")
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load model '{model_name}' for sequence regression: "
-                           f"{_short(exc)}", expected="a BERT-family encoder directory or hub id"
-                           ) from None
 
 
 def prediction_lines(xs: Sequence[PairExample], pred: np.ndarray) -> str:
@@ -307,8 +232,9 @@ class SimTask:
         for name, row in rows:
             table.add_row(name, _points(row), _points(row, "spearman"), f"{row['mse']:.4f}",
                           f"{row['baseline_mse']:.4f}", str(row["support"]))
-        if any(row.get("undefined") for _, row in rows):
-            table.caption = f"undefined: {rows[0][1].get('undefined') or rows[-1][1]['undefined']}"
+        why = [row["undefined"] for _, row in rows if row.get("undefined")]
+        if why:
+            table.caption = f"undefined: {why[0]}"
         return table
 
     @staticmethod
@@ -407,9 +333,9 @@ def _zero_shot(model: str, data: str, split: str, console: Console | None):
     """(encoder, tokenizer, meta) of ``evaluate sim --zero-shot``: the encoder ``model`` as a
     bi-encoder (its own pooling, else mean), no training; its score range the set's declared
     one, else the scored split's (Pearson and Spearman do not depend on it)."""
-    from bertkit.encoders import resolve_model_source
+    from bertkit.encoders import default_model, resolve_model_source
 
-    name = resolve_model_source(model)
+    name = resolve_model_source(default_model() if model in PACKAGED_NAMES else model)
     encoder = bi.load_bi_encoder(name, ZERO_SHOT_LENGTH)
     out = load_sim_data(data, (split,))[0][split]
     meta = {"architecture": "bi-encoder", "max_length": ZERO_SHOT_LENGTH, "path": name,
@@ -421,6 +347,7 @@ def _zero_shot(model: str, data: str, split: str, console: Console | None):
     return encoder, load_tokenizer(name), meta
 
 
+PACKAGED_NAMES = ("minilm", "packaged")  # --zero-shot --model minilm: the packaged encoder
 ZERO_SHOT_LENGTH = 256  # pieces per text of evaluate sim --zero-shot (all-MiniLM-L6-v2's own)
 
 
@@ -430,8 +357,8 @@ def evaluate_sim(model_dir: str, data: str, split: str = "test", device: str = "
                  zero_shot: bool = False) -> Evaluation:
     """Score a saved similarity model on one split of ``data`` (its first ``max_eval_samples``
     pairs; None: all): Pearson, Spearman, MSE. With ``zero_shot``, ``model_dir`` names an
-    encoder (directory or hub id) scored as given: the cosine of its pooled embeddings, no
-    training (MTEB's STS protocol).
+    encoder (directory, hub id, or ``minilm``: the packaged one) scored as given: the cosine of
+    its pooled embeddings, no training (MTEB's STS protocol).
 
     Raises:
         BertkitError: no saved sim model (or encoder) there, bad data, or an unknown split.
