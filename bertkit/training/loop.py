@@ -20,7 +20,6 @@ visible at a glance); each step it takes is a plain function below, tested on it
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,7 +42,7 @@ from bertkit.training.report import _draw_curves, _where, describe_eval, torch_w
 from bertkit.training.rundir import RunWriter, check_free_space, checkpoint_bytes
 from bertkit.training.saving import save_step, stop_run, sync_model
 from bertkit.training.signals import StopRequest
-from bertkit.training.state import BatchOut, Parts, TrainState
+from bertkit.training.state import BatchOut, Parts, TrainState, defined_score
 
 
 def train(
@@ -292,13 +291,12 @@ def evaluate_and_select(parts: Parts, state: TrainState,
                         evaluate: Callable[[torch.nn.Module], dict[str, Any]],
                         select_metric: str | None, epoch: int) -> dict[str, Any] | None:
     """Score dev on rank 0 (the others wait), log an ``eval`` record and keep the weights in
-    ``checkpoints/best.pt`` when ``select_metric`` (higher is better) improves (an undefined
-    score, :func:`defined_score`, never does). Evaluation time
+    ``checkpoints/best.pt`` when ``select_metric`` (higher is better) improves. Evaluation time
     is not training time. The record carries ``train_tokens`` and ``train_seconds`` so far (a
     learning curve against tokens seen or training time). Returns the record (None off rank 0).
 
     Raises:
-        KeyError: ``evaluate`` returned no ``select_metric``.
+        KeyError: ``evaluate`` returned no ``select_metric`` (None or NaN: undefined, never best).
     """
     parts.meter.flush(parts, state, epoch)
     parts.meter.bank(state)
@@ -332,21 +330,6 @@ def evaluate_and_select(parts: Parts, state: TrainState,
     barrier()
     parts.meter.restart()
     return record
-
-
-def defined_score(metrics: dict[str, Any], name: str) -> float | None:
-    """The dev score ``metrics[name]`` as a float, or None where it is undefined (None or NaN:
-    a correlation over a dev split whose gold scores are all the same): such an evaluation
-    chooses no epoch; with no defined score at all the run keeps its last weights.
-
-    Raises:
-        KeyError: ``metrics`` has no ``name``.
-    """
-    value = metrics[name]
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
 
 
 def finish(parts: Parts, state: TrainState, keep_best: bool) -> TrainResult:
