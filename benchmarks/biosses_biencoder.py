@@ -13,6 +13,8 @@ Usage:
     BERTKIT_DATA=../shared/data OMP_NUM_THREADS=1 nice -n 10 python benchmarks/biosses_biencoder.py \\
         [--lrs 2e-5,5e-5,1e-4 --epochs 5,10 --objectives cosine,cosent --seeds 1,2,3,4,5] \\
         [--out benchmarks/results/blurb/biosses-biencoder-minilm] [--runs /tmp/biosses-bi]
+Grid extension (the best point at the grid's edge):
+    ... biosses_biencoder.py --objectives cosent --lrs 2e-4 --epochs 4,8 --grid-only --out DIR
 Smoke:
     ... biosses_biencoder.py --lrs 5e-5 --epochs 1 --objectives cosine --seeds 1 --out /tmp/bb
 """
@@ -62,6 +64,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--runs", type=Path, default=Path("/tmp/biosses-bi"))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--grid-only", action="store_true",
+                    help="stop after the dev grid (extending a grid whose best point is at an edge)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -91,6 +95,10 @@ def main() -> None:
     log(fh, f"chosen on dev: objective {best['objective']}, lr {best['lr']:g}, epochs "
             f"{best['epochs']} (dev Pearson {100 * best['dev_pearson']:.2f}; zero-shot dev "
             f"{100 * zero['dev']['pearson']:.2f})")
+    if args.grid_only:
+        (args.out / "results.json").write_text(json.dumps(
+            {"zero_shot": zero, "grid": grid, "chosen": best}, indent=2) + "\n", encoding="utf-8")
+        return
     got = run(args.runs, "seeds", seeds=args.seeds, objective=best["objective"], lr=best["lr"],
               epochs=best["epochs"])
     summary = got["results"]
