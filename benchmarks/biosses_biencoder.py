@@ -13,6 +13,8 @@ Usage:
     BERTKIT_DATA=../shared/data OMP_NUM_THREADS=1 nice -n 10 python benchmarks/biosses_biencoder.py \\
         [--lrs 2e-5,5e-5,1e-4 --epochs 5,10 --objectives cosine,cosent --seeds 1,2,3,4,5] \\
         [--out benchmarks/results/blurb/biosses-biencoder-minilm] [--runs /tmp/biosses-bi]
+Seeds of a point chosen over a grid and its extension:
+    ... biosses_biencoder.py --chosen cosent:1e-4:8 --out DIR
 Grid extension (the best point at the grid's edge):
     ... biosses_biencoder.py --objectives cosent --lrs 2e-4 --epochs 4,8 --grid-only --out DIR
 Smoke:
@@ -64,6 +66,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--runs", type=Path, default=Path("/tmp/biosses-bi"))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--chosen", default=None, metavar="OBJECTIVE:LR:EPOCHS",
+                    help="skip the grid: the point a grid (and its extension) chose on dev")
     ap.add_argument("--grid-only", action="store_true",
                     help="stop after the dev grid (extending a grid whose best point is at an edge)")
     args = ap.parse_args()
@@ -79,7 +83,7 @@ def main() -> None:
         log(fh, f"zero-shot {split}: Pearson {100 * m['pearson']:.2f}, Spearman "
                 f"{100 * m['spearman']:.2f} ({m['pooling']} pooling)")
     grid = []
-    for objective in args.objectives.split(","):
+    for objective in ([] if args.chosen else args.objectives.split(",")):
         for lr in (float(x) for x in args.lrs.split(",")):
             for epochs in (int(x) for x in args.epochs.split(",")):
                 name = f"grid-{objective}-lr{lr:g}-ep{epochs}"
@@ -91,9 +95,15 @@ def main() -> None:
                 grid.append(point)
                 log(fh, f"{name}: dev Pearson {100 * point['dev_pearson']:.2f} (best epoch "
                         f"{point['best_epoch']}), {got['seconds']} s")
-    best = max(grid, key=lambda p: p["dev_pearson"])
+    if args.chosen:
+        objective, lr, epochs = args.chosen.split(":")
+        best = {"objective": objective, "lr": float(lr), "epochs": int(epochs),
+                "dev_pearson": None, "note": "given by --chosen (the earlier grids' dev choice)"}
+    else:
+        best = max(grid, key=lambda p: p["dev_pearson"])
+    dev_best = "given" if best["dev_pearson"] is None else f"{100 * best['dev_pearson']:.2f}"
     log(fh, f"chosen on dev: objective {best['objective']}, lr {best['lr']:g}, epochs "
-            f"{best['epochs']} (dev Pearson {100 * best['dev_pearson']:.2f}; zero-shot dev "
+            f"{best['epochs']} (dev Pearson {dev_best}; zero-shot dev "
             f"{100 * zero['dev']['pearson']:.2f})")
     if args.grid_only:
         (args.out / "results.json").write_text(json.dumps(

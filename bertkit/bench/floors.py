@@ -68,6 +68,8 @@ def floor_reason(record: dict) -> str | None:
         return (f"(nearly) every label for every document (hoc recall {recall:.2f}, precision "
                 f"{precision:.2f})")
     pearson = _num(t, "pearson")
+    if metric == "pearson" and t.get("constant_gold") is True:  # the gold's side, not the run's
+        return "every gold score the same: no correlation is defined"
     if metric == "pearson" and (t.get("constant") is True or
                                 (pearson is not None and pearson <= TOLERANCE)):
         return ("every prediction the same" if t.get("constant") is True else

@@ -28,6 +28,9 @@ from bertkit.bench.floors import collapse_warning, describe, floor_reason
     ("pearson", {"pearson": -0.2769, "mse": 3.92, "baseline_mse": 1.55, "constant": False},
      "no positive correlation, a constant prediction's 0 (Pearson -0.28)"),
     ("pearson", {"pearson": 0.0, "constant": True}, "every prediction the same"),
+    # issue 66 item 7: the gold that is constant is named as such, not as the predictions
+    ("pearson", {"constant": True, "constant_gold": True},
+     "every gold score the same: no correlation is defined"),
 ])
 def test_a_run_at_a_constant_predictions_level_is_named(metric, test, phrase):
     assert phrase in floor_reason({"metric": metric, "test": test})
