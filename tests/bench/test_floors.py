@@ -91,3 +91,28 @@ def test_a_similarity_run_below_its_encoders_zero_shot_score_is_named():
     assert zero_shot_reason({"metric": "pearson", "test": {"pearson": 0.2}}) is None  # no row
     assert describe([zero_shot_reason(below), None], [1, 2]) == (
         "1 of 2 seeds: below the encoder's zero-shot score (Pearson 8.36, zero-shot 84.69)")
+
+
+def test_the_report_names_similarity_runs_below_the_zero_shot_score(tmp_path):
+    """The committed lite run's BIOSSES stages (a cross-encoder, before issue 63) given the
+    zero-shot figure every finetune sim run now keeps: the report names each seed below it."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from bertkit.bench.report import build, markdown
+
+    source = Path(__file__).resolve().parents[2] / "benchmarks/results/blurb/lite-minilm"
+    out = tmp_path / "lite"
+    shutil.copytree(source, out)
+    assert "zero-shot score" not in markdown(build(out))  # records without the figure
+    for stage in sorted((out / "stages/minilm/biosses").glob("seed-*.json")):
+        record = json.loads(stage.read_text())
+        record["test"]["zero_shot_pearson"] = 0.8469
+        stage.write_text(json.dumps(record))
+    report = build(out)
+    assert report["encoders"]["minilm"]["tasks"]["biosses"]["below_zero_shot"][0] == (
+        "below the encoder's zero-shot score (Pearson -27.69, zero-shot 84.69)")
+    assert "Below the encoder's zero-shot score" in markdown(report)
+    assert "minilm on biosses, 5 of 5 seeds: below the encoder's zero-shot score" in \
+        markdown(report)
