@@ -74,6 +74,8 @@ class CardSpec:
             ``trust_remote_code=True`` (the relation head's ``relation.py``); "" for none.
         optional_metrics: metrics the card shows after the headline ones when a run has them
             (a multi-label classifier's BLURB HoC F1); not headline metrics.
+        variant: ``variant(results) -> CardSpec | None``: another spec for runs of another
+            model kind (``finetune sim --architecture bi-encoder``); None: this one.
     """
 
     command: str
@@ -85,6 +87,12 @@ class CardSpec:
     notes: Callable[[dict], list[str]] | None = None
     remote_code_file: str = ""
     optional_metrics: tuple[Metric, ...] = ()
+    variant: Callable[[dict], "CardSpec | None"] | None = None
+
+    def for_run(self, results: dict) -> "CardSpec":
+        """The spec of this run (:attr:`variant`'s, where it gives one)."""
+        other = self.variant(results) if self.variant is not None else None
+        return other if other is not None else self
 
     @property
     def shown_metrics(self) -> tuple[Metric, ...]:
@@ -378,6 +386,7 @@ def write_model_card(model_dir: str | Path, results: dict, spec: CardSpec,
     """
     model_dir = Path(model_dir)
     task = results["task"]
+    spec = spec.for_run(results)
     remote = bool(spec.remote_code_file) and (model_dir / spec.remote_code_file).is_file()
     path = model_dir / CARD_FILE
     saved = model_dir / "config.json"

@@ -1,6 +1,7 @@
 """Runs at a constant prediction's level: a bench stage whose test score is no better than what
 predicting one thing for everything gets (the collapse check of :mod:`bertkit.metrics.collapse`,
-issue 17 item 6, carried into ``bench report``). At a small budget (``--budget lite``, the
+issue 17 item 6, carried into ``bench report``), and similarity runs below their encoder's
+zero-shot score (:func:`zero_shot_reason`, issue 63). At a small budget (``--budget lite``, the
 2 x 128 encoders) some tasks are not learnt at all: PubMedQA's majority class gives 55.20
 accuracy, HoC's every hallmark for every abstract 23.1 hoc_f1. Such a score says how the run
 failed, not how good the encoder is, so the report names those runs and does not judge a
@@ -67,12 +68,37 @@ def floor_reason(record: dict) -> str | None:
         return (f"(nearly) every label for every document (hoc recall {recall:.2f}, precision "
                 f"{precision:.2f})")
     pearson = _num(t, "pearson")
+    if metric == "pearson" and t.get("constant_gold") is True:  # the gold's side, not the run's
+        return "every gold score the same: no correlation is defined"
     if metric == "pearson" and (t.get("constant") is True or
                                 (pearson is not None and pearson <= TOLERANCE)):
         return ("every prediction the same" if t.get("constant") is True else
                 f"no positive correlation, a constant prediction's 0 (Pearson {pearson:.2f})")
     collapse = record.get("collapse")
     return collapse if isinstance(collapse, str) and collapse else None
+
+
+def zero_shot_reason(record: dict) -> str | None:
+    """Why a similarity stage's test score is below what its encoder scores with no training
+    (the zero-shot row every ``finetune sim`` run keeps: ``zero_shot_pearson`` in its test
+    figures, the cosine of the encoder's pooled embeddings), or None: fine-tuning made the
+    encoder worse than it came (issue 63: the cross-encoder on BIOSSES, 8.36 against 84.69).
+
+    >>> zero_shot_reason({"metric": "pearson", "test": {"pearson": 0.08,
+    ...                                                  "zero_shot_pearson": 0.8469}})
+    "below the encoder's zero-shot score (Pearson 8.00, zero-shot 84.69)"
+    >>> zero_shot_reason({"metric": "pearson", "test": {"pearson": 0.87,
+    ...                                                  "zero_shot_pearson": 0.8469}}) is None
+    True
+    """
+    t = record.get("test")
+    t = t if isinstance(t, dict) else {}
+    pearson, zero = _num(t, "pearson"), _num(t, "zero_shot_pearson")
+    if record.get("metric") != "pearson" or pearson is None or zero is None \
+            or pearson >= zero - TOLERANCE:
+        return None
+    return (f"below the encoder's zero-shot score (Pearson {100 * pearson:.2f}, zero-shot "
+            f"{100 * zero:.2f})")
 
 
 def collapse_warning(test: dict) -> str | None:

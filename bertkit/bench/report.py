@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from bertkit.bench import stats
-from bertkit.bench.floors import describe, floor_reason
+from bertkit.bench.floors import describe, floor_reason, zero_shot_reason
 from bertkit.bench.manifest import load_manifest, load_stage
 from bertkit.bench.metrics import METRICS, task_scale
 from bertkit.bench.suite import FAMILIES
@@ -190,7 +190,9 @@ def build(out: Path, baseline: str | None = None) -> dict:
                                   "items": [r.get("items") for r in records],
                                   "precisions": [r.get("precision") for r in records],
                                   # per seed: why its score is a constant prediction's, or None
-                                  "floors": [floor_reason(r) for r in records]}
+                                  "floors": [floor_reason(r) for r in records],
+                                  # per seed: below the encoder's zero-shot score, or None
+                                  "below_zero_shot": [zero_shot_reason(r) for r in records]}
         means = {t: v["mean"] for t, v in per_task.items()}
         fam = stats.family_means(means, families)
         wanted = {t["family"] for t in suite["tasks"]} | {m["family"] for m in suite.get("missing", [])}
@@ -315,6 +317,14 @@ def markdown(r: dict) -> str:
                   "; ".join(f"{enc} on {t}, " +
                             describe(fl, r["encoders"][enc]["tasks"][t]["seeds"])
                             for enc, t, fl in floors) + "."]
+    below = [(enc, t, c["below_zero_shot"]) for enc, e in r["encoders"].items()
+             for t, c in e["tasks"].items() if any(c.get("below_zero_shot") or [])]
+    if below:
+        lines += ["", "Below the encoder's zero-shot score (the cosine of its pooled embeddings, "
+                  "no training: fine-tuning made it worse than it came): " +
+                  "; ".join(f"{enc} on {t}, " +
+                            describe(fl, r["encoders"][enc]["tasks"][t]["seeds"])
+                            for enc, t, fl in below) + "."]
     if r["missing"]:
         lines += ["", "Not available here (the suite score averages the families without "
                   "them): " + "; ".join(f"{m['name']} ({FAMILIES[m['family']]}"

@@ -94,6 +94,11 @@ class StageStopped(BertkitError):
     failure and starting the next."""
 
 
+def _or_nan(value: Any) -> float:
+    """A dev score as a float; NaN where there is none or it is undefined (None)."""
+    return float("nan") if value is None else float(value)
+
+
 def item_statistics(spec, run_dir: Path, results: dict):
     """The metric's per-test-item statistics ``[N, K]`` of a finished run (None where the metric
     has no reader or the predictions cannot be read)."""
@@ -279,6 +284,11 @@ class Runner:
             raise BertkitError(f"stage {stage.label()}: results.json has no test {spec.key!r}",
                                file=run_dir / "results.json",
                                expected=f"the task's score for metric {stage.task.metric}")
+        if test[spec.key] is None:  # a correlation over constant gold: undefined, not 0
+            raise BertkitError(f"stage {stage.label()}: test {spec.key} is undefined: "
+                               f"{test.get('undefined', 'no value')}",
+                               file=run_dir / "results.json",
+                               expected=f"a test split the metric {stage.task.metric} can score")
         select = spec.key if spec.key in dev else results.get("select_metric")
         try:  # what --precision auto became on this machine (bf16 on AMX-BF16 CPUs, fp32 else)
             ran = json.loads((run_dir / "environment.json").read_text(encoding="utf-8"))
@@ -290,7 +300,7 @@ class Runner:
                   "data": stage.task.data, "data_files": self.data_files(stage.task),
                   "metric": stage.task.metric, "seed": stage.seed,
                   "overrides": stage.overrides, "score": float(test[spec.key]) * scale,
-                  "dev_score": float(dev.get(select, float("nan"))) * scale,
+                  "dev_score": float(_or_nan(dev.get(select))) * scale,
                   "test": {k: v for k, v in test.items() if isinstance(v, (int, float))},
                   "settings": settings, "sources": sources,
                   "run": run_dir.relative_to(self.out).as_posix(),

@@ -18,7 +18,8 @@ diffs and shares)::
          scores: {bc5cdr: 93.33}, suite_score: 81.16}
 
 ``recipe`` and ``lite`` use ``finetune`` option names (snake_case); ``lite`` caps a task under
-``--budget lite``. A file naming an unknown key, metric, family or protocol is refused by
+``--budget lite``. A ``task: sim`` entry may declare ``architecture`` (``bi-encoder`` or
+``cross-encoder``), the model kind ``finetune sim --architecture`` trains. A file naming an unknown key, metric, family or protocol is refused by
 :func:`parse_suite`; one naming an unregistered task or data set by :func:`check_suite`; both with
 the file and line.
 """
@@ -52,6 +53,8 @@ FAMILIES = {
 SpanBERT's coreference (Joshi et al. 2020, section 4.3)."""
 
 PROTOCOLS = ("fixed", "dev-grid")
+SIM_ARCHITECTURES = ("cross-encoder", "bi-encoder")
+"""What a ``task: sim`` entry's ``architecture`` may say (``finetune sim --architecture``)."""
 
 
 @dataclass
@@ -247,7 +250,7 @@ def parse_suite(path: str | Path) -> Suite:
         if not isinstance(t, dict):
             raise BertkitError("each task must be a mapping", file=path, line=m.lines["tasks"])
         _keys(t, {"name": False, "task": True, "data": True, "metric": True, "family": True,
-                  "recipe": False, "lite": False}, path, "a task")
+                  "architecture": False, "recipe": False, "lite": False}, path, "a task")
         metric = _choice(t["metric"], METRICS, path, t.lines["metric"], "metric")
         spec = METRICS[metric]
         if spec.tasks is not None and t["task"] not in spec.tasks \
@@ -259,11 +262,17 @@ def parse_suite(path: str | Path) -> Suite:
         if any(x.name == name for x in tasks):
             raise BertkitError(f"two tasks named {name!r}", file=path, line=t.line,
                                expected="a distinct 'name' for each task")
+        recipe = _settings(t.get("recipe"), path, t.lines.get("recipe", t.line), "recipe")
+        if "architecture" in t:  # a similarity task's model kind: finetune sim --architecture
+            if t["task"] != "sim":
+                raise BertkitError(f"task {name}: 'architecture' is a setting of sim tasks, not "
+                                   f"of {t['task']!r}", file=path, line=t.lines["architecture"])
+            recipe["architecture"] = _choice(t["architecture"], SIM_ARCHITECTURES, path,
+                                             t.lines["architecture"], "architecture")
         tasks.append(SuiteTask(
             name, str(t["task"]), str(t["data"]), metric,
             _choice(t["family"], FAMILIES, path, t.lines["family"], "family"),
-            _settings(t.get("recipe"), path, t.lines.get("recipe", t.line), "recipe"),
-            _settings(t.get("lite"), path, t.lines.get("lite", t.line), "lite"), t.line))
+            recipe, _settings(t.get("lite"), path, t.lines.get("lite", t.line), "lite"), t.line))
     missing = []
     for x in m.get("missing") or []:
         if not isinstance(x, dict):

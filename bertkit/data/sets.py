@@ -31,7 +31,9 @@ class DatasetEntry:
     unknown.
 
     ``metric`` is the headline ``results.json`` test key the papers report for the set (``f1``,
-    ``micro_f1``, ``pearson``, ...; "" for the task's own). ``published`` (test scores of the
+    ``micro_f1``, ``pearson``, ...; "" for the task's own). ``score_range`` is a similarity
+    set's declared score scale, ``(low, high)`` (BIOSSES 0-4); a pair outside it is refused
+    (:mod:`bertkit.tasks.sim.data`); None where the set declares none. ``published`` (test scores of the
     papers) and ``contamination`` (dev/test sentences also in a pretraining corpus) come from
     :mod:`bertkit.data.published`, which holds them as one table.
     """
@@ -43,6 +45,7 @@ class DatasetEntry:
     recipe: str = ""
     license: str = ""
     metric: str = ""
+    score_range: tuple[float, float] | None = None
 
     @property
     def published(self) -> tuple[Published, ...]:
@@ -125,7 +128,8 @@ MULTI_LABEL_SETS = ("hoc",)  # registered cls sets whose labels are lists
 # ``text_pair``, ``score``) under BERTKIT_DATA only; BLURB reports Pearson
 register(DatasetEntry("sim", "biosses", "", "BIOSSES: biomedical sentence-pair similarity, "
                                             "score 0-4 (Sogancioglu et al., 2017), BLURB's split",
-                      recipe="biosses-sim-minilm", license="gpl-3.0", metric="pearson"))
+                      recipe="biosses-sim-minilm", license="gpl-3.0", metric="pearson",
+                      score_range=(0.0, 4.0)))
 
 # dependency parsing: dep/<name>/{train,dev,test}.conllu under BERTKIT_DATA only (no hub loader);
 # the shared GENIA release has no train.conllu: bertkit.tasks.dep.data trains on dev.conllu less

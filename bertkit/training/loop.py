@@ -44,7 +44,7 @@ from bertkit.training.rundir import RunWriter, check_free_space, checkpoint_byte
 from bertkit.training.saving import save_step, stop_run, sync_model
 from bertkit.training.signals import StopRequest
 from bertkit.training.nonfinite import skip_nonfinite, watch_nonfinite  # noqa: F401 (re-exported)
-from bertkit.training.state import BatchOut, Parts, TrainState
+from bertkit.training.state import BatchOut, Parts, TrainState, defined_score
 
 
 def train(
@@ -286,7 +286,7 @@ def evaluate_and_select(parts: Parts, state: TrainState,
     learning curve against tokens seen or training time). Returns the record (None off rank 0).
 
     Raises:
-        KeyError: ``evaluate`` returned no ``select_metric``.
+        KeyError: ``evaluate`` returned no ``select_metric`` (None or NaN: undefined, never best).
     """
     parts.meter.flush(parts, state, epoch)
     parts.meter.bank(state)
@@ -309,14 +309,14 @@ def evaluate_and_select(parts: Parts, state: TrainState,
         state.history.append(record)
         score = None
         if select_metric is not None:
-            score = float(metrics[select_metric])
-            if state.best_metric is None or score > state.best_metric:
+            score = defined_score(metrics, select_metric)
+            if score is not None and (state.best_metric is None or score > state.best_metric):
                 state.best_metric, state.best_epoch = score, epoch + 1
                 state.best_index = len(state.history) - 1
                 parts.out.torch_save("checkpoints/best.pt", model.state_dict())
         if parts.console is not None:
             parts.console.print(describe_eval(record, score, state, select_metric, parts,
-                                              epoch), highlight=False)
+                                              epoch, metrics.get("undefined")), highlight=False)
     barrier()
     parts.meter.restart()
     return record

@@ -13,10 +13,13 @@ from bertkit.training.state import Parts, TrainState
 
 
 def describe_eval(record: dict[str, Any], score: float | None, state: TrainState,
-                  select_metric: str | None, parts: Parts, epoch: int) -> str:
+                  select_metric: str | None, parts: Parts, epoch: int,
+                  undefined: str | None = None) -> str:
     """The console line for an evaluation: ``epoch 2/3: dev f1 81.23 (best 82.00, epoch 1)``
     (``step N/M`` with ``eval_steps``); without selection, every float metric. Scores are shown
-    in points (x100), as the result tables show them; losses as they are."""
+    in points (x100), as the result tables show them; losses as they are. A selection score
+    that is undefined (``score`` None) is said so, with ``undefined`` (why) when given, and
+    chooses nothing."""
     if select_metric is None:
         shown = ", ".join(f"{k} {_points(k, v, parts.score_scale)}" for k, v in record.items()
                           if isinstance(v, float) and k not in ("time_s", "train_seconds"))
@@ -27,6 +30,12 @@ def describe_eval(record: dict[str, Any], score: float | None, state: TrainState
     else:
         where, best_at = f"epoch {epoch + 1}/{parts.n_epochs}", f"epoch {state.best_epoch}"
     scale = parts.score_scale
+    if score is None:
+        kept = (f"best {_points(select_metric, state.best_metric, scale)}, {best_at}"
+                if state.best_metric is not None else "no epoch chosen yet: the last weights "
+                                                      "are kept if none is")
+        return (f"{where}: dev {select_metric} undefined"
+                f"{': ' + undefined if undefined else ''}; not used to choose an epoch ({kept})")
     return (f"{where}: dev {select_metric} {_points(select_metric, score, scale)} "
             f"(best {_points(select_metric, state.best_metric, scale)}, {best_at})")
 

@@ -259,3 +259,18 @@ class BatchOut:
     def finite(self) -> bool:
         """False if any logged loss is NaN or infinite (then on every rank alike)."""
         return all(math.isfinite(v) for v in self.values.values())
+
+
+def defined_score(metrics: dict[str, Any], name: str) -> float | None:
+    """The dev score ``metrics[name]`` as a float, or None where it is undefined (None or NaN:
+    a correlation over a dev split whose gold scores are all the same): such an evaluation
+    chooses no epoch; with no defined score at all the run keeps its last weights.
+
+    Raises:
+        KeyError: ``metrics`` has no ``name``.
+    """
+    value = metrics[name]
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value

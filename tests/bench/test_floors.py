@@ -28,6 +28,9 @@ from bertkit.bench.floors import collapse_warning, describe, floor_reason
     ("pearson", {"pearson": -0.2769, "mse": 3.92, "baseline_mse": 1.55, "constant": False},
      "no positive correlation, a constant prediction's 0 (Pearson -0.28)"),
     ("pearson", {"pearson": 0.0, "constant": True}, "every prediction the same"),
+    # issue 66 item 7: the gold that is constant is named as such, not as the predictions
+    ("pearson", {"constant": True, "constant_gold": True},
+     "every gold score the same: no correlation is defined"),
 ])
 def test_a_run_at_a_constant_predictions_level_is_named(metric, test, phrase):
     assert phrase in floor_reason({"metric": metric, "test": test})
@@ -73,3 +76,43 @@ def test_the_report_phrase_groups_the_seeds_and_gives_each_ones_figures():
         f"2 of 3 seeds: {pearson} (seed 1: Pearson -0.28; seed 3: Pearson -0.05)"
     assert describe(["the classifier may have collapsed: x"], [4]) == \
         "1 of 1 seed: the classifier may have collapsed: x"
+
+
+def test_a_similarity_run_below_its_encoders_zero_shot_score_is_named():
+    from bertkit.bench.floors import zero_shot_reason
+
+    # issue 63: the cross-encoder on BIOSSES (8.36) against MiniLM's zero-shot cosine (84.69)
+    below = {"metric": "pearson", "test": {"pearson": 0.0836, "zero_shot_pearson": 0.8469}}
+    assert zero_shot_reason(below) == ("below the encoder's zero-shot score (Pearson 8.36, "
+                                       "zero-shot 84.69)")
+    assert floor_reason(below) is None  # a learnt correlation, just a worse one
+    assert zero_shot_reason({"metric": "pearson", "test": {"pearson": 0.87,
+                                                           "zero_shot_pearson": 0.8469}}) is None
+    assert zero_shot_reason({"metric": "pearson", "test": {"pearson": 0.2}}) is None  # no row
+    assert describe([zero_shot_reason(below), None], [1, 2]) == (
+        "1 of 2 seeds: below the encoder's zero-shot score (Pearson 8.36, zero-shot 84.69)")
+
+
+def test_the_report_names_similarity_runs_below_the_zero_shot_score(tmp_path):
+    """The committed lite run's BIOSSES stages (a cross-encoder, before issue 63) given the
+    zero-shot figure every finetune sim run now keeps: the report names each seed below it."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from bertkit.bench.report import build, markdown
+
+    source = Path(__file__).resolve().parents[2] / "benchmarks/results/blurb/lite-minilm"
+    out = tmp_path / "lite"
+    shutil.copytree(source, out)
+    assert "zero-shot score" not in markdown(build(out))  # records without the figure
+    for stage in sorted((out / "stages/minilm/biosses").glob("seed-*.json")):
+        record = json.loads(stage.read_text())
+        record["test"]["zero_shot_pearson"] = 0.8469
+        stage.write_text(json.dumps(record))
+    report = build(out)
+    assert report["encoders"]["minilm"]["tasks"]["biosses"]["below_zero_shot"][0] == (
+        "below the encoder's zero-shot score (Pearson -27.69, zero-shot 84.69)")
+    assert "Below the encoder's zero-shot score" in markdown(report)
+    assert "minilm on biosses, 5 of 5 seeds: below the encoder's zero-shot score" in \
+        markdown(report)

@@ -64,6 +64,8 @@ def test_a_suite_parses_with_its_lines(tmp_path):
     ("family: cls}", "family: cls, recipe: {model: minilm}}", 9, "'recipe' sets 'model'"),
     ("{lr: [1.0e-4, 1.0e-3]}", "{lr: [1.0e-4, 1.0e-4]}", 4, "is not a list of distinct values"),
     ("{lr: [1.0e-4, 1.0e-3]}", "{lr: [1.0e-4], epochs: [1, 2]}", 4, "dev-grid searches one"),
+    ("family: cls}", "family: cls, architecture: bi-encoder}", 9,
+     "'architecture' is a setting of sim tasks, not of 'cls'"),
 ])
 def test_a_bad_suite_is_refused_with_file_and_line(tmp_path, old, new, line, words):
     path = _write(tmp_path, GOOD.replace(old, new))
@@ -126,3 +128,21 @@ def test_the_guide_names_every_metric_and_family():
     section = guide[guide.index("A suite is a YAML file"):][:2500]
     assert [m for m in METRICS if f"`{m}`" not in section] == []
     assert [f for f in FAMILIES if f"`{f}`" not in section] == []
+
+
+def test_a_sim_task_declares_its_architecture(tmp_path):
+    text = GOOD.replace("missing:", "  - {name: biosses, task: sim, data: biosses, metric: pearson, "
+                        "family: similarity,\n     architecture: bi-encoder, recipe: {lr: 5.0e-5}}"
+                        "\nmissing:")
+    suite = parse_suite(_write(tmp_path, text))
+    assert task_settings(suite, suite.task("biosses"), "full") == {
+        "epochs": 1, "lr": 5e-5, "architecture": "bi-encoder"}
+    with pytest.raises(BertkitError, match="unknown architecture 'siamese'") as err:
+        parse_suite(_write(tmp_path, text.replace("bi-encoder", "siamese")))
+    assert err.value.line == 11
+
+
+def test_blurb_lite_trains_biosses_as_the_dev_chosen_bi_encoder():
+    suite = parse_suite(find_suite("blurb-lite"))
+    for budget in ("full", "lite"):
+        assert task_settings(suite, suite.task("biosses"), budget)["architecture"] == "bi-encoder"

@@ -13,17 +13,27 @@ from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_bat
                                            skip_bad_lines_option)
 
 SELECT = ("pearson", "spearman")  # dev metrics that can pick the best epoch
+ARCHITECTURES = ("cross-encoder", "bi-encoder")  # bertkit.tasks.sim.biencoder.ARCHITECTURES
+OBJECTIVES = ("cosine", "cosent")  # a bi-encoder's training objective
 
 COMMANDS = Commands(
     finetune="""Fine-tune an encoder for sentence-pair similarity (a regression: BIOSSES, STS-style
     sets), keep the best dev epoch (Pearson r), score test: Pearson r (BLURB's metric), Spearman
     rho and mean squared error.
 
+    --architecture bi-encoder trains a Sentence-BERT bi-encoder instead: each text pooled
+    alone (the encoder's own pooling, else mean), the cosine of the two embeddings as the score,
+    trained on the cosine objective (gold scaled to [0, 1]) or CoSENT. Every run also prints
+    and keeps the zero-shot row: the encoder as given, cosine of its pooled embeddings.
+
     Writes a run directory: config.yaml, metrics.jsonl, results.json, test_predictions.jsonl and
-    model/ (a plain AutoModelForSequenceClassification with one output and
-    problem_type "regression": its logit is the predicted score).
+    model/ (cross-encoder: a plain AutoModelForSequenceClassification with one output and
+    problem_type "regression", its logit the predicted score; bi-encoder: a
+    sentence-transformers folder whose root is a plain AutoModel).
     """,
-    evaluate="""Score a saved similarity model on a labelled split: Pearson r, Spearman rho, MSE.""",
+    evaluate="""Score a saved similarity model on a labelled split: Pearson r, Spearman rho, MSE.
+    With --zero-shot, --model names an encoder scored as given: the cosine of its pooled
+    embeddings (its own pooling, else mean), no training (MTEB's STS protocol).""",
     predict="""Predict the similarity score of each text pair: JSON lines, the input object with
     "predicted" (the score, in the training scores' units).""",
     evaluate_options=(
@@ -33,6 +43,9 @@ COMMANDS = Commands(
         SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
         Option("Also write each pair with its predicted score as JSON lines here.",
                ("--predictions",), name="predictions", type=Path),
+        Option("--model is an encoder (directory or hub id), scored as given: cosine of its "
+               "pooled embeddings, no training.", ("--zero-shot",), name="zero_shot", type=bool,
+               default=False),
         SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64)),
     predict_options=(
         SAVED_MODEL,
@@ -53,7 +66,14 @@ class SimConfig(FinetuneConfig):
         text_column / text_pair_column / score_column: field names of the two texts and the
             gold score (a JSON number).
         max_length: pieces per pair, ``[CLS]``/``[SEP]`` included; longer pairs are cut longest
-            first (the tokenizer's ``longest_first``), counted and reported.
+            first (the tokenizer's ``longest_first``), counted and reported. A bi-encoder cuts
+            each text to it alone.
+        architecture: ``cross-encoder`` (the pair through the encoder together, a regression
+            head; BERT's STS-B setup) or ``bi-encoder`` (Sentence-BERT, Reimers and Gurevych
+            2019: each text pooled alone, the cosine as the score).
+        objective: a bi-encoder's loss: ``cosine`` (MSE of the cosine against the gold scaled
+            to [0, 1], sentence-transformers' CosineSimilarityLoss) or ``cosent`` (CoSENT, Su
+            2022: a ranking loss over the batch's pairs).
     """
 
     data: str = data_option("biosses", "Registered set ({sets}; under $BERTKIT_DATA/sim/) or a "
@@ -65,6 +85,11 @@ class SimConfig(FinetuneConfig):
     metric: str = option("pearson", choices=SELECT, help="Dev metric that picks the best epoch: "
                          "pearson (BLURB's BIOSSES metric) or spearman (the STS literature's).")
     skip_bad_lines: bool = skip_bad_lines_option()
+    architecture: str = option("cross-encoder", choices=ARCHITECTURES, help="cross-encoder "
+                               "(the pair together, a regression head) or bi-encoder (each "
+                               "text pooled alone, the cosine as the score).")
+    objective: str = option("cosine", choices=OBJECTIVES, help="Bi-encoder loss: cosine (MSE "
+                            "of the cosine against the gold scaled to [0, 1]) or cosent.")
     max_length: int = option(256, min=8, help="Pieces per pair incl. [CLS]/[SEP]; longer pairs "
                              "are cut longest first, counted and reported.")
     eval_batch_size: int = eval_batch_option(64, "Pairs")

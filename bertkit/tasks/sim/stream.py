@@ -20,12 +20,13 @@ from bertkit.training.devices import make_runtime
 
 def sim_predictor(model_dir: str, input_path: str, device: str, precision: str,
                   batch_size: int, console: Console | None, load: Callable, fields: Callable,
-                  encode: Callable, scores: Callable, lines: Callable) -> StreamPredictor:
-    """The :class:`~bertkit.streaming.driver.StreamPredictor` of a saved similarity model.
+                  scorer: Callable, lines: Callable, hint: Callable) -> StreamPredictor:
+    """The :class:`~bertkit.streaming.driver.StreamPredictor` of a saved similarity model (a
+    regressor or a bi-encoder).
 
     Args:
-        load, fields, encode, scores, lines: :mod:`bertkit.tasks.sim.task`'s ``_load``,
-            ``_saved_fields``, ``encode``, ``predict_scores`` and ``prediction_lines``.
+        load, fields, scorer, lines, hint: :mod:`bertkit.tasks.sim.task`'s ``_load``,
+            ``_saved_fields``, ``pair_scorer``, ``prediction_lines`` and ``_single_text_hint``.
 
     Raises:
         BertkitError: no saved similarity model in ``model_dir``.
@@ -33,7 +34,9 @@ def sim_predictor(model_dir: str, input_path: str, device: str, precision: str,
     model, tokenizer, meta = load(model_dir)
     runtime = make_runtime(device, precision, console)
     names = fields(meta)
+    score = scorer(model, tokenizer, meta, runtime, batch_size)
     max_length = int(meta.get("max_length", 256))
+    texts = meta.get("architecture") == "bi-encoder"
     cut = [0]
 
     def check(rec: Record) -> str | None:
@@ -51,20 +54,20 @@ def sim_predictor(model_dir: str, input_path: str, device: str, precision: str,
         xs = [r.item for r in records if r.item is not None]
         if not xs:
             return [None] * len(records)
-        items, n_cut = encode(xs, tokenizer, max_length)
+        pred, n_cut = score(xs)
         cut[0] += n_cut
-        out = iter(lines(xs, scores(model, items, runtime, tokenizer.pad_token_id, batch_size))
-                   .splitlines(keepends=True))
+        out = iter(lines(xs, pred).splitlines(keepends=True))
         return [next(out) if r.item is not None else None for r in records]
 
     def finish() -> None:
         if console is not None and cut[0]:
-            console.print(f"note: {cut[0]} pair(s) over the model's {max_length} pieces, cut "
-                          "longest first", highlight=False)
+            console.print(f"note: {cut[0]} {'text(s)' if texts else 'pair(s)'} over the model's "
+                          f"{max_length} pieces, cut{'' if texts else ' longest first'}",
+                          highlight=False)
 
     return StreamPredictor(
         "jsonl", predict, meta["path"], unit="pairs", check=check,
-        expected=f'one JSON object a line with "{names.text}" and "{names.pair}"',
+        expected=f'one JSON object a line with "{names.text}" and "{names.pair}"{hint(meta)}',
         skipped=lambda r: json.dumps({"line": r.line, "skipped": r.bad},
                                      ensure_ascii=False) + "\n",
         settings={"task": "sim"}, finish=finish)
