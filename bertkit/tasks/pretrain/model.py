@@ -28,6 +28,7 @@ from torch import nn
 from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, quiet_transformers,
                               resolve_model_source)
 from bertkit.errors import BertkitError
+from bertkit.heads.losses import chunked_cross_entropy
 from bertkit.heads.sbo import SpanBoundaryHead
 from bertkit.masking import IGNORE
 from bertkit.tasks.pretrain.families import build_config, mlm_head, set_dropout, split_arch
@@ -143,22 +144,23 @@ class PretrainModel(nn.Module):
                        sbo_boundaries: torch.Tensor | None) -> dict[str, torch.Tensor]:
         """MLM (+ SBO) losses at ``[B, K]`` fixed-count positions (see :meth:`forward`): each
         a sum of cross-entropies over the real targets divided by their count (at least 1), so
-        filler positions and a batch without targets cost nothing and sync nothing."""
+        filler positions and a batch without targets cost nothing and sync nothing; the
+        cross-entropy in fp32 blocks, without an fp32 copy of the ``[B * K, V]`` logits
+        (:func:`bertkit.heads.losses.chunked_cross_entropy`)."""
         H = hidden.shape[-1]
         picked = hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, H))  # [B, K, H]
         logits = self.mlm_head(picked.flatten(0, 1))  # [B * K, V]
         target = targets.reshape(-1)
         count = (target != IGNORE).sum()
-        mlm_loss = F.cross_entropy(logits.float(), target, ignore_index=IGNORE,
-                                   reduction="sum") / count.clamp(min=1)
+        mlm_loss = chunked_cross_entropy(logits, target, IGNORE) / count.clamp(min=1)
         out = {"mlm_logits": logits, "mlm_targets": target, "mlm_loss": mlm_loss,
                "loss": mlm_loss, "loss_count": count}
         if self.sbo is not None and sbo_boundaries is not None:
             sbo_logits, valid = self.sbo(hidden, sbo_boundaries,
                                          self.mlm.get_input_embeddings().weight, positions)
             sbo_target = torch.where(valid, targets, IGNORE).reshape(-1)
-            out["sbo_loss"] = F.cross_entropy(sbo_logits.float(), sbo_target, ignore_index=IGNORE,
-                                              reduction="sum") / valid.sum().clamp(min=1)
+            out["sbo_loss"] = (chunked_cross_entropy(sbo_logits, sbo_target, IGNORE)
+                               / valid.sum().clamp(min=1))
             out["loss"] = mlm_loss + self.sbo_weight * out["sbo_loss"]
         return out
 
