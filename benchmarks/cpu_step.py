@@ -15,7 +15,7 @@ Two parts, each a list of ``bertkit finetune ner`` runs of the README's main job
 The machine's load average is recorded before each run. Writes ``--out``/``cpu_step.json`` and
 one log per run.
 
-    python benchmarks/cpu_step.py --old-tree /tmp/old --out benchmarks/results/cpu_step [--parts rate,f1]
+    python benchmarks/cpu_step.py --old-tree /tmp/old --out benchmarks/results/cpu_step/ [--parts rate,f1]
 """
 
 from __future__ import annotations

@@ -74,8 +74,8 @@ class PretrainConfig(TrainConfig):
                                 "base, large, or a custom size such as layers=4,hidden=256 (keys "
                                 "layers, hidden, heads, intermediate; heads default to hidden/64, "
                                 "intermediate to 4 x hidden, 1.5 x for ModernBERT), with an "
-                                "optional arch=bert|modernbert|deberta-v2 (default bert), e.g. "
-                                "arch=modernbert,layers=2,hidden=128.")
+                                "optional arch= key: bert (the default), modernbert or deberta-v2, "
+                                "e.g. arch=modernbert, layers=2, hidden=128 joined by commas.")
     vocab: str | None = option(None, help="Vocabulary of a from-scratch model: scivocab-uncased, "
                                "scivocab-cased, a tokenizer folder or vocab.txt.")
     dropout: float | None = option(None, min=0, max=0.999, shown="the model's own; 0.1 from "
