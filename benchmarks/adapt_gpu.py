@@ -321,9 +321,8 @@ class Adapt:
             marker.write_text(_now() + "\n")
         if not (self.m / "config.json").is_file():
             unpack_encoder(self.carry, self.m)
-        manifest = _read_json(self.carry / "MANIFEST.json") or {}
-        self.summary["carry"] = manifest
-        return {"status": "passed", "encoder": manifest.get("encoder")}
+        return {"status": "passed",
+                "encoder": (_read_json(self.carry / "MANIFEST.json") or {}).get("encoder")}
 
     def extend(self) -> dict:
         res = self.cmd("extend", self.bertkit(
@@ -369,6 +368,12 @@ class Adapt:
     def pretrain(self) -> dict:
         tokens, how = self.token_budget()
         started = (self.run / "checkpoints").is_dir()
+        if started:  # a resumed run keeps the budget its schedule was made for
+            tokens, how = (_read_json(self.work / "pretrain-budget.json") or {}).get(
+                "max_tokens", tokens), f"resumed: {how}"
+        else:
+            (self.work / "pretrain-budget.json").write_text(json.dumps(
+                {"max_tokens": tokens, "token_budget": how}) + "\n", encoding="utf-8")
         extra = ["--resume"] if started else ["--overwrite"]
         res = self.cmd("pretrain", self._pretrain_argv(
             self.run, "--max-tokens", str(tokens), "--eval-steps", "1000000",
@@ -457,7 +462,8 @@ class Adapt:
         if name == "calibrate":
             return {"tokens_per_second": steady_rate(self.work / "calibrate")}
         results = _read_json(self.run / "results.json") or {}
-        return {"results": {k: results.get(k) for k in ("steps", "tokens_per_second", "train")}}
+        return {**(_read_json(self.work / "pretrain-budget.json") or {}),
+                "results": {k: results.get(k) for k in ("steps", "tokens_per_second", "train")}}
 
     def pack(self) -> None:
         """``bench.tar.gz``: the bench folder (with each run's per-item test statistics,
@@ -495,6 +501,8 @@ class Adapt:
         plan += [(f"bench-{t}", lambda t=t: self.bench_task(t)) for t in self.args.tasks]
         plan += [("report", self.report), ("provenance", self.provenance)]
         for name, fn in plan:
+            if name == "extend":  # after unpack, done now or before
+                self.summary["carry"] = _read_json(self.carry / "MANIFEST.json")
             if name == "report":  # the report and provenance get what bench left
                 self.budget = max(self.budget, time.monotonic() - self.t0 + REPORT_S)
             self.stage(name, fn)
@@ -519,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true",
                     help="CPU, tiny model, data slices, 1 seed, lite budget: checks the script.")
     ap.add_argument("--budget-s", type=float, default=400.0, help="Total time budget in seconds.")
-    ap.add_argument("--pretrain-s", type=float, default=150.0,
+    ap.add_argument("--pretrain-s", type=float, default=120.0,
                     help="Seconds of continued pretraining the token budget is set for.")
     ap.add_argument("--max-tokens", type=int, default=37_000_000,
                     help="Most pretraining tokens (G+D37sv's 37 M).")

@@ -163,3 +163,15 @@ def test_dry_run_end_to_end_on_data_slices(tmp_path):
     assert "adapt/bench/report.json" in names
     assert any(n.startswith("adapt/bench/runs/M+D/chemprot/seed-1/") for n in names)
     assert not any(n.endswith(".safetensors") for n in names)
+    # a rerun into the same work folder skips what is done, keeps the finished fine-tunes
+    again = tmp_path / "again"
+    assert adapt_gpu.main(["--dry-run", "--data", str(DATA), "--tasks", "bc5cdr", "--work-dir",
+                           str(tmp_path / "work"), "--budget-s", "900", str(again)]) == 0
+    rerun = json.loads((again / "summary.json").read_text())["stages"]
+    assert [rerun[k]["status"] for k in ("unpack", "extend", "calibrate", "pretrain")] == \
+        ["done before"] * 4
+    assert rerun["pretrain"]["max_tokens"] == 768 and rerun["bench-bc5cdr"]["status"] == "passed"
+    assert json.loads((again / "provenance.json").read_text())["pretraining_tokens"] == 768
+    log = (tmp_path / "work" / "logs" / "bench-bc5cdr.log").read_text()
+    assert log.count("$ ") == 2 and "stages: 2 run, 0 kept" in log
+    assert log.rstrip().endswith(f"stages: 0 run, 2 kept; results in {tmp_path / 'work' / 'bench'}")
