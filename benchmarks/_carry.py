@@ -2,7 +2,11 @@
 about 39 MiB): each large weight matrix as int8 at a step of its row's standard deviation / 24
 (the word embeddings' / 12), the values past +-127 steps kept exactly, xz-compressed; restored to
 fp32 on the device. The packaged MiniLM: 18.1 MB (fp32 90 MB, fp16 45 MB), 1.9% relative error on
-the weights, 3.3% on its last hidden states. Used by ``adapt_gpu.py`` and ``gpu_check.py``."""
+the weights, 3.3% on its last hidden states. Used by ``adapt_gpu.py`` and ``gpu_check.py``.
+
+Reference: per-row (per-channel) symmetric int8 weights, Jacob et al. (2018), Quantization and
+training of neural networks for efficient integer-arithmetic-only inference, sec. 2; the few
+outlier values kept in full precision, Dettmers et al. (2022), LLM.int8(), sec. 3.2."""
 
 from __future__ import annotations
 
