@@ -64,12 +64,14 @@ class BiaffineParser(nn.Module):
         B, N1 = mask.shape
         H = h.shape[-1]
         slot = piece_slot.reshape(-1)
-        keep = slot >= 0
-        flat = h.reshape(-1, H)[keep]
-        idx = slot[keep]
-        words = torch.zeros(B * N1, H, dtype=flat.dtype, device=flat.device).index_add_(0, idx, flat)
-        count = torch.zeros(B * N1, dtype=flat.dtype, device=flat.device).index_add_(
-            0, idx, torch.ones_like(idx, dtype=flat.dtype))
+        # pieces sent nowhere (-1) go to one extra slot, dropped after: every piece is added
+        # (no boolean selection: no host sync, static shapes)
+        idx = torch.where(slot >= 0, slot, B * N1)
+        flat = h.reshape(-1, H)
+        words = torch.zeros(B * N1 + 1, H, dtype=flat.dtype, device=flat.device).index_add_(
+            0, idx, flat)[:-1]
+        count = torch.zeros(B * N1 + 1, dtype=flat.dtype, device=flat.device).index_add_(
+            0, idx, torch.ones_like(idx, dtype=flat.dtype))[:-1]
         return (words / count.clamp(min=1).unsqueeze(1)).view(B, N1, H)
 
     def forward(self, mask, word_mask, input_ids, attention_mask, piece_slot, heads=None,

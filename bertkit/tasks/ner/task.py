@@ -29,7 +29,7 @@ from bertkit.tasks.driver import finetune
 from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
 from bertkit.tasks.ner.encoding import WindowBatches, collate, encode
 from bertkit.tasks.ner.model import TokenTagger, build_tagger, load_tagger
-from bertkit.training.devices import Runtime, make_runtime
+from bertkit.training.devices import Runtime, make_runtime, world_size
 
 
 def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence], runtime: Runtime,
@@ -233,8 +233,10 @@ class NERTask:
         batches = WindowBatches(windows, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
                                 sources=[f"{s.file}:{s.line}" for s in train_s],
                                 length_group=length_group, multiple=32 if packed and gpu else 1,
-                                pack=(cfg.pack_length, tagger.packer.start, rows) if packed
-                                else None)
+                                pack=(cfg.pack_length, tagger.packer.start, rows)
+                                if packed and world_size() == 1 else None)  # (*)
+        # (*) a plan indexes the whole batch, which a multi-process run splits by rows: there
+        # each rank's tagger packs its own rows in the step (Packer.logits)
         dev_windows, _ = encode(dev_s, tokenizer, label2id, cfg.max_length)
 
         def evaluate_dev(model: TokenTagger) -> dict:
