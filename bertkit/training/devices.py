@@ -79,13 +79,7 @@ def cpu_has_amx_bf16() -> bool:
     ``amx_bf16`` flag of ``/proc/cpuinfo`` (Linux; anything unreadable counts as no AMX). Every
     CPU with AMX tiles so far has AMX-BF16. The answer is cached for the process.
     """
-    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
-    if probe is not None:
-        try:
-            return bool(probe())
-        except RuntimeError:
-            return False
-    return "amx_bf16" in _cpu_flags()
+    return _cpu_feature("_is_amx_tile_supported", "amx_bf16")
 
 
 @functools.lru_cache(maxsize=1)
@@ -98,13 +92,19 @@ def cpu_has_avx512_bf16() -> bool:
     Asks torch (``torch.cpu._is_avx512_bf16_supported``), else the ``avx512_bf16`` flag of
     ``/proc/cpuinfo``. Cached for the process.
     """
-    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    return _cpu_feature("_is_avx512_bf16_supported", "avx512_bf16")
+
+
+def _cpu_feature(probe_name: str, flag: str) -> bool:
+    """torch's own CPU probe ``torch.cpu.<probe_name>`` where this torch has it (an error
+    counts as no), else whether ``/proc/cpuinfo`` lists ``flag``."""
+    probe = getattr(torch.cpu, probe_name, None)
     if probe is not None:
         try:
             return bool(probe())
         except RuntimeError:
             return False
-    return "avx512_bf16" in _cpu_flags()
+    return flag in _cpu_flags()
 
 
 def _cpu_flags() -> set[str]:
