@@ -50,19 +50,6 @@ def test_auto_is_bf16_on_a_cpu_with_avx512_bf16(amx):
     assert rt.dtype is torch.bfloat16 and rt.reason == "auto: bf16, CPU has AVX512-BF16"
 
 
-def test_avx512_bf16_is_read_from_cpuinfo_without_torchs_probe(monkeypatch):
-    devices.cpu_has_avx512_bf16.cache_clear()
-    monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported", raising=False)
-    try:
-        monkeypatch.setattr(devices, "_cpu_flags", lambda: {"avx2", "avx512f", "avx512_bf16"})
-        assert devices.cpu_has_avx512_bf16() is True
-        devices.cpu_has_avx512_bf16.cache_clear()
-        monkeypatch.setattr(devices, "_cpu_flags", lambda: {"avx2", "fma"})
-        assert devices.cpu_has_avx512_bf16() is False  # AVX2 only: fp32
-    finally:
-        devices.cpu_has_avx512_bf16.cache_clear()
-
-
 def test_forced_precisions_ignore_the_cpu(amx):
     amx(True)
     rt = make_runtime("cpu", "fp32")
@@ -83,17 +70,24 @@ def test_the_choice_is_printed_with_its_reason(amx):
     assert console.export_text().strip() == "device cpu, precision bf16 (auto: bf16, CPU has AMX-BF16)"
 
 
-def test_cpuinfo_is_the_fallback_without_torchs_probe(monkeypatch):
-    devices.cpu_has_amx_bf16.cache_clear()
-    monkeypatch.delattr(torch.cpu, "_is_amx_tile_supported", raising=False)
+@pytest.mark.parametrize("check, probe, yes, no", [
+    ("cpu_has_amx_bf16", "_is_amx_tile_supported", {"avx512f", "amx_bf16", "amx_tile"},
+     {"avx2", "avx512_bf16"}),  # AVX512-BF16 alone is not AMX
+    ("cpu_has_avx512_bf16", "_is_avx512_bf16_supported", {"avx2", "avx512f", "avx512_bf16"},
+     {"avx2", "fma"}),  # AVX2 only: fp32
+])
+def test_cpuinfo_is_the_fallback_without_torchs_probe(monkeypatch, check, probe, yes, no):
+    has = getattr(devices, check)
+    has.cache_clear()
+    monkeypatch.delattr(torch.cpu, probe, raising=False)
     try:
-        monkeypatch.setattr(devices, "_cpu_flags", lambda: {"avx512f", "amx_bf16", "amx_tile"})
-        assert devices.cpu_has_amx_bf16() is True
-        devices.cpu_has_amx_bf16.cache_clear()
-        monkeypatch.setattr(devices, "_cpu_flags", lambda: {"avx2", "avx512_bf16"})
-        assert devices.cpu_has_amx_bf16() is False  # AVX512-BF16 alone is not AMX
+        monkeypatch.setattr(devices, "_cpu_flags", lambda: yes)
+        assert has() is True
+        has.cache_clear()
+        monkeypatch.setattr(devices, "_cpu_flags", lambda: no)
+        assert has() is False
     finally:
-        devices.cpu_has_amx_bf16.cache_clear()
+        has.cache_clear()
 
 
 def test_cpu_flags_read_proc_cpuinfo(monkeypatch, tmp_path):

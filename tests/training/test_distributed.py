@@ -58,14 +58,9 @@ def _losses(run: Path) -> list[float]:
             if r["type"] == "train"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("engine", ["ddp", "fsdp"])
-def test_two_gloo_processes_match_one_process(tmp_path, still_encoder, engine):
-    data = write_ner_dir(tmp_path / "d", train=_conll(24), dev=_conll(5), test=_conll(5))
-    args = ["finetune", "ner", "--data", str(data), "--model", still_encoder, "--epochs", "2",
-            "--batch-size", "8", "--lr", "1e-3", "--logging-steps", "1", "--device", "cpu",
-            "--precision", "fp32",  # auto is bf16 on AMX-BF16 CPUs: not equal across reductions
-            *(["--fsdp"] if engine == "fsdp" else [])]
+def run_one_and_two(args: list[str], tmp_path: Path) -> tuple[list[float], list[float]]:
+    """Run ``bertkit *args`` as one process (``tmp_path/one``) and as two gloo processes under
+    torchrun (``tmp_path/two``); each must exit 0. Returns both runs' logged training losses."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     one = subprocess.run([sys.executable, "-m", "bertkit", *args, "-o", str(tmp_path / "one")],
                          capture_output=True, text=True, env=env, timeout=300)
@@ -75,7 +70,18 @@ def test_two_gloo_processes_match_one_process(tmp_path, still_encoder, engine):
                           "-o", str(tmp_path / "two")],
                          capture_output=True, text=True, env=env, timeout=300)
     assert two.returncode == 0, (two.stdout[-2000:], two.stderr[-3000:])
-    a, b = _losses(tmp_path / "one"), _losses(tmp_path / "two")
+    return _losses(tmp_path / "one"), _losses(tmp_path / "two")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["ddp", "fsdp"])
+def test_two_gloo_processes_match_one_process(tmp_path, still_encoder, engine):
+    data = write_ner_dir(tmp_path / "d", train=_conll(24), dev=_conll(5), test=_conll(5))
+    args = ["finetune", "ner", "--data", str(data), "--model", still_encoder, "--epochs", "2",
+            "--batch-size", "8", "--lr", "1e-3", "--logging-steps", "1", "--device", "cpu",
+            "--precision", "fp32",  # auto is bf16 on AMX-BF16 CPUs: not equal across reductions
+            *(["--fsdp"] if engine == "fsdp" else [])]
+    a, b = run_one_and_two(args, tmp_path)
     assert len(a) == len(b) == 6  # 3 global batches of 8 per epoch, 2 epochs
     assert a == pytest.approx(b, rel=1e-4, abs=1e-5)
     for name in ("results.json", "test_predictions.conll", "environment.json"):
