@@ -9,9 +9,10 @@ same precision (bf16 autocast on CUDA, fp32 on a CPU unless ``--precision``), fu
   branch has it) and the token loss, losses read back only at logging time;
 - ``bertkit-softmax``: the same without the CRF;
 - ``stock``: ``AutoModelForTokenClassification`` on padded batches (padding to the batch's
-  longest, as ``DataCollatorForTokenClassification``), its own cross-entropy, the loss read
-  every step as the ``Trainer``'s logging of ``tr_loss`` does not (it reads it every
-  ``logging_steps``): so the stock side here reads nothing per step either;
+  longest, as ``DataCollatorForTokenClassification``), its own cross-entropy; its loss is kept
+  on the device, not read per step (the ``Trainer`` reads it only every ``logging_steps``), so
+  neither side pays a loss read; what the stock model reads by itself (transformers'
+  ``padding_mask.all()``) is counted;
 - ``cpu``: ``bertkit-crf`` on the machine's CPU (all its cores, fp32), a few steps, for the
   "against the device's own CPU" figure.
 
