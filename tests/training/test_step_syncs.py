@@ -108,7 +108,7 @@ def test_the_counter_finds_what_syncs():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", ["dep", "qa", "sim"])
+@pytest.mark.parametrize("task", ["dep", "qa", "sim", "sim-bi-encoder"])
 def test_parser_qa_and_similarity_steps_read_nothing_back(audited, task, tiny_encoder, tmp_path):
     """The other fine-tuning steps too (coreference's span ranking, whose candidate spans are
     data-dependent, is the one task whose step still reads back: see docs/developers.md)."""
@@ -124,9 +124,10 @@ def test_parser_qa_and_similarity_steps_read_nothing_back(audited, task, tiny_en
         from bertkit.tasks.qa.config import QAConfig
         from bertkit.tasks.qa.task import finetune_qa
         finetune_qa(QAConfig(data=str(write_qa_dir(tmp_path / "d")), **kw))
-    else:
+    else:  # the bi-encoder calls the encoder's forward through sentence-transformers
         from tests.tasks.sim.conftest import write_sim_dir
         from bertkit.tasks.sim.config import SimConfig
         from bertkit.tasks.sim.task import finetune_sim
-        finetune_sim(SimConfig(data=str(write_sim_dir(tmp_path / "d")), **kw))
+        arch = {"architecture": "bi-encoder"} if task == "sim-bi-encoder" else {}
+        finetune_sim(SimConfig(data=str(write_sim_dir(tmp_path / "d")), **kw, **arch))
     assert _steady(audited, at_least=2) == [{}] * (len(audited) - 1)
