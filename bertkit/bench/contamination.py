@@ -94,21 +94,8 @@ def count(task: str, test_file: Path, corpora: tuple[str, ...]) -> dict:
 
 def task_test_file(task: str, data: str) -> Path | None:
     """The test file of a registered set under ``$BERTKIT_DATA`` (or of a data folder), or its
-    ``test/`` folder of documents (coreference); None if not found."""
-    from bertkit.data.sets import data_root, resolve_local
-    from bertkit.tasks.registry import get_task
+    ``test/`` folder of documents (coreference); None if not found
+    (:func:`bertkit.bench.changes.split_source`)."""
+    from bertkit.bench.changes import split_source
 
-    try:
-        kind = get_task(task).data_kind
-    except BertkitError:
-        return None
-    try:
-        files = resolve_local(data, kind, tuple(get_task(task).extensions), ("test",))
-    except (BertkitError, AttributeError):
-        files = None
-    if files:
-        return files["test"]
-    root = data_root()
-    base = Path(data) if Path(data).is_dir() else (root / kind / data if root else None)
-    folder = base / "test" if base is not None else None
-    return folder if folder is not None and folder.is_dir() else None  # one file per document
+    return split_source(task, data, "test")
