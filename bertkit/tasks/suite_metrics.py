@@ -62,22 +62,26 @@ def accuracy_stats(run_dir: Path, results: dict) -> np.ndarray:
     return np.asarray([(float(g == p), 1.0) for g, p in label_pairs(run_dir)]).reshape(-1, 2)
 
 
+def at_or_below(test: dict, key: str, baseline: str, phrase: str) -> str | None:
+    """``phrase`` with the two figures in points (``{score}``, ``{base}``) where ``test[key]``
+    is at or below ``test[baseline]`` (a constant prediction's score), else None."""
+    score, base = figure(test, key), figure(test, baseline)
+    if score is not None and base is not None and score <= base + TOLERANCE:
+        return phrase.format(score=100 * score, base=100 * base)
+    return None
+
+
 def accuracy_floor(test: dict) -> str | None:
     """Accuracy at or below the majority class's share (``majority_share``), or None."""
-    acc, share = figure(test, "accuracy"), figure(test, "majority_share")
-    if acc is not None and share is not None and acc <= share + TOLERANCE:
-        return (f"accuracy at or below the majority class's share (accuracy {100 * acc:.2f}, "
-                f"share {100 * share:.2f})")
-    return None
+    return at_or_below(test, "accuracy", "majority_share", "accuracy at or below the majority "
+                       "class's share (accuracy {score:.2f}, share {base:.2f})")
 
 
 def macro_floor(test: dict) -> str | None:
     """Macro-F1 at or below always predicting the majority class (``baseline_macro_f1``)."""
-    macro, base = figure(test, "macro_f1"), figure(test, "baseline_macro_f1")
-    if macro is not None and base is not None and macro <= base + TOLERANCE:
-        return (f"macro-F1 at or below always predicting the majority class (macro-F1 "
-                f"{100 * macro:.2f}, the majority class's {100 * base:.2f})")
-    return None
+    return at_or_below(test, "macro_f1", "baseline_macro_f1", "macro-F1 at or below always "
+                       "predicting the majority class (macro-F1 {score:.2f}, the majority "
+                       "class's {base:.2f})")
 
 
 def micro_floor(test: dict) -> str | None:
