@@ -143,7 +143,7 @@ def list_cli(
     from rich.console import Console
     from rich.table import Table
 
-    from bertkit.bench.metrics import METRICS
+    from bertkit.bench.metrics import declared_metrics
     from bertkit.bench.stage_settings import check_suite_settings
     from bertkit.bench.suite import check_suite, find_suite, parse_suite, suite_files
 
@@ -169,8 +169,9 @@ def list_cli(
                       _settings_text({**s.defaults, **t.recipe}), _settings_text(t.lite))
     # into a file or a pipe (80 columns) the recipe and lite columns were cut: lay it out wide
     (console if console.is_terminal else Console(width=200)).print(table)
+    metrics = declared_metrics()
     for name in dict.fromkeys(t.metric for t in s.tasks):
-        console.print(f"metric {name}: {METRICS[name].description}", highlight=False)
+        console.print(f"metric {name}: {metrics[name].description}", highlight=False)
     for ref in s.references:
         console.print(f"reference: {ref.model}, {ref.size} ({ref.source})", highlight=False)
     for m in s.missing:
