@@ -149,7 +149,7 @@ def wwm_choose(word_id, word_len, n_words, k, keys):  # pragma: no cover - compi
     return _flat_chosen(word_id, taken, N)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _visiting_order(row, n, order, bucket, start):  # pragma: no cover - compiled
     """Fill ``order[:n]`` with the words ``0..n-1`` of a row by increasing key ``row`` (ties by
     position): a bucket sort (``n`` buckets of width ``1/n``, words placed in position order),
@@ -177,7 +177,7 @@ def _visiting_order(row, n, order, bucket, start):  # pragma: no cover - compile
         order[q + 1] = w
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _take_greedy(lengths, order, n, budget, fit, taken_row):  # pragma: no cover - compiled
     """The greedy pass over one row's ``n`` words in ``order``: a word is taken (``taken_row``
     set) when its ``lengths`` pieces fit in what is left of ``budget``; the pass stops once no
