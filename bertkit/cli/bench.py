@@ -12,6 +12,8 @@ from bertkit.cli._app import bench_app, make_console, user_errors
 from bertkit.cli._tasks import declared_command
 from bertkit.errors import BertkitError
 
+ResultsFolder = Annotated[Path, typer.Argument(help="A bench run's results folder.")]
+
 
 def _n(count: int, noun: str) -> str:
     """``1 task``, ``2 tasks``."""
@@ -90,7 +92,7 @@ def _report(out: Path, baseline: str | None, console) -> None:
 @bench_app.command("report")
 @user_errors
 def report_cli(
-    output_dir: Annotated[Path, typer.Argument(help="A bench run's results folder.")],
+    output_dir: ResultsFolder,
     baseline: Annotated[Optional[str], typer.Option("--baseline", "-b", help="The encoder the others are compared with. \\[default: the first]")] = None,
 ) -> None:
     """Fold a bench run's result files into report.md, report.json and report.png: per task
@@ -103,7 +105,7 @@ def report_cli(
 @bench_app.command("status")
 @user_errors
 def status_cli(
-    output_dir: Annotated[Path, typer.Argument(help="A bench run's results folder.")],
+    output_dir: ResultsFolder,
 ) -> None:
     """List a bench run's stages by state: done, running (its job id), failed (the tail of its
     log), pending. `bench run` into the folder again runs the pending and failed ones."""
