@@ -21,7 +21,9 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.cls import best_thresholds
 from bertkit.metrics.collapse import warn_collapse
-from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
+from bertkit.reports import label_scores_table
+from bertkit.tasks.base import (Evaluation, ModuleFunction, ScoredSplit, TaskData, TaskRun,
+                                table_report)
 from bertkit.tasks.cls.card import CARD, HOC_SCORING, SCORING, card_example  # noqa: F401
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
@@ -205,34 +207,23 @@ class CLSTask:
             "metric": cfg.metric, "scoring": SCORING + (HOC_SCORING if cfg.multi_label else ""),
             "example": card_example(data.full_train)})
 
-    def report(self, results: dict, title: str):
-        """Per-label and averaged scores (:func:`bertkit.reports.label_scores_table`)."""
-        from bertkit.reports import label_scores_table
+    report = table_report(label_scores_table)
+    evaluate = ModuleFunction("evaluate_cls")
+    predict = ModuleFunction("predict_cls")
+    stream = ModuleFunction("stream_cls")
 
-        return label_scores_table(results["test"] if "test" in results else results, title)
 
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_cls`."""
-        return evaluate_cls(*args, **kwargs)
-
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_cls`."""
-        return predict_cls(*args, **kwargs)
-
-    @staticmethod
-    def stream(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
+def stream_cls(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
                precision: str = "auto", batch_size: int = 64, text_column: str | None = None,
                quoting: str | None = None, console: Console | None = None):
-        """``predict cls`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.cls.stream`); None
-        for CSV/TSV input, which :func:`predict_cls` reads whole."""
-        from bertkit.tasks.cls.stream import cls_predictor, stream_format
+    """``predict cls`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.cls.stream`); None
+    for CSV/TSV input, which :func:`predict_cls` reads whole."""
+    from bertkit.tasks.cls.stream import cls_predictor, stream_format
 
-        fmt = stream_format(input_path, input_format)
-        return None if fmt is None else cls_predictor(
-            model_dir, input_path, fmt, device, precision, batch_size, text_column, quoting,
-            console, _run_saved, prediction_lines, _saved_columns)
+    fmt = stream_format(input_path, input_format)
+    return None if fmt is None else cls_predictor(
+        model_dir, input_path, fmt, device, precision, batch_size, text_column, quoting,
+        console, _run_saved, prediction_lines, _saved_columns)
 
 
 def _indicators(xs: Sequence[TextExample], label2id: dict[str, int]) -> np.ndarray:

@@ -22,7 +22,8 @@ from rich.console import Console
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.modelcard import CardSpec, Metric
-from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
+from bertkit.tasks.base import (Evaluation, ModuleFunction, ScoredSplit, TaskData, TaskRun,
+                                test_metrics)
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.qa.checks import gold_reach, reach_lines
@@ -241,28 +242,22 @@ class QATask:
 
     def report(self, results: dict, title: str):
         """EM and F1 (all, HasAns, NoAns; v2 also the best thresholds) as a rich table."""
-        return qa_table(results["test"] if "test" in results else results, title)
+        return qa_table(test_metrics(results), title)
 
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_qa`."""
-        return evaluate_qa(*args, **kwargs)
+    evaluate = ModuleFunction("evaluate_qa")
+    predict = ModuleFunction("predict_qa")
+    stream = ModuleFunction("stream_qa")
 
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_qa`."""
-        return predict_qa(*args, **kwargs)
 
-    @staticmethod
-    def stream(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
-               batch_size: int = 64, null_threshold: float | None = None,
-               console: Console | None = None):
-        """``predict qa`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.qa.stream`; None
-        for SQuAD JSON, read whole)."""
-        from bertkit.tasks.qa.stream import qa_predictor
+def stream_qa(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
+              batch_size: int = 64, null_threshold: float | None = None,
+              console: Console | None = None):
+    """``predict qa`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.qa.stream`; None
+    for SQuAD JSON, read whole)."""
+    from bertkit.tasks.qa.stream import qa_predictor
 
-        return qa_predictor(model_dir, input_path, device, precision, batch_size,
-                            null_threshold, console, _saved_settings, _threshold)
+    return qa_predictor(model_dir, input_path, device, precision, batch_size,
+                        null_threshold, console, _saved_settings, _threshold)
 
 
 def qa_table(metrics: dict, title: str):

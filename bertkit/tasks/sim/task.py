@@ -35,7 +35,8 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.sim import similarity_scores
 from bertkit.modelcard import CardSpec, Metric
-from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
+from bertkit.tasks.base import (Evaluation, ModuleFunction, ScoredSplit, TaskData, TaskRun,
+                                test_metrics)
 from bertkit.tasks.common import (find_saved_model, load_pretrained, parse_split,
                                   prediction_line, warn_bad_lines, write_saved_model)
 from bertkit.tasks.driver import finetune
@@ -220,7 +221,7 @@ class SimTask:
         """Pearson, Spearman (x100) and MSE, with the predict-the-mean baseline's MSE; a
         fine-tuning run's table has the zero-shot row (the encoder as given) under its own.
         An undefined correlation (every gold score the same) shows as "undefined" with why."""
-        m = results["test"] if "test" in results else results
+        m = test_metrics(results)
         table = Table(title=title)
         for col in ("model", "Pearson r", "Spearman rho", "MSE", "MSE of the mean", "pairs"):
             table.add_column(col, justify="right")
@@ -237,25 +238,19 @@ class SimTask:
             table.caption = f"undefined: {why[0]}"
         return table
 
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_sim`."""
-        return evaluate_sim(*args, **kwargs)
+    evaluate = ModuleFunction("evaluate_sim")
+    predict = ModuleFunction("predict_sim")
+    stream = ModuleFunction("stream_sim")
 
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_sim`."""
-        return predict_sim(*args, **kwargs)
 
-    @staticmethod
-    def stream(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
+def stream_sim(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
                batch_size: int = 64, console: Console | None = None):
-        """``predict sim`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.sim.stream`)."""
-        from bertkit.tasks.sim.stream import sim_predictor
+    """``predict sim`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.sim.stream`)."""
+    from bertkit.tasks.sim.stream import sim_predictor
 
-        return sim_predictor(model_dir, input_path, device, precision, batch_size, console,
-                             _load, _saved_fields, pair_scorer, prediction_lines,
-                             _single_text_hint)
+    return sim_predictor(model_dir, input_path, device, precision, batch_size, console,
+                         _load, _saved_fields, pair_scorer, prediction_lines,
+                         _single_text_hint)
 
 
 def _points(metrics: dict, key: str = "pearson") -> str:
