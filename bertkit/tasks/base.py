@@ -28,9 +28,10 @@ A task supplies:
 * ``text_lines(data, max_examples)``: the unlabelled training text TAPT reads (``bertkit adapt
   --task-text TASK:DATA``).
 
-A task's class ends in the same few lines, written with the helpers here: ``report =
-table_report(its_table)`` (:func:`table_report`) and ``evaluate``/``predict``/``stream`` as
-:class:`ModuleFunction` attributes naming its module's ``evaluate_<name>`` ... functions.
+A task's class ends in the same two lines, written with the helpers here: ``report =
+table_report(its_table)`` (:func:`table_report`) and ``evaluate, predict, stream =
+task_functions(name)``: its module's ``evaluate_<name>``, ``predict_<name>`` and
+``stream_<name>`` functions (:class:`ModuleFunction`).
 
 Its command line is declared on its settings (:mod:`bertkit.options`): ``option(...)`` fields
 are the ``finetune`` options, ``config_class.commands`` the three commands' help and the
@@ -208,11 +209,11 @@ class Task(Protocol):
     predict: Callable[..., Any]
 
 
-def test_metrics(results: dict) -> dict:
+def report_metrics(results: dict) -> dict:
     """The metrics a task's ``report`` shows: a run's ``results["test"]``, or ``evaluate``'s
     metrics as they are (they have no ``test`` key).
 
-    >>> test_metrics({"test": {"f1": 0.5}, "dev": {}}), test_metrics({"f1": 0.4})
+    >>> report_metrics({"test": {"f1": 0.5}, "dev": {}}), report_metrics({"f1": 0.4})
     ({'f1': 0.5}, {'f1': 0.4})
     """
     return results["test"] if "test" in results else results
@@ -220,14 +221,14 @@ def test_metrics(results: dict) -> dict:
 
 def table_report(table: Callable[[dict, str], Any]) -> Callable[[Any, dict, str], Any]:
     """A task's :meth:`Task.report` made of its table: ``report = table_report(entity_table)``
-    in the task's class shows :func:`test_metrics` with ``table(metrics, title)``.
+    in the task's class shows :func:`report_metrics` with ``table(metrics, title)``.
 
     Args:
         table: ``table(metrics, title) -> renderable`` (a rich table, :mod:`bertkit.reports`).
     """
 
     def report(self, results: dict, title: str) -> Any:
-        return table(test_metrics(results), title)
+        return table(report_metrics(results), title)
 
     report.__doc__ = f"The test metrics as :func:`{table.__module__}.{table.__name__}` shows them."
     return report
@@ -257,6 +258,17 @@ class ModuleFunction:
             return getattr(module, self.name)
         except AttributeError:
             raise AttributeError(f"{module.__name__} has no function {self.name}") from None
+
+
+def task_functions(name: str, verbs: tuple[str, ...] = ("evaluate", "predict", "stream")
+                   ) -> tuple[ModuleFunction, ...]:
+    """One :class:`ModuleFunction` per verb, naming the task module's ``<verb>_<name>``:
+    ``evaluate, predict, stream = task_functions("ner")`` in the task's class.
+
+    >>> [f.name for f in task_functions("ner")]
+    ['evaluate_ner', 'predict_ner', 'stream_ner']
+    """
+    return tuple(ModuleFunction(f"{verb}_{name}") for verb in verbs)
 
 
 NOT_SCORES = ("loss", "seconds", "per_second", "perplexity", "count", "tokens", "examples",

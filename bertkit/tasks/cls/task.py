@@ -21,8 +21,8 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.collapse import warn_collapse
 from bertkit.reports import label_scores_table
-from bertkit.tasks.base import (Evaluation, ModuleFunction, ScoredSplit, TaskData, TaskRun,
-                                table_report)
+from bertkit.tasks.base import (Evaluation, ScoredSplit, TaskData, TaskRun,
+                                table_report, task_functions)
 from bertkit.tasks.cls.card import CARD, HOC_SCORING, SCORING, card_example  # noqa: F401
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
@@ -164,9 +164,7 @@ class CLSTask:
             "example": card_example(data.full_train)})
 
     report = table_report(label_scores_table)
-    evaluate = ModuleFunction("evaluate_cls")
-    predict = ModuleFunction("predict_cls")
-    stream = ModuleFunction("stream_cls")
+    evaluate, predict, stream = task_functions("cls")
 
 
 def stream_cls(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",

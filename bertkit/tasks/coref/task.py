@@ -17,8 +17,8 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.coref import coref_scores
 from bertkit.modelcard import CardSpec, Metric
-from bertkit.tasks.base import (Evaluation, ModuleFunction, ScoredSplit, TaskData, TaskRun,
-                                test_metrics)
+from bertkit.tasks.base import (Evaluation, ScoredSplit, TaskData, TaskRun,
+                                report_metrics, task_functions)
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.coref.card import USAGE, card_notes
 from bertkit.tasks.coref.config import CorefConfig
@@ -122,7 +122,7 @@ class CorefTask:
         """MUC, B-cubed, CEAF-m, CEAF-e, BLANC and CoNLL F1, with and without singletons."""
         from rich.table import Table
 
-        m = test_metrics(results)
+        m = report_metrics(results)
         table = Table(title=title)
         for col in ("metric", "R", "P", "F1", "R -sing.", "P -sing.", "F1 -sing."):
             table.add_column(col, justify="left" if col == "metric" else "right")
@@ -134,9 +134,7 @@ class CorefTask:
                       f"{m.get('conll_f1_nosingletons', float('nan')):.2f}")
         return table
 
-    evaluate = ModuleFunction("evaluate_coref")
-    predict = ModuleFunction("predict_coref")
-    stream = ModuleFunction("stream_coref")
+    evaluate, predict, stream = task_functions("coref")
 
 
 def stream_coref(model_dir: str, input_path: str, input_format: str = "auto",

@@ -18,8 +18,8 @@ from bertkit.lengths import fit_length, position_limit
 from bertkit.metrics.dep import RULE_TEXT, punct_rule
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.reports import parse_table
-from bertkit.tasks.base import (Evaluation, ModuleFunction, Prepared, ScoredSplit, TaskData,
-                                table_report)
+from bertkit.tasks.base import (Evaluation, Prepared, ScoredSplit, TaskData,
+                                table_report, task_functions)
 from bertkit.tasks.common import parse_split, warn_unseen
 from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations, unseen_relations
 from bertkit.tasks.dep.encoding import SentenceBatches, encode
@@ -120,9 +120,7 @@ class DepTask:
                        "it; ucm/lcm complete match without punctuation"})
 
     report = table_report(parse_table)
-    evaluate = ModuleFunction("evaluate_dep")
-    predict = ModuleFunction("predict_dep")
-    stream = ModuleFunction("stream_dep")
+    evaluate, predict, stream = task_functions("dep")
 
 
 def stream_dep(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",

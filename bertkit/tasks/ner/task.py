@@ -24,8 +24,8 @@ from bertkit.packing import Packer, position_start
 from bertkit.reports import entity_table
 from bertkit.tasks.ner.config import METRICS, NERConfig
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
-from bertkit.tasks.base import (Evaluation, ModuleFunction, Prepared, ScoredSplit, TaskData,
-                                table_report)
+from bertkit.tasks.base import (Evaluation, Prepared, ScoredSplit, TaskData,
+                                table_report, task_functions)
 from bertkit.tasks.common import parse_split, warn_notes, warn_unseen
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
@@ -266,9 +266,7 @@ class NERTask:
                        "prefix dropped (scikit-learn)"}, select_metric=METRICS[cfg.metric])
 
     report = table_report(entity_table)
-    evaluate = ModuleFunction("evaluate_ner")
-    predict = ModuleFunction("predict_ner")
-    stream = ModuleFunction("stream_ner")  # predict through bertkit.streaming
+    evaluate, predict, stream = task_functions("ner")
 
 
 TASK = NERTask()

@@ -22,8 +22,8 @@ from bertkit.metrics.collapse import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores
 from bertkit.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.reports import label_scores_table
-from bertkit.tasks.base import (Evaluation, ModuleFunction, Prepared, ScoredSplit, TaskData,
-                                table_report)
+from bertkit.tasks.base import (Evaluation, Prepared, ScoredSplit, TaskData,
+                                table_report, task_functions)
 from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
                                   warn_unseen, write_test_outputs)
 from bertkit.tasks.driver import finetune
@@ -206,9 +206,7 @@ class RETask:
             "class_weights": cfg.class_weights, "scoring": SCORING})
 
     report = table_report(label_scores_table)
-    evaluate = ModuleFunction("evaluate_re")
-    predict = ModuleFunction("predict_re")
-    stream = ModuleFunction("stream_re")
+    evaluate, predict, stream = task_functions("re")
 
 
 def stream_re(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
