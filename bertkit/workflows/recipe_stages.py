@@ -1,6 +1,6 @@
 """Rerunning ``bertkit run RECIPE -o DIR``: each stage continues where the last run left it.
 
-:func:`bertkit.recipes.run_stage` asks here how to run a stage whose output may already hold
+:func:`bertkit.workflows.recipes.run_stage` asks here how to run a stage whose output may already hold
 work, so that the same command, run again after a stop (SIGINT/SIGTERM, a crash), loses nothing:
 
 * a training stage (``pretrain``, ``finetune TASK``) whose folder holds a run is run with

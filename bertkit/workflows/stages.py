@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from bertkit.config import replace
+from bertkit.settings.layers import replace
 from bertkit.io import json_plain
 
 

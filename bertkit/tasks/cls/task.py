@@ -15,12 +15,12 @@ from typing import Sequence
 import numpy as np
 from rich.console import Console
 
-from bertkit.batching import GroupedBatches
+from bertkit.inputs.batching import GroupedBatches
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.collapse import warn_collapse
-from bertkit.reports import label_scores_table
+from bertkit.outputs.tables import label_scores_table
 from bertkit.tasks.base import (Evaluation, ScoredSplit, TaskData, TaskRun,
                                 table_report, task_functions)
 from bertkit.tasks.cls.card import CARD, HOC_SCORING, SCORING, card_example  # noqa: F401
@@ -170,7 +170,7 @@ class CLSTask:
 def stream_cls(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
                precision: str = "auto", batch_size: int = 64, text_column: str | None = None,
                quoting: str | None = None, console: Console | None = None):
-    """``predict cls`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.cls.stream`); None
+    """``predict cls`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.cls.stream`); None
     for CSV/TSV input, which :func:`predict_cls` reads whole."""
     from bertkit.tasks.cls.stream import cls_predictor, stream_format
 
@@ -226,7 +226,7 @@ def _saved_columns(meta: dict, text_column: str | None, label_column: str | None
 
 
 def _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size):
-    from bertkit.lengths import fit_length, position_limit
+    from bertkit.inputs.lengths import fit_length, position_limit
 
     max_length = fit_length(int(meta.get("max_length", 512)), position_limit(model.config))
     label2id = {lab: i for i, lab in enumerate(labels)}

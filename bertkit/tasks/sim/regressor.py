@@ -10,8 +10,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from bertkit.batching import pad_right
-from bertkit.inference import run_batches, sorted_batches
+from bertkit.inputs.batching import pad_right
+from bertkit.predict.inference import run_batches, sorted_batches
 from bertkit.tasks.common import build_pretrained
 from bertkit.tasks.sim.data import PairExample
 from bertkit.training.devices import Runtime
