@@ -57,3 +57,16 @@ def test_table_report_shows_a_run_s_test_metrics_and_evaluate_s_metrics_alike():
     assert Probe().report({"f1": 0.4}, "e") == 2
     assert seen == [({"f1": 0.5}, "t"), ({"f1": 0.4}, "e")]
     assert report_metrics({"dev": {}, "test": {"x": 1}}) == {"x": 1}
+
+
+def test_a_registered_set_off_the_data_root_names_the_root_and_the_layout(monkeypatch, tmp_path):
+    from bertkit.errors import BertkitError
+    from bertkit.tasks.re.data import LAYOUT, load_re_data
+
+    monkeypatch.setenv("BERTKIT_DATA", str(tmp_path))
+    with pytest.raises(BertkitError) as err:
+        load_re_data("chemprot", ("train",))
+    assert str(err.value).startswith(
+        f"data set 'chemprot' is not available: BERTKIT_DATA={tmp_path} has no re/chemprot/")
+    assert f"BERTKIT_DATA pointing at a folder holding {LAYOUT}, or --data DIRECTORY" \
+        in str(err.value)
