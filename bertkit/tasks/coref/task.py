@@ -17,7 +17,8 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.coref import coref_scores
 from bertkit.outputs.modelcard import CardSpec, Metric
-from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
+from bertkit.tasks.base import (Evaluation, ScoredSplit, TaskData, TaskRun,
+                                report_metrics, task_functions)
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.coref.card import USAGE, card_notes
 from bertkit.tasks.coref.config import CorefConfig
@@ -123,7 +124,7 @@ class CorefTask:
         """MUC, B-cubed, CEAF-m, CEAF-e, BLANC and CoNLL F1, with and without singletons."""
         from rich.table import Table
 
-        m = results["test"] if "test" in results else results
+        m = report_metrics(results)
         table = Table(title=title)
         for col in ("metric", "R", "P", "F1", "R -sing.", "P -sing.", "F1 -sing."):
             table.add_column(col, justify="left" if col == "metric" else "right")
@@ -135,25 +136,17 @@ class CorefTask:
                       f"{m.get('conll_f1_nosingletons', float('nan')):.2f}")
         return table
 
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_coref`."""
-        return evaluate_coref(*args, **kwargs)
+    evaluate, predict, stream = task_functions("coref")
 
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_coref`."""
-        return predict_coref(*args, **kwargs)
 
-    @staticmethod
-    def stream(model_dir: str, input_path: str, input_format: str = "auto",
-               output_format: str = "auto", output: str | None = None, device: str = "auto",
-               precision: str = "auto", console: Console | None = None):
-        """``predict coref`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.coref.stream`)."""
-        from bertkit.tasks.coref.stream import coref_predictor
+def stream_coref(model_dir: str, input_path: str, input_format: str = "auto",
+                 output_format: str = "auto", output: str | None = None, device: str = "auto",
+                 precision: str = "auto", console: Console | None = None):
+    """``predict coref`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.coref.stream`)."""
+    from bertkit.tasks.coref.stream import coref_predictor
 
-        return coref_predictor(model_dir, input_path, input_format, output_format, output,
-                               device, precision, console)
+    return coref_predictor(model_dir, input_path, input_format, output_format, output,
+                           device, precision, console)
 
 
 TASK = CorefTask()
