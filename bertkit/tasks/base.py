@@ -282,6 +282,27 @@ class SuiteSpec:
     def metric(self, name: str) -> SuiteMetric | None:
         """The declared metric called ``name``, or None."""
         return next((m for m in self.metrics if m.name == name), None)
+class TaskHeader:
+    """The attributes every task declares, given once on its class line (the
+    :class:`Task` protocol's ``name`` ... ``suite``)::
+
+        class NERTask(TaskHeader, name="ner", config_class=NERConfig, extensions=EXTENSIONS,
+                      unit="sentences", select_metric="f1", card=CARD, suite=SUITE):
+
+    ``data_kind`` is the task's name unless given; ``headline`` is the card's metrics (one list
+    for the card, ``adapt`` and the ``--seeds`` summary).
+    """
+
+    def __init_subclass__(cls, *, name: str, config_class: type, extensions: tuple[str, ...],
+                          unit: str, select_metric: str, card: Any, suite: Any = None,
+                          data_kind: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.name, cls.config_class, cls.extensions = name, config_class, extensions
+        cls.data_kind = data_kind or name
+        cls.unit, cls.select_metric = unit, select_metric
+        cls.card, cls.headline, cls.suite = card, card.metrics, suite
+
+
 def report_metrics(results: dict) -> dict:
     """The metrics a task's ``report`` shows: a run's ``results["test"]``, or ``evaluate``'s
     metrics as they are (they have no ``test`` key).

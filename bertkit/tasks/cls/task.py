@@ -21,7 +21,7 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.collapse import warn_collapse
 from bertkit.outputs.tables import label_scores_table
-from bertkit.tasks.base import (Evaluation, ScoredSplit, TaskData, TaskRun,
+from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, TaskRun,
                                 table_report, task_functions)
 from bertkit.tasks.cls.card import CARD, HOC_SCORING, SCORING, card_example  # noqa: F401
 from bertkit.tasks.cls.config import CLSConfig
@@ -55,18 +55,10 @@ def _split_note(sep: str, joined: list[str], examples: Sequence[TextExample]) ->
             f"{len(label_set(list(examples)))} labels, not one class per combination")
 
 
-class CLSTask:
+class CLSTask(TaskHeader, name="cls", config_class=CLSConfig,
+              extensions=EXTENSIONS, unit="texts", select_metric="macro_f1",
+              card=CARD, suite=SUITE):
     """Sentence classification as a :class:`~bertkit.tasks.base.Task` (module docstring)."""
-
-    name = "cls"
-    config_class = CLSConfig
-    data_kind = "cls"
-    extensions = EXTENSIONS
-    unit = "texts"
-    select_metric = "macro_f1"
-    card = CARD
-    headline = CARD.metrics  # the card, adapt and --seeds summaries
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: CLSConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

@@ -17,7 +17,7 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.coref import coref_scores
 from bertkit.outputs.modelcard import CardSpec, Metric
-from bertkit.tasks.base import (Evaluation, ScoredSplit, TaskData, TaskRun,
+from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, TaskRun,
                                 report_metrics, task_functions)
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.coref.card import USAGE, card_notes
@@ -52,19 +52,11 @@ def _long_mentions(docs: Sequence[CorefDocument], width: int) -> int:
     return sum(1 for d in docs for c in d.clusters or [] for s, e in c if e - s + 1 > width)
 
 
-class CorefTask:
+class CorefTask(TaskHeader, name="coref", config_class=CorefConfig,
+                extensions=EXTENSIONS, unit="documents", select_metric="conll_f1",
+                card=CARD, suite=SUITE):
     """Coreference resolution (start-to-end span ranking) as a
     :class:`~bertkit.tasks.base.Task`; best epoch by dev CoNLL F1 with singletons."""
-
-    name = "coref"
-    config_class = CorefConfig
-    data_kind = "coref"
-    extensions = EXTENSIONS
-    unit = "documents"
-    select_metric = "conll_f1"
-    card = CARD
-    headline = CARD.metrics
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: CorefConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

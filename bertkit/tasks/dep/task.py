@@ -18,7 +18,7 @@ from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.metrics.dep import RULE_TEXT, punct_rule
 from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.outputs.tables import parse_table
-from bertkit.tasks.base import (Evaluation, Prepared, ScoredSplit, TaskData,
+from bertkit.tasks.base import (TaskHeader, Evaluation, Prepared, ScoredSplit, TaskData,
                                 table_report, task_functions)
 from bertkit.tasks.common import parse_split, warn_unseen
 from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations, unseen_relations
@@ -42,20 +42,13 @@ CARD = CardSpec(
 """The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
-class DepTask:
+class DepTask(TaskHeader, name="dep", config_class=DepConfig,
+              extensions=EXTENSIONS, unit="sentences", select_metric="las",
+              card=CARD, suite=SUITE):
     """Biaffine dependency parsing (Dozat & Manning 2017) as a :class:`~bertkit.tasks.base.Task`;
     best epoch by dev LAS without punctuation. A set without a train file trains on dev less
     every 10th sentence (``default_split_from_dev``), as GENIA is released."""
 
-    name = "dep"
-    config_class = DepConfig
-    data_kind = "dep"
-    extensions = EXTENSIONS
-    unit = "sentences"
-    select_metric = "las"
-    card = CARD
-    headline = CARD.metrics  # the card, adapt and --seeds summaries
-    suite = SUITE  # what bench needs to enter the task in a suite
     default_split_from_dev = 0.1
 
     def load(self, cfg: DepConfig, splits: tuple[str, ...], console: Console | None = None

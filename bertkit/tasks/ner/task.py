@@ -24,7 +24,7 @@ from bertkit.inputs.packing import Packer, position_start
 from bertkit.outputs.tables import entity_table
 from bertkit.tasks.ner.config import METRICS, NERConfig
 from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
-from bertkit.tasks.base import (Evaluation, Prepared, ScoredSplit, TaskData,
+from bertkit.tasks.base import (TaskHeader, Evaluation, Prepared, ScoredSplit, TaskData,
                                 table_report, task_functions)
 from bertkit.tasks.common import parse_split, warn_notes, warn_unseen
 from bertkit.tasks.driver import finetune
@@ -174,20 +174,12 @@ CARD = CardSpec(
 """The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
-class NERTask:
+class NERTask(TaskHeader, name="ner", config_class=NERConfig,
+              extensions=EXTENSIONS, unit="sentences", select_metric="f1",
+              card=CARD, suite=SUITE):
     """Named-entity recognition as a :class:`~bertkit.tasks.base.Task`: IOB2 tagging of words
     (first-piece alignment as Hugging Face's ``run_ner.py``), best epoch by dev entity F1
     (seqeval strict IOB2, Tjong Kim Sang & De Meulder 2003)."""
-
-    name = "ner"
-    config_class = NERConfig
-    data_kind = "ner"
-    extensions = EXTENSIONS
-    unit = "sentences"
-    select_metric = "f1"
-    card = CARD
-    headline = CARD.metrics  # the card, adapt and --seeds summaries
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: NERConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

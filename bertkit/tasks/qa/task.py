@@ -23,7 +23,7 @@ from rich.console import Console
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.outputs.modelcard import CardSpec, Metric
-from bertkit.tasks.base import (Evaluation, ScoredSplit, TaskData, TaskRun,
+from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, TaskRun,
                                 report_metrics, task_functions)
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.driver import finetune
@@ -119,18 +119,10 @@ CARD = CardSpec(
 """The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
-class QATask:
+class QATask(TaskHeader, name="qa", config_class=QAConfig,
+             extensions=EXTENSIONS, unit="questions", select_metric="f1",
+             card=CARD, suite=SUITE):
     """Extractive question answering as a :class:`~bertkit.tasks.base.Task` (module docstring)."""
-
-    name = "qa"
-    config_class = QAConfig
-    data_kind = "qa"
-    extensions = EXTENSIONS
-    unit = "questions"
-    select_metric = "f1"
-    card = CARD
-    headline = CARD.metrics  # the card, adapt and --seeds summaries
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: QAConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

@@ -22,7 +22,7 @@ from bertkit.metrics.collapse import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores
 from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.outputs.tables import label_scores_table
-from bertkit.tasks.base import (Evaluation, Prepared, ScoredSplit, TaskData,
+from bertkit.tasks.base import (TaskHeader, Evaluation, Prepared, ScoredSplit, TaskData,
                                 table_report, task_functions)
 from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
                                   warn_unseen, write_test_outputs)
@@ -106,21 +106,13 @@ CARD = CardSpec(
 """The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
-class RETask:
+class RETask(TaskHeader, name="re", config_class=REConfig,
+             extensions=EXTENSIONS, unit="pairs", select_metric="micro_f1",
+             card=CARD, suite=SUITE):
     """Relation classification between two marked entities as a
     :class:`~bertkit.tasks.base.Task` (entity markers, Baldini Soares et al. 2019 §3; SciBERT's
     ``[CLS]`` pooling, Beltagy et al. 2019 §3.2); best epoch by dev micro-F1 over the positive
     labels."""
-
-    name = "re"
-    config_class = REConfig
-    data_kind = "re"
-    extensions = EXTENSIONS
-    unit = "pairs"
-    select_metric = "micro_f1"
-    card = CARD
-    headline = CARD.metrics  # the card, adapt and --seeds summaries
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: REConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

@@ -35,7 +35,7 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.sim import similarity_scores
 from bertkit.outputs.modelcard import CardSpec, Metric
-from bertkit.tasks.base import (Evaluation, ScoredSplit, TaskData, TaskRun,
+from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, TaskRun,
                                 report_metrics, task_functions)
 from bertkit.tasks.common import (find_saved_model, load_pretrained, parse_split,
                                   prediction_line, warn_bad_lines, write_saved_model)
@@ -97,18 +97,10 @@ CARD = CardSpec(
 bi-encoder's run gets :data:`BI_CARD`."""
 
 
-class SimTask:
+class SimTask(TaskHeader, name="sim", config_class=SimConfig,
+              extensions=EXTENSIONS, unit="pairs", select_metric="pearson",
+              card=CARD, suite=SUITE):
     """Sentence-pair similarity as a :class:`~bertkit.tasks.base.Task` (module docstring)."""
-
-    name = "sim"
-    config_class = SimConfig
-    data_kind = "sim"
-    extensions = EXTENSIONS
-    unit = "pairs"
-    select_metric = "pearson"
-    card = CARD
-    headline = CARD.metrics
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: SimConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:
