@@ -278,7 +278,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     # the report explains mixed precisions by the fine-tunes' option (--precision auto)
     "bertkit/bench/report.py::markdown": ("finetune ner",),
     "bertkit/bench/suite.py": ("bench run",),  # the options a suite may not set
-    "bertkit/streaming/jobs.py": STREAMING,
+    "bertkit/streaming/shards.py": STREAMING,
     "bertkit/streaming/driver.py": STREAMING,
     "bertkit/streaming/merge.py": STREAMING,
     "bertkit/streaming/state.py": STREAMING,

@@ -22,13 +22,13 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
     """Run task ``task_name``'s ``predict`` (:mod:`bertkit.tasks.registry`) on ``input`` with the
     saved model ``model``; notes go to standard error, the predictions to ``output`` or, without
     one, to standard output. An input the task's ``stream`` predictor reads runs through
-    :func:`bertkit.streaming.jobs.run` (chunks, ``--resume``, ``--shard``, ``--jobs``,
+    :func:`bertkit.streaming.shards.run` (chunks, ``--resume``, ``--shard``, ``--jobs``,
     ``--executor``, ``--skip-bad-lines``); one it cannot stream (CSV/TSV, SQuAD JSON) is read,
     predicted and written whole by the task's ``predict``.
 
     Args:
         kwargs: the task's ``predict`` options (input_format, device, batch_size, ...) and the
-            streaming options (:data:`bertkit.streaming.jobs.STREAM_DEFAULTS`). A task's
+            streaming options (:data:`bertkit.streaming.shards.STREAM_DEFAULTS`). A task's
             ``stream`` that takes ``output`` is given the output's name (``auto`` formats).
 
     Returns:
@@ -40,7 +40,7 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
             ``--output``, both at once).
     """
     from bertkit.errors import BertkitError
-    from bertkit.streaming.jobs import STREAM_DEFAULTS, check_options, run
+    from bertkit.streaming.shards import STREAM_DEFAULTS, check_options, run
     from bertkit.tasks.registry import get_task
 
     if str(input) != "-" and not Path(input).is_file():  # before the model is loaded (seconds)
@@ -100,7 +100,7 @@ def merge_cli(
     Checks that all N shards are there, finished, and made from one input, one model and one
     chunk size; the result is the file one unsharded run writes.
     """
-    from bertkit.streaming.jobs import report_skipped
+    from bertkit.streaming.shards import report_skipped
     from bertkit.streaming.merge import merge_shards
     from bertkit.streaming.state import output_lock
 

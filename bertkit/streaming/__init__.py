@@ -7,7 +7,7 @@
 * :mod:`~bertkit.streaming.sink`: the output written chunk by chunk (``.gz`` too).
 * :mod:`~bertkit.streaming.state`: the state file (input and model identity, position).
 * :mod:`~bertkit.streaming.merge`: shards into one output; ``--jobs N`` on one machine.
-* :mod:`~bertkit.streaming.jobs`: how a run goes: here, as ``--jobs N`` processes or as
+* :mod:`~bertkit.streaming.shards`: how a run goes: here, as ``--jobs N`` processes or as
   ``--executor`` jobs (:mod:`~bertkit.streaming.cluster`), then the merge.
 * :mod:`~bertkit.streaming.whole`: whole-file ``predict`` (a task's ``predict_<task>``) as the
   same predictor over one file.

@@ -32,7 +32,7 @@ def predict_file(predictor: StreamPredictor, input_path: str, output: str | None
             whatever the task's predictor raises (:func:`bertkit.streaming.stream_predict`).
     """
     from bertkit.io import write_text
-    from bertkit.streaming.jobs import report_skipped
+    from bertkit.streaming.shards import report_skipped
 
     out = io.StringIO()
     if skip_bad_lines:
