@@ -279,7 +279,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/bench/report.py::markdown": ("finetune ner",),
     "bertkit/bench/report.py::_run_notes": ("finetune ner",),
     "bertkit/bench/suite.py": ("bench run",),  # the options a suite may not set
-    "bertkit/cli/predict.py": STREAMING,
+    "bertkit/predict/shards.py": STREAMING,
     "bertkit/predict/driver.py": STREAMING,
     "bertkit/predict/merge.py": STREAMING,
     "bertkit/predict/state.py": STREAMING,

@@ -21,7 +21,6 @@ end ``OUTPUT.part`` is renamed to ``OUTPUT``. Memory holds one chunk, whatever t
 from __future__ import annotations
 
 import functools
-import gzip
 import os
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from rich.console import Console
 from bertkit.errors import BertkitError
 from bertkit.predict.progress import StreamProgress
 from bertkit.predict.records import InputCutOff, Position, Record, iter_records
+from bertkit.predict.sink import Sink
 from bertkit.predict.state import (VERSION, check_resume, input_identity, load_state, log_lines,
                                      log_path, model_identity, output_lock, part_path, read_log,
                                      save_state, state_path)
@@ -125,51 +125,6 @@ def shard_output(output: str | Path, shard: tuple[int, int]) -> Path:
         p.with_name(p.name + tag)
 
 
-class _Sink:
-    """Appends chunks to a file (through gzip, one member a chunk, for a ``.gz`` name) or a
-    text stream; ``offset`` is the bytes written."""
-
-    def __init__(self, target: Path | IO[str], offset: int = 0) -> None:
-        self.offset = offset
-        self.stream = None if isinstance(target, Path) else target
-        self.handle = None
-        if isinstance(target, Path):
-            self.gz = target.name.endswith(".gz") or target.name.endswith(".gz.part")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self.handle = open(target, "r+b" if target.exists() else "wb")
-            self.handle.truncate(offset)  # whole records only: a half-written one goes
-            self.handle.seek(offset)
-
-    def write_bytes(self, data: bytes) -> tuple[int, int]:
-        """Append ``data`` as it is (a file target only) and sync it to disk."""
-        start = self.offset
-        self.handle.write(data)
-        self.handle.flush()
-        os.fsync(self.handle.fileno())
-        self.offset += len(data)
-        return start, self.offset
-
-    def write(self, text: str) -> tuple[int, int]:
-        start = self.offset
-        if self.stream is not None:
-            self.stream.write(text)
-            self.stream.flush()
-            self.offset += len(text)
-            return start, self.offset
-        data = text.encode("utf-8")
-        if self.gz and data:
-            data = gzip.compress(data, mtime=0)
-        self.handle.write(data)
-        self.handle.flush()
-        os.fsync(self.handle.fileno())  # on disk before the state says so
-        self.offset += len(data)
-        return start, self.offset
-
-    def close(self) -> None:
-        if self.handle is not None:
-            self.handle.close()
-
-
 def _fresh_state(pred: StreamPredictor, input_path: str, opts: StreamOptions) -> dict:
     return {"version": VERSION, "input": input_identity(input_path),
             "model": model_identity(pred.model_path),
@@ -206,143 +161,222 @@ def stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | 
 
 def _stream_predict(pred: StreamPredictor, input_path: str, output: str | Path | IO[str],
                     opts: StreamOptions, console: Console | None) -> StreamSummary:
+    """:func:`stream_predict`'s body, as steps: open the output (or find it finished), read and
+    predict chunk by chunk, then make the output whole."""
     t0 = time.monotonic()
-    to_file = isinstance(output, (str, Path))
-    state = _fresh_state(pred, input_path, opts) if to_file else None
-    if to_file:
-        final = Path(output)
-        part, spath = part_path(final), state_path(final)
-        old = load_state(spath) if spath.exists() else None
-        if opts.resume and old is not None and old.get("complete") and final.exists():
-            return StreamSummary(old["records"], old["skipped"], 0.0, final, 0)  # done already
-        if opts.resume:
-            if not part.exists() and final.exists():
-                raise BertkitError(f"nothing to resume: {final} is already a finished output "
-                                   f"(a run renames OUTPUT.part to OUTPUT when it ends)",
-                                   file=final, expected="another -o, or the command without "
-                                   "--resume to predict it again")
-            if old is None or not part.exists():
-                raise BertkitError("nothing to resume: no unfinished output here", file=part,
-                                   expected="the output of an interrupted predict (run "
-                                            "without --resume to start)")
-            check_resume(old, state, spath)
-            if old.pop("cut_off", None) is not None:  # a cut-off input, now longer: read on
-                old["input"] = state["input"]
-            state = old
-        elif old is not None and console is not None:
-            console.print(f"[yellow]note:[/] replacing the unfinished {part} "
-                          f"({old.get('records', 0)} records); --resume would continue it",
-                          highlight=False)
-        sink = _Sink(part, state["output_offset"] if opts.resume else 0)
-        log = _Sink(log_path(spath), state["log_offset"] if opts.resume else 0)
-    else:
-        sink, log = _Sink(output), None
-    shard = opts.shard
-    size = state["input"]["size"] if state else (os.path.getsize(input_path)
-                                                 if Path(input_path).is_file() else 0)
-    start = Position(*state["next"]) if state else Position()
-    progress = StreamProgress(console, size, pred.unit, done=state["records"] if state else 0)
-    records: list[Record] = []
-    skipped_here: list[list] = []  # this run's skipped lines (a file's are also in its log)
-    current, done = -1, state["records"] if state else 0
-    first = done  # records predicted before this run (a resumed one)
-    written = [state["written"] if state else 0]
+    run = _Run(pred, input_path, output, opts, console)
+    if run.finished is not None:
+        return run.finished
+    run.read()
+    if pred.finish is not None:
+        pred.finish()
+    return run.close(time.monotonic() - t0)
 
-    def flush(chunk: int, nxt: Position, raw: int) -> None:
-        nonlocal done
-        good = [r for r in records if r.bad is None]
+
+class _Run:
+    """One streaming run: its output (a file with its state and log, or a stream), the records
+    of the chunk being read and the counts; :meth:`read` reads and predicts, :meth:`close`
+    renames the finished output into place."""
+
+    def __init__(self, pred: StreamPredictor, input_path: str, output: str | Path | IO[str],
+                 opts: StreamOptions, console: Console | None) -> None:
+        self.pred, self.input_path, self.opts, self.console = pred, input_path, opts, console
+        self.to_file = isinstance(output, (str, Path))
+        self.finished: StreamSummary | None = None
+        self.state: dict | None = None
+        self.log: Sink | None = None
+        if self.to_file:
+            self._open_file(Path(output))
+            if self.finished is not None:
+                return
+        else:
+            self.sink = Sink(output)
+        state = self.state
+        self.size = state["input"]["size"] if state else (
+            os.path.getsize(input_path) if Path(input_path).is_file() else 0)
+        self.start = Position(*state["next"]) if state else Position()
+        self.done = state["records"] if state else 0
+        self.first = self.done  # records predicted before this run (a resumed one)
+        self.written = state["written"] if state else 0
+        self.progress = StreamProgress(console, self.size, pred.unit, done=self.done)
+        self.records: list[Record] = []
+        self.skipped_here: list[list] = []  # this run's skipped lines (a file's: in its log)
+        self.current = -1
+
+    def _open_file(self, final: Path) -> None:
+        """The state to start from (fresh, or the one resumed) and the output's sinks; a
+        resumed run already complete sets :attr:`finished`.
+
+        Raises:
+            BertkitError: ``--resume`` with nothing to resume, or onto another input, model or
+                settings (:func:`~bertkit.predict.state.check_resume`).
+        """
+        self.final, self.part, self.spath = final, part_path(final), state_path(final)
+        fresh = _fresh_state(self.pred, self.input_path, self.opts)
+        old = load_state(self.spath) if self.spath.exists() else None
+        if self.opts.resume and old is not None and old.get("complete") and final.exists():
+            self.finished = StreamSummary(old["records"], old["skipped"], 0.0, final, 0)
+            return
+        if self.opts.resume:
+            self.state = self._resumed(old, fresh)
+        else:
+            self.state = fresh
+            if old is not None and self.console is not None:
+                self.console.print(f"[yellow]note:[/] replacing the unfinished {self.part} "
+                                   f"({old.get('records', 0)} records); --resume would continue "
+                                   f"it", highlight=False)
+        resume = self.opts.resume
+        self.sink = Sink(self.part, self.state["output_offset"] if resume else 0)
+        self.log = Sink(log_path(self.spath), self.state["log_offset"] if resume else 0)
+
+    def _resumed(self, old: dict | None, fresh: dict) -> dict:
+        """The state of the unfinished run to continue, checked against this run's."""
+        if not self.part.exists() and self.final.exists():
+            raise BertkitError(f"nothing to resume: {self.final} is already a finished output "
+                               f"(a run renames OUTPUT.part to OUTPUT when it ends)",
+                               file=self.final, expected="another -o, or the command without "
+                               "--resume to predict it again")
+        if old is None or not self.part.exists():
+            raise BertkitError("nothing to resume: no unfinished output here", file=self.part,
+                               expected="the output of an interrupted predict (run "
+                                        "without --resume to start)")
+        check_resume(old, fresh, self.spath)
+        if old.pop("cut_off", None) is not None:  # a cut-off input, now longer: read on
+            old["input"] = fresh["input"]
+        return old
+
+    def flush(self, chunk: int, nxt: Position, raw: int) -> None:
+        """Predict the chunk's records, append their outputs, then log and save how far the
+        run got (the log first, then the state that says how much of it counts)."""
+        pred, shard = self.pred, self.opts.shard
+        good = [r for r in self.records if r.bad is None]
         outs = iter(pred.predict(good) if good else [])
         parts = []
-        for rec in records:
+        for rec in self.records:
             text = pred.skipped(rec) if rec.bad is not None else next(outs)
             if text is None:
                 continue
-            prefix = pred.separator if (written[0] or shard) else ""
-            parts.append(prefix + text)
-            written[0] += 1
-        begin, end = sink.write("".join(parts))
-        done += len(records)
-        if state is not None:  # the log first, then the state that says how much of it counts
-            bad = [[r.line, r.bad] for r in records if r.bad is not None]
-            _, log_end = log.write_bytes(log_lines([chunk, begin, end] if shard else None, bad))
-            state.update(next=[nxt.offset, nxt.line, nxt.index], output_offset=end,
-                         written=written[0], records=done, log_offset=log_end)
-            save_state(spath, state)
-        records.clear()
+            parts.append((pred.separator if (self.written or shard) else "") + text)
+            self.written += 1
+        begin, end = self.sink.write("".join(parts))
+        self.done += len(self.records)
+        if self.state is not None:
+            bad = [[r.line, r.bad] for r in self.records if r.bad is not None]
+            _, log_end = self.log.write_bytes(log_lines([chunk, begin, end] if shard else None,
+                                                        bad))
+            self.state.update(next=[nxt.offset, nxt.line, nxt.index], output_offset=end,
+                              written=self.written, records=self.done, log_offset=log_end)
+            save_state(self.spath, self.state)
+        self.records.clear()
         release_memory()
-        progress.update(done, raw)
+        self.progress.update(self.done, raw)
 
-    failed = True
-    try:
+    def read(self) -> None:
+        """Read, check and predict every record this run owns, a chunk at a time.
+
+        Raises:
+            BertkitError: an unreadable record (without ``skip_bad_lines``), an input cut off
+                (:meth:`_cut_off`), Ctrl-C after records were kept, no record at all.
+        """
+        failed = True
+        try:
+            self._read_records()
+            failed = False
+        except InputCutOff as exc:
+            self._cut_off(exc)
+        except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on (not a silent 130)
+            if not (self.to_file and (self.done or self.opts.resume)):
+                raise
+            raise BertkitError(f"stopped (Ctrl-C) after {self.done} records; they are kept in "
+                               f"{self.part} ({self.spath.name}): run the same command with "
+                               f"--resume to continue", exit_code=130) from None
+        finally:
+            self._release(failed)
+
+    def _read_records(self) -> None:
         last = None
-        for rec in iter_records(input_path, pred.kind, start):
-            chunk = rec.index // opts.chunk_size
-            if chunk != current:
-                if records:
-                    flush(current, Position(rec.start, rec.line, rec.index), rec.raw)
-                current = chunk
+        for rec in iter_records(self.input_path, self.pred.kind, self.start):
+            chunk = rec.index // self.opts.chunk_size
+            if chunk != self.current:
+                if self.records:
+                    self.flush(self.current, Position(rec.start, rec.line, rec.index), rec.raw)
+                self.current = chunk
             last = rec
-            if not _owned(chunk, shard):
-                continue
-            if rec.bad is None and pred.check is not None:
-                rec.bad = pred.check(rec)
-            if rec.bad is not None:
-                if not opts.skip_bad_lines:
-                    if records:
-                        flush(chunk, Position(rec.start, rec.line, rec.index), rec.raw)
-                    raise BertkitError(_bad_message(rec, to_file, done), file=Path(input_path),
-                                       line=rec.line, expected=pred.expected)
-                skipped_here.append([rec.line, rec.bad])
-                _note_skip(console, input_path, rec)
-            records.append(rec)
-        if records:
-            flush(current, Position(last.end, last.line + 1, last.index + 1), size)
-        if last is None and start.index == 0:
-            raise BertkitError("no text found", file=Path(input_path),
-                               expected=pred.expected)
-        failed = False
-    except InputCutOff as exc:  # keep every whole record before the cut, then say so
-        if records:
-            last_rec = records[-1]
-            nxt = (last_rec.rows[-1][0] if last_rec.rows else last_rec.line) + 1
-            flush(current, Position(last_rec.end, nxt, last_rec.index + 1), size)
-        kept = (f"; the {done} records before it are written to {part}: once the file is whole "
-                f"(the same beginning, longer), the same command with --resume continues "
-                f"after them") if to_file and done else ""
-        if state is not None and done:
-            state["cut_off"] = {"line": exc.reached, "size": state["input"]["size"]}
-            save_state(spath, state)
+            if _owned(chunk, self.opts.shard):
+                self._take(rec, chunk)
+        if self.records:
+            self.flush(self.current, Position(last.end, last.line + 1, last.index + 1),
+                       self.size)
+        if last is None and self.start.index == 0:
+            raise BertkitError("no text found", file=Path(self.input_path),
+                               expected=self.pred.expected)
+
+    def _take(self, rec: Record, chunk: int) -> None:
+        """Add ``rec`` to the chunk, checked; a bad one is skipped or ends the run.
+
+        Raises:
+            BertkitError: a bad record without ``skip_bad_lines`` (the chunk's records before
+                it written first).
+        """
+        if rec.bad is None and self.pred.check is not None:
+            rec.bad = self.pred.check(rec)
+        if rec.bad is not None:
+            if not self.opts.skip_bad_lines:
+                if self.records:
+                    self.flush(chunk, Position(rec.start, rec.line, rec.index), rec.raw)
+                raise BertkitError(_bad_message(rec, self.to_file, self.done),
+                                   file=Path(self.input_path), line=rec.line,
+                                   expected=self.pred.expected)
+            self.skipped_here.append([rec.line, rec.bad])
+            _note_skip(self.console, self.input_path, rec)
+        self.records.append(rec)
+
+    def _cut_off(self, exc: InputCutOff) -> None:
+        """Keep every whole record before the cut, then say so.
+
+        Raises:
+            BertkitError: always: the cut, and how ``--resume`` continues once the file is whole.
+        """
+        if self.records:
+            last = self.records[-1]
+            nxt = (last.rows[-1][0] if last.rows else last.line) + 1
+            self.flush(self.current, Position(last.end, nxt, last.index + 1), self.size)
+        kept = (f"; the {self.done} records before it are written to {self.part}: once the file "
+                f"is whole (the same beginning, longer), the same command with --resume "
+                f"continues after them") if self.to_file and self.done else ""
+        if self.state is not None and self.done:
+            self.state["cut_off"] = {"line": exc.reached, "size": self.state["input"]["size"]}
+            save_state(self.spath, self.state)
         raise BertkitError(exc.message + kept, file=exc.file, line=exc.line,
                            expected=exc.expected) from None
-    except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on (not a silent 130)
-        if not (to_file and (done or opts.resume)):
-            raise
-        raise BertkitError(f"stopped (Ctrl-C) after {done} records; they are kept in {part} "
-                           f"({spath.name}): run the same command with --resume to continue",
-                           exit_code=130) from None
-    finally:
-        sink.close()
-        if log is not None:
-            log.close()
-        progress.close()
-        # failed with nothing written: leave nothing behind (a shard owning no chunk of a short
-        # input finishes empty, and keeps its state for the merge)
-        if to_file and failed and done == 0 and not opts.resume:
-            part.unlink(missing_ok=True)
-            spath.unlink(missing_ok=True)
-            log_path(spath).unlink(missing_ok=True)
-    if pred.finish is not None:
-        pred.finish()
-    skipped = read_log(log_path(spath), state["log_offset"])[1] if to_file else skipped_here
-    if to_file:
-        state["complete"] = True
-        save_state(spath, state)
-        os.replace(part, final)
-        if not shard:
-            spath.unlink()
-            log_path(spath).unlink(missing_ok=True)
-    return StreamSummary(done, skipped, time.monotonic() - t0, Path(output) if to_file else None,
-                         done - first)
+
+    def _release(self, failed: bool) -> None:
+        """Close the output, its log and the progress; a run that failed with nothing written
+        leaves nothing behind (a shard owning no chunk of a short input finishes empty, and
+        keeps its state for the merge)."""
+        self.sink.close()
+        if self.log is not None:
+            self.log.close()
+        self.progress.close()
+        if self.to_file and failed and self.done == 0 and not self.opts.resume:
+            self.part.unlink(missing_ok=True)
+            self.spath.unlink(missing_ok=True)
+            log_path(self.spath).unlink(missing_ok=True)
+
+    def close(self, seconds: float) -> StreamSummary:
+        """Mark the state complete and rename ``OUTPUT.part`` to ``OUTPUT`` (an unsharded run
+        drops its state and log); the run's summary."""
+        if not self.to_file:
+            return StreamSummary(self.done, self.skipped_here, seconds, None,
+                                 self.done - self.first)
+        skipped = read_log(log_path(self.spath), self.state["log_offset"])[1]
+        self.state["complete"] = True
+        save_state(self.spath, self.state)
+        os.replace(self.part, self.final)
+        if not self.opts.shard:
+            self.spath.unlink()
+            log_path(self.spath).unlink(missing_ok=True)
+        return StreamSummary(self.done, skipped, seconds, self.final, self.done - self.first)
 
 
 def release_memory() -> None:

@@ -26,7 +26,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from bertkit.data.conll import MARKER  # noqa: F401  (re-exported: the tasks' stream readers)
 from bertkit.errors import BertkitError
@@ -263,26 +263,64 @@ def _head(handle: IO[bytes], path: str | Path) -> Iterator[tuple[int, bytes]]:
         return
 
 
-def _conll_records(path, lines, index: int, width: int) -> Iterator[Record]:
-    rows: list[tuple[int, list[str]]] = []
-    first = begin = 0
-    bad = None
-    end = 0
+class _Block:
+    """The lines of the record being read (a sentence, a block, a document): from its first
+    line (``first``, at byte ``begin``) to ``end``, its rows, and why it is bad (None: it is
+    not), naming the first unreadable line."""
+
+    def __init__(self, index: int) -> None:
+        self.index, self.first, self.begin, self.end = index, 0, 0, 0
+        self.rows: list[tuple[int, list[str]]] = []
+        self.bad: str | None = None
+
+    def empty(self) -> bool:
+        return not self.rows and self.bad is None
+
+    def add(self, number: int, offset: int, raw: bytes, why: str | None,
+            row: list[str] | None) -> None:
+        """Add line ``number`` (``raw`` at ``offset``): its ``row``, or why it is unreadable."""
+        if self.empty():
+            self.first, self.begin = number, offset
+        self.end = offset + len(raw)
+        if why is not None:
+            self.bad = self.bad or f"line {number}: {why}"
+        else:
+            self.rows.append((number, row))
+
+    def take(self, end: int | None = None) -> Record:
+        """The record (ending at ``end``, else after its last line); the next one starts."""
+        rec = Record(self.index, self.first, self.begin, self.end if end is None else end,
+                     rows=self.rows, bad=self.bad)
+        self.index, self.rows, self.bad = self.index + 1, [], None
+        return rec
+
+
+def _split_blocks(lines, index: int, boundary: Callable[[str], Any],
+                  columns: Callable[[int, str], list[str]]) -> Iterator[Record]:
+    """Records of the lines between boundary lines (a boundary line belongs to no record):
+    ``boundary(text)`` says whether a readable line is one, ``columns(line, text)`` gives a
+    line's row (and may raise); an unreadable line makes its record bad, naming the line."""
+    block = _Block(index)
     for number, offset, raw in lines:
         text, why = decode(raw, offset)
-        if why is None and (not text.strip() or split_columns(text)[0] == "-DOCSTART-"
-                            or MARKER.match(text)):
-            if rows or bad:
-                yield Record(index, first, begin, offset, rows=rows, bad=bad)
-                index, rows, bad = index + 1, [], None
-            end = offset + len(raw)
+        if why is None and boundary(text):
+            if not block.empty():
+                yield block.take(offset)
+            block.end = offset + len(raw)
             continue
-        if not rows and bad is None:
-            first, begin = number, offset
-        end = offset + len(raw)
-        if why is not None:
-            bad = bad or f"line {number}: {why}"
-            continue
+        block.add(number, offset, raw, why, None if why else columns(number, text))
+    if not block.empty():
+        yield block.take()
+
+
+def _conll_boundary(text: str) -> bool:
+    """A blank, ``-DOCSTART-`` or marker line: between two CoNLL sentences."""
+    return not text.strip() or split_columns(text)[0] == "-DOCSTART-" or bool(MARKER.match(text))
+
+
+def _conll_records(path, lines, index: int, width: int) -> Iterator[Record]:
+    """CoNLL sentences: token lines of ``width`` columns up to a boundary line."""
+    def columns(number: int, text: str) -> list[str]:
         cols = split_columns(text)
         if not cols[0]:
             raise BertkitError("empty token in the first column", file=path, line=number,
@@ -292,69 +330,40 @@ def _conll_records(path, lines, index: int, width: int) -> Iterator[Record]:
             what = f"only one column in {text.strip()!r}" if len(cols) == 1 else \
                 f"{len(cols)} columns in {text.strip()!r}"
             raise BertkitError(what, file=path, line=number, expected=f"{want}: TOKEN ... TAG")
-        rows.append((number, cols))
-    if rows or bad:
-        yield Record(index, first, begin, end, rows=rows, bad=bad)
+        return cols
 
+    return _split_blocks(lines, index, _conll_boundary, columns)
 
 
 def _block_records(lines, index: int) -> Iterator[Record]:
     """CoNLL-U blocks: the raw lines (comments too) up to a blank line; the task parses them."""
-    rows: list[tuple[int, list[str]]] = []
-    first = begin = end = 0
-    bad = None
-    for number, offset, raw in lines:
-        text, why = decode(raw, offset)
-        if why is None and not text.strip():
-            if rows or bad:
-                yield Record(index, first, begin, offset, rows=rows, bad=bad)
-                index, rows, bad = index + 1, [], None
-            end = offset + len(raw)
-            continue
-        if not rows and bad is None:
-            first, begin = number, offset
-        end = offset + len(raw)
-        if why is not None:
-            bad = bad or f"line {number}: {why}"
-            continue
-        rows.append((number, [text]))
-    if rows or bad:
-        yield Record(index, first, begin, end, rows=rows, bad=bad)
+    return _split_blocks(lines, index, lambda text: not text.strip(), lambda _, text: [text])
 
 
 def _document_records(lines, index: int) -> Iterator[Record]:
     """CoNLL-2012 documents: the raw lines from ``#begin document`` to ``#end document`` (see
     :func:`iter_records`); the task parses them (:func:`bertkit.data.conll2012.parse_conll2012`)."""
-    rows: list[tuple[int, list[str]]] = []
-    first = begin = end = 0
-    bad = None
+    block = _Block(index)
     inside = False  # a #begin document opened the current record
     for number, offset, raw in lines:
         text, why = decode(raw, offset)
         head = text.strip() if why is None else ""
         if head.startswith("#begin document"):
-            if rows or bad:  # the open one never ended (or stray lines): it ends here
-                yield Record(index, first, begin, offset, rows=rows, bad=bad)
-                index, rows, bad = index + 1, [], None
+            if not block.empty():  # the open one never ended (or stray lines): it ends here
+                yield block.take(offset)
             inside = True
-        elif not rows and bad is None:  # between documents
+        elif block.empty():  # between documents
             if why is None and (not head or head.startswith("#")
                                 and not head.startswith("#end document")):
-                end = offset + len(raw)
+                block.end = offset + len(raw)
                 continue
             inside = False  # a line of no document: a record up to the next #begin
-        if not rows and bad is None:
-            first, begin = number, offset
-        end = offset + len(raw)
-        if why is not None:
-            bad = bad or f"line {number}: {why}"
-            continue
-        rows.append((number, [text]))
+        block.add(number, offset, raw, why, None if why else [text])
         if inside and head.startswith("#end document"):
-            yield Record(index, first, begin, end, rows=rows, bad=bad)
-            index, rows, bad, inside = index + 1, [], None, False
-    if rows or bad:
-        yield Record(index, first, begin, end, rows=rows, bad=bad)
+            yield block.take()
+            inside = False
+    if not block.empty():
+        yield block.take()
 
 
 def _file_record(data: bytes, tell) -> Record:

@@ -1,7 +1,9 @@
-"""A saved NER model with a tiny random encoder (no training), and inputs to stream."""
+"""A saved NER model with a tiny random encoder (no training), a classifier fine-tuned for one
+epoch on 8 texts, and inputs to stream."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,27 @@ def ner_model(tmp_path_factory, tiny_encoder, tokenizer) -> str:
     path = tmp_path_factory.mktemp("ner-model")
     tagger.save(path, tokenizer, {"max_length": 64, "base_model": tiny_encoder, "data": "test"})
     return str(path)
+
+
+@pytest.fixture(scope="module")
+def cls_run(tmp_path_factory, tiny_encoder) -> Path:
+    from typer.testing import CliRunner
+
+    from bertkit.cli import app
+
+    tmp = tmp_path_factory.mktemp("cls")
+    d = tmp / "d"
+    d.mkdir()
+    for split in ("train", "dev", "test"):
+        (d / f"{split}.jsonl").write_text("".join(
+            json.dumps({"text": f"{split} sentence {i} about topic {i % 3} .",
+                        "label": "ab"[i % 2]}) + "\n" for i in range(8)), encoding="utf-8")
+    res = CliRunner().invoke(app, [
+        "finetune", "cls", "--data", str(d), "-m", tiny_encoder, "-o", str(tmp / "run"),
+        "--epochs", "1", "--batch-size", "4", "--lr", "1e-3", "--device", "cpu",
+        "--max-length", "24"])
+    assert res.exit_code == 0, res.output
+    return tmp / "run"
 
 
 WORDS = ("aspirin induced renal failure in rats treated with cisplatin and the kidney "

@@ -4,29 +4,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from typer.testing import CliRunner
 
 from bertkit.cli import app
 
 runner = CliRunner()
-FAST = ["--epochs", "1", "--batch-size", "4", "--lr", "1e-3", "--device", "cpu",
-        "--max-length", "24"]
-
-
-@pytest.fixture(scope="module")
-def cls_run(tmp_path_factory, tiny_encoder):
-    tmp = tmp_path_factory.mktemp("cls")
-    d = tmp / "d"
-    d.mkdir()
-    for split in ("train", "dev", "test"):
-        (d / f"{split}.jsonl").write_text("".join(
-            json.dumps({"text": f"{split} sentence {i} about topic {i % 3} .",
-                        "label": "ab"[i % 2]}) + "\n" for i in range(8)), encoding="utf-8")
-    res = runner.invoke(app, ["finetune", "cls", "--data", str(d), "-m", tiny_encoder, "-o",
-                              str(tmp / "run"), *FAST])
-    assert res.exit_code == 0, res.output
-    return tmp / "run"
 
 
 def _input(path, n=23):

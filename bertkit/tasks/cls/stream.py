@@ -21,7 +21,23 @@ from bertkit.predict.records import Record, open_binary
 from bertkit.tasks.cls.data import TextExample, _expected, _unique_fields, make_example
 from bertkit.tasks.cls.model import load_classifier
 from bertkit.tasks.cls.pairs import pair_form_problem
+from bertkit.tasks.saved_settings import SavedSettings, saved_settings
 from bertkit.training.devices import make_runtime
+
+
+def shortened_note(count: int, saved: SavedSettings) -> str:
+    """The note on texts over the model's ``max_length`` (kept head and tail, or windowed)."""
+    return f"note: {count} text(s) over the model's {saved.max_length} pieces ({saved.long_text})"
+
+
+def warn_empty(console: Console | None, count: int, lines: list[int]) -> None:
+    """Warn of ``count`` texts empty once control and zero-width characters are removed
+    (``lines``: the first of their line numbers, at least 11 where there are more than 10)."""
+    if console and count:
+        shown = ", ".join(map(str, lines[:10])) + (", ..." if count > 10 else "")
+        console.print(f"[yellow]warning:[/] {count} input line(s) empty once control and "
+                      f"zero-width characters are removed (line {shown}): flagged "
+                      f'"empty": true, not labelled', highlight=False)
 
 
 def stream_format(input_path: str, input_format: str) -> str | None:
@@ -59,6 +75,7 @@ def cls_predictor(model_dir: str, input_path: str, fmt: str, device: str, precis
     model, tokenizer, labels, meta = load_classifier(model_dir)
     runtime = make_runtime(device, precision, console)
     cols = columns(meta, text_column, None, quoting)
+    saved = saved_settings(meta, "cls")
 
     pairs = meta.get("pairs")  # trained on sentence pairs (None: a model saved before)
 
@@ -89,8 +106,7 @@ def cls_predictor(model_dir: str, input_path: str, fmt: str, device: str, precis
         pred, probs, shortened = run(model, tokenizer, labels, meta, kept, runtime, batch_size) \
             if kept else ([], [], 0)
         if console and shortened:
-            console.print(f"note: {shortened} text(s) over the model's {meta.get('max_length')} "
-                          f"pieces ({meta.get('long_text', 'head-tail')})", highlight=False)
+            console.print(shortened_note(shortened, saved), highlight=False)
         p, pr = iter(pred), iter(probs)
         out = iter(lines(xs, labels, [None if x.empty else next(p) for x in xs],
                          [None if x.empty else next(pr) for x in xs],
@@ -98,11 +114,7 @@ def cls_predictor(model_dir: str, input_path: str, fmt: str, device: str, precis
         return [next(out) + "\n" if r.item is not None else None for r in records]
 
     def finish() -> None:
-        if console and empty:
-            shown = ", ".join(map(str, empty[:10])) + (", ..." if n_empty[0] > 10 else "")
-            console.print(f"[yellow]warning:[/] {n_empty[0]} input line(s) empty once control "
-                          f"and zero-width characters are removed (line {shown}): flagged "
-                          f'"empty": true, not labelled', highlight=False)
+        warn_empty(console, n_empty[0], empty)
 
     return StreamPredictor(
         "text", predict, meta["path"], unit="texts", check=check, finish=finish,

@@ -32,6 +32,7 @@ from bertkit.tasks.cls.delimiters import shared_delimiter
 from bertkit.tasks.cls.pairs import check_pair_form
 from bertkit.tasks.cls.encoding import collate, encode
 from bertkit.tasks.cls.labels import checked_label_set
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_classifier,
                                      save_classifier)
 from bertkit.tasks.cls.scoring import (RunScorer, _sigmoid, _spread, classify,  # noqa: F401
@@ -215,17 +216,16 @@ def _saved_columns(meta: dict, text_column: str | None, label_column: str | None
     return Columns(text_column or meta.get("text_column", "text"),
                    meta.get("text_pair_column", "text_pair"),
                    label_column or meta.get("label_column", "label"),
-                   bool(meta.get("multi_label", False)), meta.get("label_sep"),
+                   saved_settings(meta, "cls").multi_label, meta.get("label_sep"),
                    quoting or meta.get("quoting", "csv"))
 
 
 def _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size):
-    from bertkit.inputs.lengths import fit_length, position_limit
-
-    max_length = fit_length(int(meta.get("max_length", 512)), position_limit(model.config))
+    saved = saved_settings(meta, "cls")
     label2id = {lab: i for i, lab in enumerate(labels)}
-    multi = bool(meta.get("multi_label", False))
-    items = encode(xs, tokenizer, label2id, max_length, meta.get("long_text", "head-tail"), multi)
+    multi = saved.multi_label
+    items = encode(xs, tokenizer, label2id, saved.fitted_length(model.config), saved.long_text,
+                   multi)
     logits = classify(model, items, len(xs), runtime, tokenizer.pad_token_id, batch_size,
                       "token_type_ids" in tokenizer.model_input_names)
     thresholds = np.asarray(meta["thresholds"]) if multi and meta.get("thresholds") else \
@@ -272,39 +272,19 @@ def evaluate_cls(model_dir: str, data: str, split: str = "test", device: str = "
         xs, labels, pred, probs, any(isinstance(p, list) for p in pred)), xs, pred)
 
 
-def _read_input(path: str, input_format: str, cols: Columns, skip_bad_lines: bool):
-    """Examples of a prediction input: JSON lines, CSV/TSV (header row) or plain text lines.
+def _read_table(path: str, input_format: str, cols: Columns, skip_bad_lines: bool):
+    """Examples of a CSV/TSV prediction input (header row; quoted fields may span lines, so it
+    is read whole, not streamed).
 
-    Plain text: one example per line, lines ending only at LF or CRLF (a lone CR is text), blank
-    lines included; a line empty once control and zero-width characters are removed is an
-    example flagged ``empty``."""
-    if input_format not in ("auto", "jsonl", "csv", "tsv", "text"):
+    Raises:
+        BertkitError: an unknown format, a format the file's name does not have, a bad row
+            (without ``skip_bad_lines``).
+    """
+    p = Path(path)
+    if input_format not in ("auto", "csv", "tsv"):
         raise BertkitError(f"unknown input format '{input_format}'",
                            expected="auto, jsonl, csv, tsv or text")
-    p = Path(path)
-    if input_format == "auto":
-        suffix = p.suffix.lower()
-        if suffix in (".csv", ".tsv"):
-            input_format = suffix[1:]
-        elif suffix in (".jsonl", ".json"):
-            input_format = "jsonl"
-        else:
-            try:
-                head = p.read_bytes()[:4096].removeprefix(b"\xef\xbb\xbf").lstrip()
-            except OSError as exc:
-                raise BertkitError(f"cannot read the file: {exc.strerror}", file=path) from None
-            input_format = "jsonl" if head.startswith(b"{") else "text"
-    if input_format == "text":
-        from bertkit.data.conll import read_lines
-
-        from bertkit.data.text import visible
-
-        xs = [TextExample(t, None, None, str(p), n, {"text": t}, empty=not visible(t))
-              for n, t in read_lines(p, old_mac=False)]
-        if all(x.empty for x in xs):
-            raise BertkitError("no text found", file=path, expected="one text a line")
-        return xs, []
-    if input_format in ("csv", "tsv") and p.suffix.lower() != f".{input_format}":
+    if input_format != "auto" and p.suffix.lower() != f".{input_format}":
         raise BertkitError(f"--input-format {input_format} needs a .{input_format} file",
                            file=path)
     read = read_examples(p, cols, labelled=False, skip_bad_lines=skip_bad_lines)
@@ -335,24 +315,26 @@ def predict_cls(model_dir: str, input_path: str, output: str | None = None,
     Raises:
         BertkitError: unknown format, bad input line (without ``skip_bad_lines``), no saved model.
     """
+    from bertkit.predict.whole import predict_file
+    from bertkit.tasks.cls.stream import shortened_note, warn_empty
+
+    predictor = TASK.stream(model_dir, input_path, input_format, device, precision, batch_size,
+                            text_column, quoting, console)
+    if predictor is not None:
+        return predict_file(predictor, input_path, output, console, skip_bad_lines)
     model, tokenizer, labels, meta = load_classifier(model_dir)
     runtime = make_runtime(device, precision, console)
     cols = _saved_columns(meta, text_column, None, quoting)
-    xs, bad = _read_input(input_path, input_format, cols, skip_bad_lines)
+    xs, bad = _read_table(input_path, input_format, cols, skip_bad_lines)
     warn_bad_lines(bad, console)
     check_pair_form(xs, meta.get("pairs"), cols, "records of the form the model was trained on")
     kept = [x for x in xs if not x.empty]
     empty = [x.line for x in xs if x.empty]
-    if console and empty:
-        shown = ", ".join(map(str, empty[:10])) + (", ..." if len(empty) > 10 else "")
-        console.print(f"[yellow]warning:[/] {len(empty)} input line(s) empty once control and "
-                      f"zero-width characters are removed (line {shown}): flagged "
-                      f'"empty": true, not labelled', highlight=False)
+    warn_empty(console, len(empty), empty)
     pred, probs, shortened = _run_saved(model, tokenizer, labels, meta, kept, runtime,
                                         batch_size)
     if console and shortened:
-        console.print(f"note: {shortened} text(s) over the model's {meta.get('max_length')} "
-                      f"pieces ({meta.get('long_text', 'head-tail')})", highlight=False)
+        console.print(shortened_note(shortened, saved_settings(meta, "cls")), highlight=False)
     text = prediction_lines(xs, labels, _spread(xs, pred, None), _spread(xs, probs, None),
                             cols.multi_label)
     if output:

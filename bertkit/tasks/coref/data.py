@@ -8,11 +8,10 @@ name order.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from bertkit.data.conll2012 import CorefDocument, parse_conll2012, read_conll2012
+from bertkit.data.conll2012 import CorefDocument, read_conll2012
 from bertkit.data.sets import _SPLIT_ALIASES, data_root, entry, missing_message, registered
 from bertkit.errors import BertkitError
 
@@ -151,58 +150,3 @@ def text_document(text: str, name: str, pre_tokenize) -> tuple[CorefDocument, li
 # a file named so is read as CoNLL-2012 (a missing #begin document is then an error naming the
 # line, not a silent reading of the columns as plain text)
 CONLL_SUFFIXES = (".conll", ".gold_conll", ".auto_conll", ".v4_gold_conll")
-
-
-def read_predict_input(path: Path, input_format: str, pre_tokenize
-                       ) -> tuple[list[CorefDocument], list[str] | None, list | None, str]:
-    """Read ``predict`` input.
-
-    Returns:
-        (documents, their texts or None for CoNLL input, word offsets per document or None,
-        the format read: ``conll``, ``text`` or ``jsonl``).
-
-    Raises:
-        BertkitError: missing file, bad CoNLL-2012 or JSON line (file and line), no document.
-    """
-    from bertkit.data.conll import read_lines
-
-    if not path.is_file():
-        raise BertkitError("input file not found", file=path)
-    fmt = input_format
-    if fmt == "auto":
-        first = next((t for _, t in read_lines(path, old_mac=False) if t.strip()), "")
-        conll = first.startswith("#begin document") or path.suffix in CONLL_SUFFIXES
-        fmt = ("conll" if conll else
-               "jsonl" if path.suffix == ".jsonl" or first.lstrip().startswith("{") else "text")
-    if fmt == "conll":  # a filled-in coreference column must balance, as when streaming
-        return parse_conll2012(read_lines(path), path, False, brackets=True), None, None, fmt
-    docs, texts, offsets = [], [], []
-    if fmt == "text":
-        text = path.read_text(encoding="utf-8-sig")
-        items = [(path.stem, text, None)]
-    else:
-        items = []
-        for line_no, line in read_lines(path, old_mac=False):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BertkitError(f"not JSON: {exc.msg}", file=path, line=line_no,
-                                   expected='one JSON object a line, {"id": ..., "text": ...}'
-                                   ) from None
-            if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-                raise BertkitError("no 'text' string", file=path, line=line_no,
-                                   expected='{"id": ..., "text": "..."}')
-            items.append((str(obj.get("id", f"doc{line_no - 1}")), obj["text"], line_no))
-    for name, text, line_no in items:
-        doc, offs = text_document(text, name, pre_tokenize)
-        if not doc.sentences:
-            raise BertkitError("empty document (no words)", file=path, line=line_no,
-                               expected="some text")
-        docs.append(doc)
-        texts.append(text)
-        offsets.append(offs)
-    if not docs:
-        raise BertkitError("no documents", file=path, expected="some text")
-    return docs, texts, offsets, fmt

@@ -10,9 +10,9 @@ from typing import Sequence
 
 from bertkit.data.conll2012 import CorefDocument
 from bertkit.encoders import load_tokenizer
-from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.tasks.coref.encoding import collate, encode_documents
 from bertkit.tasks.coref.model import CorefModel, load_model
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.training.devices import make_runtime
 
 
@@ -42,8 +42,7 @@ def loaded(model_dir: str, device: str, precision: str, console):
     model, meta = load_model(model_dir)
     tokenizer = load_tokenizer(meta["path"])
     runtime = make_runtime(device, precision, console)
-    max_length = fit_length(meta.get("max_length", 384), position_limit(model.encoder.config),
-                            console)
+    max_length = saved_settings(meta, "coref").fitted_length(model.encoder.config, console)
     return model, meta, tokenizer, runtime, max_length
 
 

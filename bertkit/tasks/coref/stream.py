@@ -30,9 +30,11 @@ from rich.console import Console
 from bertkit.data.conll2012 import CorefDocument, format_conll2012, parse_conll2012
 from bertkit.errors import BertkitError
 from bertkit.predict.driver import StreamPredictor
-from bertkit.predict.records import Record, open_binary
+from bertkit.predict.inputs import check_format, head_text
+from bertkit.predict.records import Record
 from bertkit.tasks.coref.data import CONLL_SUFFIXES, text_document
 from bertkit.tasks.coref.inference import format_jsonl, loaded, resolve_documents, word_splitter
+from bertkit.tasks.saved_settings import saved_settings
 
 KINDS = {"conll": "conll2012", "text": "file", "jsonl": "jsonl"}
 """The record kind (:mod:`bertkit.predict.records`) of each input format."""
@@ -56,14 +58,9 @@ def stream_format(input_path: str, input_format: str = "auto") -> str:
     Raises:
         BertkitError: an unknown format, or a missing input.
     """
-    if input_format not in ("auto", "conll", "text", "jsonl"):
-        raise BertkitError(f"unknown input format '{input_format}'",
-                           expected="auto, conll, text or jsonl")
-    if input_format != "auto":
+    if check_format(input_format, ("auto", "conll", "text", "jsonl")) != "auto":
         return input_format
-    with open_binary(input_path) as handle:
-        head = handle.read(1 << 16).decode("utf-8", errors="replace").lstrip("\ufeff")
-    first = next((t for t in head.split("\n") if t.strip()), "")
+    first = next((t for t in head_text(input_path).split("\n") if t.strip()), "")
     suffix = Path(_name(input_path)).suffix
     if first.startswith("#begin document") or suffix in CONLL_SUFFIXES:
         return "conll"
@@ -77,9 +74,7 @@ def output_jsonl(output_format: str, output: str | None, fmt: str) -> bool:
     Raises:
         BertkitError: an unknown output format.
     """
-    if output_format not in ("auto", "conll", "jsonl"):
-        raise BertkitError(f"unknown output format '{output_format}'",
-                           expected="auto, conll or jsonl")
+    check_format(output_format, ("auto", "conll", "jsonl"), "output format")
     return output_format == "jsonl" or (output_format == "auto" and (
         _name(str(output or "")).endswith(".jsonl") or fmt == "jsonl"))
 
@@ -130,7 +125,7 @@ def coref_predictor(model_dir: str, input_path: str, input_format: str = "auto",
     as_jsonl = output_jsonl(output_format, output, fmt)
     model, meta, tokenizer, runtime, max_length = loaded(model_dir, device, precision, console)
     pre_tokenize = word_splitter(tokenizer)
-    singletons = meta.get("singletons", "on") == "on"
+    singletons = saved_settings(meta, "coref").singletons == "on"
 
     def check(rec: Record) -> str | None:
         got = read_record(rec, fmt, input_path, pre_tokenize)

@@ -22,14 +22,13 @@ from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, T
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.coref.card import USAGE, card_notes
 from bertkit.tasks.coref.config import CorefConfig
-from bertkit.tasks.coref.data import (EXTENSIONS, load_documents, read_predict_input,
-                                      resolve_coref)
+from bertkit.tasks.coref.data import EXTENSIONS, load_documents, resolve_coref
 from bertkit.tasks.coref.encoding import DocumentBatches, encode_documents
-from bertkit.tasks.coref.inference import (format_jsonl, loaded, resolve_documents,
-                                           word_splitter)
+from bertkit.tasks.coref.inference import loaded, resolve_documents
 from bertkit.tasks.coref.model import CorefModel, build_model
 from bertkit.tasks.coref.suite import SUITE
 from bertkit.tasks.driver import finetune
+from bertkit.tasks.saved_settings import saved_settings
 
 CARD = CardSpec(
     "finetune coref", "feature-extraction", "Coreference resolution (encoder + head)", "AutoModel",
@@ -172,7 +171,7 @@ def evaluate_coref(model_dir: str, data: str, split: str = "test", device: str =
     model, meta, tokenizer, runtime, max_length = loaded(model_dir, device, precision, console)
     docs = load_documents(resolve_coref(data, (split,))[split], console=console)[:max_eval_samples]
     predicted = resolve_documents(model, tokenizer, docs, runtime, max_length, batch_size,
-                                  meta.get("singletons", "on") == "on")
+                                  saved_settings(meta, "coref").singletons == "on")
     return Evaluation(score(docs, predicted), lambda: format_conll2012(docs, predicted), docs,
                       predicted)
 
@@ -191,21 +190,17 @@ def predict_coref(model_dir: str, input_path: str, output: str | None = None,
     Raises:
         BertkitError: bad input (file and line), unknown format, or no saved model.
     """
-    if input_format not in ("auto", "conll", "text", "jsonl"):
-        raise BertkitError(f"unknown input format '{input_format}'",
-                           expected="auto, conll, text or jsonl")
-    if output_format not in ("auto", "conll", "jsonl"):
-        raise BertkitError(f"unknown output format '{output_format}'",
-                           expected="auto, conll or jsonl")
-    model, meta, tokenizer, runtime, max_length = loaded(model_dir, device, precision, console)
+    from bertkit.predict.whole import predict_file
+    from bertkit.tasks.coref.stream import coref_predictor
+
     path = Path(input_path)
-    docs, texts, offsets, fmt = read_predict_input(path, input_format, word_splitter(tokenizer))
-    predicted = resolve_documents(model, tokenizer, docs, runtime, max_length, 1,
-                                  meta.get("singletons", "on") == "on")
-    as_jsonl = output_format == "jsonl" or (output_format == "auto" and (
-        str(output or "").endswith(".jsonl") or fmt == "jsonl"))
-    text = format_jsonl(docs, predicted, texts, offsets) if as_jsonl else \
-        format_conll2012(docs, predicted)
+    if not path.is_file():
+        raise BertkitError("input file not found", file=path)
+    text = predict_file(coref_predictor(model_dir, input_path, input_format, output_format,
+                                        output, device, precision, console),
+                        input_path, None, console)
+    if not text:
+        raise BertkitError("no documents", file=path, expected="some text")
     if output:
         write_text(output, text)
     return text

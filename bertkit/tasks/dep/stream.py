@@ -19,11 +19,12 @@ from bertkit.data.conllu import format_conllu, parse_conllu, text_sentences
 from bertkit.data.text import visible
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
-from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.predict.driver import StreamPredictor
-from bertkit.predict.records import MARKER, Record, open_binary
+from bertkit.predict.inputs import check_format, head_text
+from bertkit.predict.records import MARKER, Record
 from bertkit.tasks.dep.model import DECODERS, load_parser
 from bertkit.tasks.dep.parse import parse_sentences
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.training.devices import make_runtime
 
 EXPECTED = ("CoNLL-U sentences (10 tab-separated columns; HEAD/DEPREL may be _) or one "
@@ -42,14 +43,9 @@ def stream_format(input_path: str, input_format: str) -> str:
     Raises:
         BertkitError: an unknown input format, or a missing input.
     """
-    if input_format not in ("auto", "conllu", "text"):
-        raise BertkitError(f"unknown input format '{input_format}'",
-                           expected="auto, conllu or text")
-    if input_format != "auto":
+    if check_format(input_format, ("auto", "conllu", "text")) != "auto":
         return input_format
-    with open_binary(input_path) as handle:
-        head = handle.read(1 << 16).decode("utf-8", errors="replace").lstrip("\ufeff")
-    for line in head.split("\n"):
+    for line in head_text(input_path).split("\n"):
         if line.strip() and not line.startswith("#"):
             return "conllu" if len(line.rstrip("\r").split("\t")) == 10 else "text"
     name = input_path[:-3] if input_path.endswith(".gz") else input_path
@@ -58,8 +54,13 @@ def stream_format(input_path: str, input_format: str) -> str:
 
 def dep_predictor(model_dir: str, input_path: str, input_format: str = "auto",
                   device: str = "auto", precision: str = "auto", batch_size: int = 64,
-                  decoder: str | None = None, console: Console | None = None) -> StreamPredictor:
+                  decoder: str | None = None, console: Console | None = None,
+                  mark_empty: bool = True) -> StreamPredictor:
     """The :class:`~bertkit.predict.driver.StreamPredictor` of a saved dependency parser.
+
+    Args:
+        mark_empty: a text line without a sentence gives the block ``# line N: empty`` (the
+            streaming command's output); False: no block (whole-file ``predict_dep``'s).
 
     Raises:
         BertkitError: unknown format or decoder, or no saved parser in ``model_dir``.
@@ -68,13 +69,13 @@ def dep_predictor(model_dir: str, input_path: str, input_format: str = "auto",
     if decoder is not None and decoder not in DECODERS:
         raise BertkitError(f"unknown decoder '{decoder}'", expected="mst or eisner")
     parser, meta = load_parser(model_dir)
+    saved = saved_settings(meta, "dep")
     tokenizer = load_tokenizer(meta["path"])
     runtime = make_runtime(device, precision, console)
-    max_length = fit_length(meta.get("max_length", 512), position_limit(parser.encoder.config),
-                            console)
+    max_length = saved.fitted_length(parser.encoder.config, console)
     pre = tokenizer.backend_tokenizer.pre_tokenizer
     split = pre.pre_tokenize_str if pre else str.split
-    decode_with = decoder or meta.get("decoder", "mst")
+    decode_with = decoder or saved.decoder
 
     def check(rec: Record) -> str | None:
         if fmt == "text":
@@ -97,13 +98,13 @@ def dep_predictor(model_dir: str, input_path: str, input_format: str = "auto",
     def predict(records: list[Record]) -> list[str | None]:
         sents = [r.item for r in records if r.item is not None and not isinstance(r.item, str)]
         heads, rels = parse_sentences(parser, tokenizer, sents, runtime, max_length, batch_size,
-                                      decode_with, meta.get("word_repr", "first"), console) \
+                                      decode_with, saved.word_repr, console) \
             if sents else ([], [])
         out = iter(range(len(sents)))
         result: list[str | None] = []
         for r in records:
             if r.item is None:
-                result.append(marker(r.line, "empty"))
+                result.append(marker(r.line, "empty") if mark_empty else None)
             elif isinstance(r.item, str):
                 result.append(r.item)
             else:

@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from bertkit.data.conllu import DepSentence, format_conllu, read_conllu, text_sentences
+from bertkit.data.conllu import DepSentence, format_conllu
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
-from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.metrics.dep import RULE_TEXT, punct_rule
 from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.outputs.tables import parse_table
@@ -28,6 +27,7 @@ from bertkit.tasks.dep.model import DECODERS, BiaffineParser, build_parser, load
 from bertkit.tasks.dep.parse import parse_sentences, score
 from bertkit.tasks.dep.suite import SUITE
 from bertkit.tasks.driver import finetune
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.training.devices import make_runtime
 
 
@@ -179,11 +179,10 @@ def evaluate_dep(model_dir: str, data: str, split: str = "test", device: str = "
     sents = loaded.splits[split][:max_eval_samples]
     warn_unseen(unseen_relations(parser.rels, sents), split, "relation", console,
                 against="model")
-    max_length = fit_length(meta.get("max_length", 512), position_limit(parser.encoder.config),
-                            console)
-    heads, rels = parse_sentences(parser, tokenizer, sents, runtime, max_length,
-                                  batch_size, decoder or meta.get("decoder", "mst"),
-                                  meta.get("word_repr", "first"), console)
+    saved = saved_settings(meta, "dep")
+    heads, rels = parse_sentences(parser, tokenizer, sents, runtime,
+                                  saved.fitted_length(parser.encoder.config, console),
+                                  batch_size, decoder or saved.decoder, saved.word_repr, console)
     metrics = score(sents, heads, rels)
     if skip_bad_sentences:
         metrics["skipped_sentences"] = loaded.skipped_summary()
@@ -202,44 +201,17 @@ def predict_dep(model_dir: str, input_path: str, output: str | None = None,
     Raises:
         BertkitError: bad input file, unknown format or decoder, or no saved model.
     """
-    if input_format not in ("auto", "conllu", "text"):
-        raise BertkitError(f"unknown input format '{input_format}'", expected="auto, conllu or text")
-    if decoder is not None and decoder not in DECODERS:
-        raise BertkitError(f"unknown decoder '{decoder}'", expected="mst or eisner")
-    parser, meta = load_parser(model_dir)
-    tokenizer = load_tokenizer(meta["path"])
-    runtime = make_runtime(device, precision, console)
+    from bertkit.predict.whole import predict_file
+    from bertkit.tasks.dep.stream import dep_predictor
+
     path = Path(input_path)
     if not path.is_file():
         raise BertkitError("input file not found", file=path)
-    is_conllu = input_format == "conllu" or (input_format == "auto" and _looks_like_conllu(path))
-    if is_conllu:
-        sents = read_conllu(path, labelled=False)
-    else:
-        pre = tokenizer.backend_tokenizer.pre_tokenizer
-        from bertkit.data.conll import read_lines
-
-        # lines end only at LF/CRLF: a lone CR or U+2028 never splits a sentence in two
-        lines = [text for _, text in read_lines(path, old_mac=False)]
-        sents = text_sentences(lines, pre.pre_tokenize_str if pre else str.split, str(path))
-        if not sents:
-            raise BertkitError("no sentences", file=path, expected="one sentence a line")
-    max_length = fit_length(meta.get("max_length", 512), position_limit(parser.encoder.config),
-                            console)
-    heads, rels = parse_sentences(parser, tokenizer, sents, runtime, max_length,
-                                  batch_size, decoder or meta.get("decoder", "mst"),
-                                  meta.get("word_repr", "first"), console)
-    text = format_conllu(sents, heads, rels)
+    text = predict_file(dep_predictor(model_dir, input_path, input_format, device, precision,
+                                      batch_size, decoder, console, mark_empty=False),
+                        input_path, None, console)
+    if not text:
+        raise BertkitError("no sentences", file=path, expected="one sentence a line")
     if output:
         write_text(output, text)
     return text
-
-
-def _looks_like_conllu(path: Path) -> bool:
-    """The first non-comment, non-blank line has 10 tab-separated columns."""
-    with path.open(encoding="utf-8-sig", errors="replace") as handle:
-        for line in handle:
-            if line.strip() and not line.startswith("#"):
-                return len(line.rstrip("\n").split("\t")) == 10
-    return path.suffix in (".conllu", ".conll")
-

@@ -23,21 +23,13 @@ from rich.console import Console
 from bertkit.data.conll import Sentence, conll_lines
 from bertkit.data.text import visible
 from bertkit.encoders import load_tokenizer
-from bertkit.errors import BertkitError
-from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.inputs import check_format
 from bertkit.predict.records import Record, head_lines
 from bertkit.tasks.ner.model import load_tagger
 from bertkit.tasks.ner.spans import sentence_spans
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.training.devices import make_runtime
-
-
-def check_formats(fmt: str, input_format: str) -> None:
-    """Raises BertkitError for an unknown output or input format."""
-    if fmt not in ("conll", "jsonl"):
-        raise BertkitError(f"unknown output format '{fmt}'", expected="conll or jsonl")
-    if input_format not in ("auto", "conll", "text"):
-        raise BertkitError(f"unknown input format '{input_format}'", expected="auto, conll or text")
 
 
 def ner_predictor(model_dir: str, input_path: str, fmt: str, input_format: str, device: str,
@@ -52,12 +44,12 @@ def ner_predictor(model_dir: str, input_path: str, fmt: str, input_format: str, 
     Raises:
         BertkitError: unknown format, or no saved NER model in ``model_dir``.
     """
-    check_formats(fmt, input_format)
+    check_format(fmt, ("conll", "jsonl"), "output format")
+    check_format(input_format, ("auto", "conll", "text"))
     tagger, meta = load_tagger(model_dir)
     tokenizer = load_tokenizer(meta["path"])
     runtime = make_runtime(device, precision, console)
-    max_length = fit_length(meta.get("max_length", 512), position_limit(tagger.encoder.config),
-                            console)
+    max_length = saved_settings(meta, "ner").fitted_length(tagger.encoder.config, console)
     pre = tokenizer.backend_tokenizer.pre_tokenizer
     is_conll = conll_lines(head_lines(input_path)) if input_format == "auto" \
         else input_format == "conll"

@@ -18,7 +18,6 @@ from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.predict.inference import run_batches, sorted_batches, token_batches
 from bertkit.io import write_text
-from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
 from bertkit.inputs.packing import Packer, position_start
 from bertkit.outputs.tables import entity_table
@@ -32,6 +31,7 @@ from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unse
 from bertkit.tasks.ner.encoding import WindowBatches, collate, encode
 from bertkit.tasks.ner.model import TokenTagger, build_tagger, load_tagger
 from bertkit.tasks.ner.suite import SUITE
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.training.devices import Runtime, make_runtime, world_size
 
 
@@ -304,8 +304,7 @@ def evaluate_ner(model_dir: str, data: str, split: str = "test", device: str = "
     sents = loaded.splits[split][:max_eval_samples]
     known = {lab[2:] for lab in tagger.labels if lab != "O"}
     warn_unseen(unseen_labels(known, sents), split, "entity type", console, against="model")
-    max_length = fit_length(meta.get("max_length", 512), position_limit(tagger.encoder.config),
-                            console)
+    max_length = saved_settings(meta, "ner").fitted_length(tagger.encoder.config, console)
     pred = tag_sentences(tagger, tokenizer, sents, runtime, max_length,
                          batch_size, console)
     from bertkit.data.conll import format_conll
@@ -344,18 +343,11 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
     Raises:
         BertkitError: bad input file, unknown format, or no saved model.
     """
-    import io
+    from bertkit.predict.whole import predict_file
 
-    from bertkit.predict import stream_predict
-
-    out = io.StringIO()
-    stream_predict(stream_ner(model_dir, input_path, fmt, input_format, device, precision,
-                              batch_size, console, batch_tokens, pack, backend), input_path, out,
-                   console=console)
-    text = out.getvalue()
-    if output:
-        write_text(output, text)
-    return text
+    return predict_file(stream_ner(model_dir, input_path, fmt, input_format, device, precision,
+                                   batch_size, console, batch_tokens, pack, backend),
+                        input_path, output, console)
 
 
 def stream_ner(model_dir: str, input_path: str, fmt: str = "conll", input_format: str = "auto",

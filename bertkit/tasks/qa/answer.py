@@ -19,7 +19,33 @@ from bertkit.tasks.qa.data import QAExample
 from bertkit.tasks.qa.decode import NEG, Answers, decode
 from bertkit.tasks.qa.encoding import Features, collate, encode
 from bertkit.tasks.qa.model import SpanLoss
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.training.devices import Runtime
+
+
+def saved_answer_settings(model, meta: dict) -> dict:
+    """The windows and answer search a saved QA model was trained with, for
+    :func:`answer_questions`: ``max_length`` (within the encoder's positions), ``doc_stride``,
+    ``max_question_length``, ``n_best``, ``max_answer_length`` (pieces; read by
+    :func:`bertkit.tasks.saved_settings.saved_settings`).
+
+    Raises:
+        BertkitError: a bad saved value, naming the file and the key.
+    """
+    saved = saved_settings(meta, "qa")
+    return {"max_length": saved.fitted_length(model.config), "doc_stride": saved.doc_stride,
+            "max_question_length": saved.max_question_length, "n_best": saved.n_best,
+            "max_answer_length": saved.max_answer_length}
+
+
+def saved_threshold(meta: dict, null_threshold: float | None) -> float:
+    """``null_threshold``, or (None) the SQuAD 2.0 threshold saved with the model.
+
+    Raises:
+        BertkitError: a bad saved value, naming the file and the key.
+    """
+    return saved_settings(meta, "qa").null_threshold if null_threshold is None \
+        else null_threshold
 
 
 def window_logits(model, features: Features, runtime: Runtime, pad_id: int,

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable
 
 from rich.console import Console
 
 from bertkit.errors import BertkitError
 from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.inputs import json_object_check
 from bertkit.predict.records import Record, open_binary
-from bertkit.tasks.qa.answer import answer_questions, prediction_lines
+from bertkit.tasks.qa.answer import (answer_questions, prediction_lines, saved_answer_settings,
+                                    saved_threshold)
 from bertkit.tasks.qa.data import make_example, warn_input
 from bertkit.tasks.qa.model import load_qa_model
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.training.devices import make_runtime
 
 EXPECTED = "one JSON object a line with id, question and context"
@@ -46,14 +48,10 @@ def stream_kind(input_path: str) -> str | None:
 
 
 def qa_predictor(model_dir: str, input_path: str, device: str, precision: str, batch_size: int,
-                 null_threshold: float | None, console: Console | None,
-                 settings: Callable, threshold: Callable) -> StreamPredictor | None:
+                 null_threshold: float | None, console: Console | None
+                 ) -> StreamPredictor | None:
     """The :class:`~bertkit.predict.driver.StreamPredictor` of a saved QA model, or None for
     an input read whole (:func:`stream_kind`).
-
-    Args:
-        settings, threshold: :mod:`bertkit.tasks.qa.task`'s ``_saved_settings`` and
-            ``_threshold``.
 
     Raises:
         BertkitError: no saved QA model in ``model_dir``, or a missing input.
@@ -62,24 +60,15 @@ def qa_predictor(model_dir: str, input_path: str, device: str, precision: str, b
         return None
     model, tokenizer, meta = load_qa_model(model_dir)
     runtime = make_runtime(device, precision, console)
-    saved = settings(model, meta)
-    v2 = bool(meta.get("unanswerable"))
-    cut = threshold(meta, null_threshold)
+    saved = saved_answer_settings(model, meta)
+    v2 = saved_settings(meta, "qa").unanswerable
+    cut = saved_threshold(meta, null_threshold)
     notes: list[str] = []
     path = Path(input_path)
 
-    def check(rec: Record) -> str | None:
-        if not rec.text.strip():
-            return None
-        if rec.value is None:
-            return rec.bad or "not a JSON object"
-        try:
-            rec.item = make_example(rec.value, rec.value.get("context"),
-                                    str(rec.value.get("title") or ""), path, rec.line, False,
-                                    notes, fields=list(rec.value))
-        except BertkitError as exc:
-            return exc.message
-        return None
+    check = json_object_check(lambda rec: make_example(
+        rec.value, rec.value.get("context"), str(rec.value.get("title") or ""), path, rec.line,
+        False, notes, fields=list(rec.value)), (BertkitError,))
 
     def predict(records: list[Record]) -> list[str | None]:
         xs = [r.item for r in records if r.item is not None]

@@ -27,9 +27,11 @@ from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, T
                                 report_metrics, task_functions)
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.driver import finetune
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.tasks.qa.checks import gold_reach, reach_lines
 from bertkit.tasks.qa.config import QAConfig
-from bertkit.tasks.qa.answer import (answer_questions, prediction_lines, score,  # noqa: F401
+from bertkit.tasks.qa.answer import (answer_questions, prediction_lines,  # noqa: F401
+                                     saved_answer_settings, saved_threshold, score,
                                      window_logits)
 from bertkit.tasks.qa.data import (EXTENSIONS, count_unanswerable, load_qa_data, name_questions,
                                    read_qa_file)
@@ -232,8 +234,8 @@ def stream_qa(model_dir: str, input_path: str, device: str = "auto", precision: 
     for SQuAD JSON, read whole)."""
     from bertkit.tasks.qa.stream import qa_predictor
 
-    return qa_predictor(model_dir, input_path, device, precision, batch_size,
-                        null_threshold, console, _saved_settings, _threshold)
+    return qa_predictor(model_dir, input_path, device, precision, batch_size, null_threshold,
+                        console)
 
 
 def _summary(cfg: QAConfig, data: TaskData, feats: dict, batches: WindowBatches, v2: bool,
@@ -309,21 +311,6 @@ def finetune_qa(cfg: QAConfig, console: Console | None = None) -> dict:
     return finetune(TASK, cfg, console)
 
 
-def _saved_settings(model, meta: dict) -> dict:
-    from bertkit.inputs.lengths import fit_length, position_limit
-
-    return {"max_length": fit_length(int(meta.get("max_length", 384)),
-                                     position_limit(model.config)),
-            "doc_stride": int(meta.get("doc_stride", 128)),
-            "max_question_length": int(meta.get("max_question_length", 64)),
-            "n_best": int(meta.get("n_best", 20)),
-            "max_answer_length": int(meta.get("max_answer_length", 30))}
-
-
-def _threshold(meta: dict, null_threshold: float | None) -> float:
-    return float(meta.get("null_threshold", 0.0)) if null_threshold is None else null_threshold
-
-
 def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "auto",
                 precision: str = "auto", batch_size: int = 64,
                 null_threshold: float | None = None, max_eval_samples: int | None = None,
@@ -345,13 +332,14 @@ def evaluate_qa(model_dir: str, data: str, split: str = "test", device: str = "a
     runtime = make_runtime(device, precision, console)
     out, _ = load_qa_data(data, (split,))
     xs = out[split][:max_eval_samples]
-    v2 = bool(meta.get("unanswerable")) or count_unanswerable(xs) > 0
-    if v2 and not meta.get("unanswerable") and console:
+    saved = saved_settings(meta, "qa")
+    v2 = saved.unanswerable or count_unanswerable(xs) > 0
+    if v2 and not saved.unanswerable and console:
         console.print(f"[yellow]warning:[/] {split} has unanswerable questions but the model was "
                       f"trained without them (SQuAD 1.1 mode): scoring as SQuAD 2.0",
                       highlight=False)
-    t = _threshold(meta, null_threshold)
-    settings = _saved_settings(model, meta)
+    t = saved_threshold(meta, null_threshold)
+    settings = saved_answer_settings(model, meta)
     reach = gold_reach(xs, tokenizer, settings["max_answer_length"])
     if console:
         from bertkit.tasks.common import warn_notes
@@ -370,13 +358,14 @@ def predict_qa(model_dir: str, input_path: str, output: str | None = None, devic
                null_threshold: float | None = None, skip_bad_lines: bool = False,
                console: Console | None = None) -> str:
     """Answer the questions of a file: JSON lines with ``id``, ``question``, ``context`` (the
-    ``datasets`` form; answers optional) or SQuAD JSON, read whole (``bertkit predict qa``
-    streams JSON lines instead, :mod:`bertkit.tasks.qa.stream`).
+    ``datasets`` form; answers optional), through the streaming predictor
+    (:mod:`bertkit.tasks.qa.stream`, :func:`bertkit.predict.whole.predict_file`), or SQuAD
+    JSON, read whole.
 
     Args:
         output: file to write atomically; None returns the text only.
-        skip_bad_lines: accepted for the command line's sake; a file read whole is checked
-            whole (a bad question is an error).
+        skip_bad_lines: JSON lines: leave a bad line out (named in a note) instead of refusing
+            it; a SQuAD JSON file is checked whole (a bad question is an error).
         null_threshold: SQuAD 2.0 threshold (None: the one saved with the model).
 
     Returns:
@@ -386,16 +375,23 @@ def predict_qa(model_dir: str, input_path: str, output: str | None = None, devic
     Raises:
         BertkitError: unreadable or bad input (file, article, question id named), no saved model.
     """
+    from bertkit.predict.whole import predict_file
+
+    predictor = TASK.stream(model_dir, input_path, device, precision, batch_size, null_threshold,
+                            console)
+    if predictor is not None:
+        return predict_file(predictor, input_path, output, console, skip_bad_lines)
     model, tokenizer, meta = load_qa_model(model_dir)
     runtime = make_runtime(device, precision, console)
     xs = read_qa_file(input_path, labelled=False, console=console)
-    v2 = bool(meta.get("unanswerable"))
-    answers, feats = answer_questions(model, tokenizer, xs, _saved_settings(model, meta),
+    saved = saved_settings(meta, "qa")
+    answers, feats = answer_questions(model, tokenizer, xs, saved_answer_settings(model, meta),
                                       runtime, batch_size)
     if console and feats.questions_cut:
         console.print(f"note: {feats.questions_cut} question(s) cut at "
-                      f"{meta.get('max_question_length')} pieces", highlight=False)
-    text = prediction_lines(xs, answers, v2, _threshold(meta, null_threshold))
+                      f"{saved.max_question_length} pieces", highlight=False)
+    text = prediction_lines(xs, answers, saved.unanswerable,
+                            saved_threshold(meta, null_threshold))
     if output:
         write_text(output, text)
     return text

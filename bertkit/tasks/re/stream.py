@@ -12,12 +12,12 @@ from typing import Callable
 from rich.console import Console
 
 from bertkit.data.relations import RelationExample, _Bad, parse_marked, parse_record
-from bertkit.errors import BertkitError
-from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.inputs import check_format
 from bertkit.predict.records import Record, open_binary
 from bertkit.tasks.re.encoding import encode
 from bertkit.tasks.re.model import load_relation_model
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.training.devices import make_runtime
 
 EXPECTED = ("JSON lines with 'text' (<< >>, [[ ]] markers) or 'tokens' with 'subject'/'object'; "
@@ -30,9 +30,7 @@ def stream_format(input_path: str, input_format: str) -> str:
     Raises:
         BertkitError: an unknown input format.
     """
-    if input_format not in ("auto", "jsonl", "text"):
-        raise BertkitError(f"unknown input format '{input_format}'", expected="auto, jsonl or text")
-    if input_format != "auto":
+    if check_format(input_format, ("auto", "jsonl", "text")) != "auto":
         return input_format
     with open_binary(input_path) as handle:
         head = handle.read(4096).lstrip()
@@ -54,7 +52,7 @@ def re_predictor(model_dir: str, input_path: str, input_format: str, device: str
     fmt = stream_format(input_path, input_format)
     model, tokenizer, labels, markers, marker_ids, meta = load_relation_model(model_dir)
     runtime = make_runtime(device, precision, console)
-    max_length = fit_length(meta.get("max_length", 512), position_limit(model.config), console)
+    max_length = saved_settings(meta, "re").fitted_length(model.config, console)
 
     def check(rec: Record) -> str | None:
         if not rec.text.strip():

@@ -13,11 +13,9 @@ import numpy as np
 from rich.console import Console
 from rich.markup import escape
 
-from bertkit.data.relations import BadLine, RelationExample, read_relations
+from bertkit.data.relations import BadLine, RelationExample
 from bertkit.errors import BertkitError
 from bertkit.predict.inference import run_batches, sorted_batches
-from bertkit.io import write_text
-from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.metrics.collapse import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores
 from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
@@ -27,6 +25,7 @@ from bertkit.tasks.base import (TaskHeader, Evaluation, Prepared, ScoredSplit, T
 from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
                                   warn_unseen, write_test_outputs)
 from bertkit.tasks.driver import finetune
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.tasks.re.config import REConfig
 from bertkit.tasks.re.data import EXTENSIONS, entity_types, load_re_data, unseen_labels
 from bertkit.tasks.re.encoding import Encoded, MarkerSet, PairBatches, collate, encode
@@ -254,12 +253,12 @@ def evaluate_re(model_dir: str, data: str, split: str = "test", device: str = "a
     read = load_re_data(data, (split,), skip_bad_lines)
     _warn_bad(read.bad_lines, console)
     xs = read.splits[split][:max_eval_samples]
-    negative = meta.get("negative_label") if negative_label is None else \
+    saved = saved_settings(meta, "re")
+    negative = saved.negative_label if negative_label is None else \
         _negative(negative_label, labels, console)
     warn_unseen(unseen_labels(set(labels), xs), split, "label", console, against="model")
-    max_length = fit_length(meta.get("max_length", 512), position_limit(model.config),
-                            console)
-    items = encode(xs, tokenizer, marker_ids, markers, {}, max_length)
+    items = encode(xs, tokenizer, marker_ids, markers, {},
+                   saved.fitted_length(model.config, console))
     pred, prob = classify(model, items, runtime, tokenizer.pad_token_id, batch_size)
     metrics = relation_scores([ex.label for ex in xs], [labels[k] for k in pred], negative, labels)
     warn_collapse(metrics, console, split)
@@ -286,24 +285,8 @@ def predict_re(model_dir: str, input_path: str, output: str | None = None,
     Raises:
         BertkitError: unknown format, bad input line (without ``skip_bad_lines``), no saved model.
     """
-    if input_format not in ("auto", "jsonl", "text"):
-        raise BertkitError(f"unknown input format '{input_format}'", expected="auto, jsonl or text")
-    model, tokenizer, labels, markers, marker_ids, meta = load_relation_model(model_dir)
-    runtime = make_runtime(device, precision, console)
-    if input_format == "auto":
-        try:
-            head = Path(input_path).read_bytes()[:4096].lstrip()
-        except OSError as exc:
-            raise BertkitError(f"cannot read the file: {exc.strerror}", file=input_path) from None
-        input_format = "jsonl" if head.startswith(b"{") else "text"
-    read = read_relations(input_path, labelled=False, skip_bad_lines=skip_bad_lines,
-                          text_lines=input_format == "text")
-    _warn_bad(read.bad_lines, console)
-    max_length = fit_length(meta.get("max_length", 512), position_limit(model.config),
-                            console)
-    items = encode(read.examples, tokenizer, marker_ids, markers, {}, max_length)
-    pred, prob = classify(model, items, runtime, tokenizer.pad_token_id, batch_size)
-    text = prediction_lines(read.examples, labels, pred, prob)
-    if output:
-        write_text(output, text)
-    return text
+    from bertkit.predict.whole import predict_file
+
+    return predict_file(TASK.stream(model_dir, input_path, input_format, device, precision,
+                                    batch_size, console),
+                        input_path, output, console, skip_bad_lines)

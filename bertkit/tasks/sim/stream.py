@@ -13,8 +13,10 @@ from typing import Callable
 from rich.console import Console
 
 from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.inputs import json_object_check
 from bertkit.predict.records import Record
 from bertkit.tasks.sim.data import make_pair
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.training.devices import make_runtime
 
 
@@ -35,20 +37,12 @@ def sim_predictor(model_dir: str, input_path: str, device: str, precision: str,
     runtime = make_runtime(device, precision, console)
     names = fields(meta)
     score = scorer(model, tokenizer, meta, runtime, batch_size)
-    max_length = int(meta.get("max_length", 256))
-    texts = meta.get("architecture") == "bi-encoder"
+    saved = saved_settings(meta, "sim")
+    max_length, texts = saved.max_length, saved.architecture == "bi-encoder"
     cut = [0]
 
-    def check(rec: Record) -> str | None:
-        if not rec.text.strip():
-            return None
-        if rec.value is None:
-            return rec.bad or "not a JSON object"
-        try:
-            rec.item = make_pair(rec.value, names, False, input_path, rec.line)
-        except ValueError as exc:
-            return str(exc)
-        return None
+    check = json_object_check(lambda rec: make_pair(rec.value, names, False, input_path,
+                                                    rec.line))
 
     def predict(records: list[Record]) -> list[str | None]:
         xs = [r.item for r in records if r.item is not None]

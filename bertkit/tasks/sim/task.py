@@ -40,11 +40,12 @@ from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, T
 from bertkit.tasks.common import (find_saved_model, load_pretrained, parse_split,
                                   prediction_line, warn_bad_lines, write_saved_model)
 from bertkit.tasks.driver import finetune
+from bertkit.tasks.saved_settings import saved_settings
 from bertkit.tasks.sim import biencoder as bi
 from bertkit.tasks.sim.config import SimConfig
 from bertkit.tasks.sim.regressor import build_regressor, collate, encode, predict_scores
 from bertkit.tasks.sim.data import (EXTENSIONS, Fields, PairExample, check_scales,
-                                    declared_range, load_sim_data, read_pairs, score_range)
+                                    declared_range, load_sim_data, score_range)
 from bertkit.tasks.sim.suite import SUITE
 from bertkit.training.devices import Runtime, make_runtime
 
@@ -298,8 +299,9 @@ def _load(model_dir: str):
     from transformers import AutoModelForSequenceClassification
 
     path, meta = find_saved_model(model_dir, "sim", "similarity")
-    if meta.get("architecture") == "bi-encoder":
-        model = bi.load_bi_encoder(str(path), int(meta.get("max_length", 256)))
+    saved = saved_settings(meta, "sim")
+    if saved.architecture == "bi-encoder":
+        model = bi.load_bi_encoder(str(path), saved.max_length)
     else:
         model = load_pretrained(AutoModelForSequenceClassification.from_pretrained, path)
     model.eval()
@@ -312,8 +314,9 @@ def pair_scorer(model, tokenizer, meta: dict, runtime: Runtime, batch_size: int 
     :func:`_load` (or, with ``meta["architecture"] == "bi-encoder"``, any
     ``SentenceTransformer``): the regressor's logit, or the bi-encoder's cosine mapped onto
     ``meta["score_range"]`` (:func:`bertkit.tasks.sim.biencoder.to_scores`)."""
-    max_length, pad = int(meta.get("max_length", 256)), tokenizer.pad_token_id
-    if meta.get("architecture") == "bi-encoder":
+    saved = saved_settings(meta, "sim")
+    max_length, pad = saved.max_length, tokenizer.pad_token_id
+    if saved.architecture == "bi-encoder":
         low, high = meta.get("score_range") or (0.0, 1.0)
 
         def score(xs):
@@ -379,7 +382,9 @@ def evaluate_sim(model_dir: str, data: str, split: str = "test", device: str = "
 def predict_sim(model_dir: str, input_path: str, output: str | None = None,
                 device: str = "auto", precision: str = "auto", batch_size: int = 64,
                 skip_bad_lines: bool = False, console: Console | None = None) -> str:
-    """Predict the score of each pair of a JSON-lines file (fields as saved with the model).
+    """Predict the score of each pair of a JSON-lines file (fields as saved with the model),
+    through the streaming predictor (:mod:`bertkit.tasks.sim.stream`,
+    :func:`bertkit.predict.whole.predict_file`; with ``skip_bad_lines`` a bad line is left out).
 
     Returns:
         JSON lines: each input object with ``line`` and ``predicted``; also written
@@ -389,27 +394,17 @@ def predict_sim(model_dir: str, input_path: str, output: str | None = None,
         BertkitError: a bad input line (without ``skip_bad_lines``; a record with one text
             only is one, for a bi-encoder too), no saved model.
     """
-    model, tokenizer, meta = _load(model_dir)
-    runtime = make_runtime(device, precision, console)
-    xs, bad = read_pairs(input_path, _saved_fields(meta), labelled=False,
-                         skip_bad_lines=skip_bad_lines, hint=_single_text_hint(meta))
-    warn_bad_lines(bad, console)
-    pred, cut = pair_scorer(model, tokenizer, meta, runtime, batch_size)(xs)
-    if console and cut:
-        texts = meta.get("architecture") == "bi-encoder"
-        console.print(f"note: {cut} {'text(s)' if texts else 'pair(s)'} over the model's "
-                      f"{meta.get('max_length')} pieces, cut{'' if texts else ' longest first'}",
-                      highlight=False)
-    text = prediction_lines(xs, pred)
-    if output:
-        write_text(output, text)
-    return text
+    from bertkit.predict.whole import predict_file
+
+    return predict_file(TASK.stream(model_dir, input_path, device, precision, batch_size,
+                                    console),
+                        input_path, output, console, skip_bad_lines)
 
 
 def _single_text_hint(meta: dict) -> str:
     """What to say to a bi-encoder's user who gave single texts: its embeddings come from
     sentence-transformers, not ``predict sim``."""
-    if meta.get("architecture") != "bi-encoder":
+    if saved_settings(meta, "sim").architecture != "bi-encoder":
         return ""
     return (f"; predict sim scores pairs: a single text's embedding comes from "
             f"SentenceTransformer(\"{meta.get('path')}\").encode([text])")
