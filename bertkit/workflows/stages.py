@@ -48,6 +48,7 @@ def not_settings() -> frozenset[str]:
 
     return RESUME_MAY_CHANGE | NOT_MADE
 
+
 NOTES = {"input": "its input model was produced again since",
          "text": "the text it reads changed since"}
 """How a change of a fingerprint setting is said (its hashes tell a reader nothing)."""
