@@ -177,6 +177,7 @@ def test_adapt_end_to_end_resumes_and_compares(tiny_encoder, ner_dir, tmp_path):
     assert res.output.count("finished earlier, skipped") == 3
     # a changed pretraining setting is refused by the one rule of stages, naming it; nothing
     # is replaced
+    before = (out / "summary.json").read_text()
     res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--compare", "--pretrain-lr",
                                    "1e-3"))
     assert res.exit_code == 1, res.output
@@ -184,6 +185,7 @@ def test_adapt_end_to_end_resumes_and_compares(tiny_encoder, ner_dir, tmp_path):
     assert "stage TAPT pretraining finished with other settings: lr: 0.0001 -> 0.001" in text
     assert "--overwrite to run every stage again" in text
     assert (out / "finetune" / "results.json").stat().st_mtime == mtime
+    assert (out / "summary.json").read_text() == before  # the earlier summary kept whole
 
 
 @pytest.mark.slow

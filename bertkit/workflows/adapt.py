@@ -310,7 +310,8 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
         summary["stages"]["task_text"] = {"source": text_spec, "file": str(text_file),
                                           "sentences": len(lines),
                                           "max_examples": cfg.max_train_samples if own else None}
-    save()
+    if cfg.overwrite or not (root / "summary.json").is_file():  # marks the folder an adapt run;
+        save()  # an earlier run's summary stays until a stage ends (one refused leaves it whole)
     try:
         model = _stages(cfg, root, base, text_file, summary, save, console)
     except RunStopped as stop:
