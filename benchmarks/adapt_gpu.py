@@ -122,7 +122,7 @@ def prepare(dest: Path, data_root: Path, model: str | None, sizes: dict) -> dict
 
         model = default_model()
     encoder = pack_encoder(model, dest)
-    from bertkit.provenance import git_commit
+    from bertkit.outputs.provenance import git_commit
 
     manifest = {"made_utc": _now(), "source_data": str(data_root), "model": str(model),
                 "encoder": encoder, "bertkit_commit": git_commit(),

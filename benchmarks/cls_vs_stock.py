@@ -104,7 +104,7 @@ def bertkit_settings(args, stock: bool = False) -> dict:
     if stock:
         return {"lr": args.stock_lr, "warmup": 0.0, "weight_decay": 0.0, "class_weights": "none"}
     if args.bertkit_recipe:
-        from bertkit.recipes import load
+        from bertkit.workflows.recipes import load
         settings = load(args.bertkit_recipe).stages[0].settings
         return {"lr": float(settings["lr"]), "warmup": float(settings.get("warmup", 0.0)),
                 "weight_decay": float(settings.get("weight_decay", 0.0)),

@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from bertkit.encoders import quiet_transformers  # noqa: E402
 from bertkit.metrics.ner import entity_scores  # noqa: E402
-from bertkit.onnx_backend import OnnxScorer, cached_export  # noqa: E402
+from bertkit.predict.onnx_backend import OnnxScorer, cached_export  # noqa: E402
 from bertkit.tasks.ner.data import load_ner_data  # noqa: E402
 from bertkit.tasks.ner.model import load_tagger  # noqa: E402
 from bertkit.tasks.ner.task import tag_sentences  # noqa: E402

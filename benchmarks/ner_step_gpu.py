@@ -99,7 +99,7 @@ class BertkitSide:
     def __init__(self, model: str, sentences, device, dtype, crf: bool, batch: int, tmp: Path,
                  compile_: bool) -> None:
         from bertkit.encoders import load_tokenizer
-        from bertkit.packing import Packer
+        from bertkit.inputs.packing import Packer
         from bertkit.tasks.ner.encoding import WindowBatches, encode
         from bertkit.tasks.ner.model import build_tagger
         from bertkit.training.config import TrainConfig

@@ -38,7 +38,7 @@ Where bertkit differs from the stock recipe at "same settings" (the table's capt
    the spread of ``loss_scale`` over bertkit's first-epoch batches. Isolated by
    ``bertkit, batch-mean loss``.
 3. Packing: training forward passes on packed rows (block-diagonal attention, restarted
-   positions: the same logits as the padded batch, ``bertkit/packing.py``), a speed change.
+   positions: the same logits as the padded batch, ``bertkit/inputs/packing.py``), a speed change.
    Isolated by ``bertkit, no packing``.
 4. Model selection: bertkit scores dev after each epoch (untimed) and keeps the best epoch by
    strict entity F1; the stock recipe keeps the last. The kept epoch is printed (``best ep``);
@@ -87,10 +87,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _interleave import load1, logger, merge_runs, shared_note, side_order, spread  # noqa: E402
 from _stock import stock_training_args  # noqa: E402
-from bertkit.config import build_config  # noqa: E402
+from bertkit.settings.layers import build_config  # noqa: E402
 from bertkit.encoders import default_model, quiet_transformers  # noqa: E402
 from bertkit.metrics.ner import entity_scores  # noqa: E402
-from bertkit.recipes import load_recipe  # noqa: E402
+from bertkit.workflows.recipes import load_recipe  # noqa: E402
 from bertkit.tasks.ner import NERConfig, finetune_ner  # noqa: E402
 from bertkit.tasks.ner.data import load_ner_data  # noqa: E402
 

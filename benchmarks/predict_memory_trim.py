@@ -4,7 +4,7 @@ chunk (issue 48: memory flat whatever the input size). Prints the RSS after ever
     OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/predict_memory_trim.py off INPUT MODEL
     OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/predict_memory_trim.py on INPUT MODEL
 
-``off`` replaces :func:`bertkit.streaming.driver.release_memory` by a no-op (the driver before
+``off`` replaces :func:`bertkit.predict.driver.release_memory` by a no-op (the driver before
 the fix); ``on`` runs it. INPUT: one sentence a line (the first 20,000 lines of the scientific
 corpus in results/predict_stream/predict_memory_trim.log); chunks of 2,000 sentences; the output
 goes to ``/tmp/predict-trim-{on,off}.conll`` (the two are compared by the caller).
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import bertkit.streaming.driver as driver  # noqa: E402
+import bertkit.predict.driver as driver  # noqa: E402
 from bertkit._entry import main as bertkit_main  # noqa: E402
 
 

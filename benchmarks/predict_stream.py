@@ -17,7 +17,7 @@ Two parts:
   stock row (``Trainer.predict`` length-sorted, batch 32: ``ner_predict_speed.py``'s
   ``stock_predict``), bertkit's current path (batches of 32 windows), token-budget batches
   (``--batch-tokens``), packing short sentences into one row (``--pack``, block-diagonal
-  attention as training's ``bertkit/packing.py``), ONNX Runtime fp32 (``--backend onnx``) and
+  attention as training's ``bertkit/inputs/packing.py``), ONNX Runtime fp32 (``--backend onnx``) and
   with ``--int8`` its int8 dynamic quantisation. Every fp32 bertkit row must give exactly the
   tags of bertkit's default path (checked, untimed); ``benchmarks/_predict_speed.py`` has the rows.
 

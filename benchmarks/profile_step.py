@@ -52,9 +52,9 @@ PEAK_SHAPE = "MiniLM FFN 4096x384->1536"
 
 def prepare(max_train: int | None):
     """The NER task's model and training batches for the bc5cdr-ner-minilm recipe."""
-    from bertkit.config import build_config
+    from bertkit.settings.layers import build_config
     from bertkit.encoders import default_model, resolve_model_source
-    from bertkit.recipes import load_recipe
+    from bertkit.workflows.recipes import load_recipe
     from bertkit.tasks.driver import load_splits
     from bertkit.tasks.ner import NERConfig
     from bertkit.tasks.registry import get_task

@@ -31,7 +31,7 @@ that what differs from bertkit is its implementation (and bertkit's best epoch o
 ``stock-dyn-tuned`` (``--dyn-tuned-seeds``): the same with stock-dyn's random batches. Note that
 Trainer's ``group_by_length`` (``get_length_grouped_indices``) does not shuffle the batches of a
 mega-batch: each mega-batch is walked from its longest windows to its shortest, while bertkit's
-length-grouped batches are shuffled after grouping (:func:`bertkit.batching.length_grouped_batches`).
+length-grouped batches are shuffled after grouping (:func:`bertkit.inputs.batching.length_grouped_batches`).
 ``--no-bertkit`` runs stock sides alone, to add one to seeds run earlier (``--merge``).
 
 Long contexts (COVID-QA: ~32 windows a question, ~1.4 of them hold the answer): bertkit's

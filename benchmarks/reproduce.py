@@ -71,6 +71,8 @@ ENCODERS = {
                 "pre": [["{python}", "-m", "bertkit", "vocab", "extend", "--model",
                          str(ENCODERS_DIR / "G"), "--vocab", str(ENCODERS_DIR / "S"),
                          "--add", "8000", "--out", "{work}/G-ext", "--overwrite"]]},
+    # issue 64: S's recipe with ModernBERT's architecture (recipes/pretrain/mini/mini-M.yaml)
+    "M": {"recipe": "mini-M", "product": "seq128/model", "tokens": FULL, "question": 64},
     "S-half": {"recipe": "mini-scibert", "product": "seq128/model", "question": 2,
                "tokens": (13_312_000, 5_188_000),
                "sets": ["seq64.max_tokens=13312000", "seq128.max_tokens=5188000"]},
@@ -262,6 +264,8 @@ QUESTIONS = [  # (question, encoder, against, tasks)
     ("2. S vs G+D37sv (G extended with S's pieces)", "S", "G+D37sv", Q2_TASKS),
     ("2. Half compute: S vs S-half", "S", "S-half", Q2_TASKS),
     ("2. The domain pieces in continued pretraining: G+D37sv vs G+D37", "G+D37sv", "G+D37",
+     Q2_TASKS),
+    ("64. ModernBERT's architecture at S's tokens, vocabulary and size: M vs S", "M", "S",
      Q2_TASKS),
 ]
 

@@ -228,8 +228,8 @@ def test_cli_bad_input_is_one_line_and_exit_1(tmp_path):
 
 
 def test_shipped_recipe_builds_an_adapt_config():
-    from bertkit.config import build_config
-    from bertkit.recipes import load_recipe
+    from bertkit.settings.layers import build_config
+    from bertkit.workflows.recipes import load_recipe
 
     cfg = build_config(AdaptConfig, load_recipe("bc5cdr-tapt", "adapt"))
     assert cfg.task_text == "ner:bc5cdr" and cfg.seed_list() == [1, 2, 3] and cfg.compare

@@ -267,11 +267,11 @@ def test_pretrain_skips_and_counts_lines_that_are_not_utf8(tmp_path, tiny_encode
 # Strings inside a command's own function in bertkit/cli/ map to that command without an entry.
 # A registered task's package needs none either: its modules' messages may name a flag of any of
 # the task's three commands (see task_package_commands). Option and command declarations
-# (typer.Option, bertkit.options' option/Option/Commands) are the commands' own flags.
+# (typer.Option, bertkit.settings.options' option/Option/Commands) are the commands' own flags.
 FINETUNE = tuple(f"finetune {name}" for name in task_names())
 TRAINING = FINETUNE + ("pretrain",)
 INFERENCE = tuple(f"{verb} {name}" for verb in ("evaluate", "predict") for name in task_names())
-STREAMING = ("predict ner", "predict cls", "predict re")  # predict through bertkit/streaming
+STREAMING = ("predict ner", "predict cls", "predict re")  # predict through bertkit/predict
 MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/bench/encoders.py": ("bench run",),
     "bertkit/bench/runner.py": ("bench run",),
@@ -279,22 +279,22 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/bench/report.py::markdown": ("finetune ner",),
     "bertkit/bench/suite.py": ("bench run",),  # the options a suite may not set
     "bertkit/cli/predict.py": STREAMING,
-    "bertkit/streaming/driver.py": STREAMING,
-    "bertkit/streaming/merge.py": STREAMING,
-    "bertkit/streaming/state.py": STREAMING,
-    "bertkit/streaming/cluster.py": STREAMING,  # predict --executor slurm --shards N
-    "bertkit/executors.py": ("bench run",) + STREAMING,  # --executor, --slurm-*
+    "bertkit/predict/driver.py": STREAMING,
+    "bertkit/predict/merge.py": STREAMING,
+    "bertkit/predict/state.py": STREAMING,
+    "bertkit/predict/cluster.py": STREAMING,  # predict --executor slurm --shards N
+    "bertkit/jobs/executors.py": ("bench run",) + STREAMING,  # --executor, --slurm-*
     "bertkit/cli/finetune.py::_finish": FINETUNE,
     "bertkit/cli/run.py::_show_recipe": ("run",),
     "bertkit/data/conllu.py": ("finetune dep", "evaluate dep"),  # the hint only for gold input
     "bertkit/data/relations.py": ("finetune re", "evaluate re", "predict re"),
     "bertkit/masking/base.py": ("pretrain",),
-    "bertkit/onnx_backend.py": ("predict ner",),  # --backend onnx without onnxruntime
+    "bertkit/predict/onnx_backend.py": ("predict ner",),  # --backend onnx without onnxruntime
     "bertkit/masking/span.py": ("pretrain",),
     # the collapse warning; evaluate re/cls show it too, as a hint for re-training
     "bertkit/metrics/collapse.py": ("finetune re", "finetune cls"),
-    "bertkit/modelcard.py::model_card": FINETUNE,  # a capped evaluation (--max-eval-samples)
-    "bertkit/recipes.py": ("run",),  # --set overrides and kept stages
+    "bertkit/outputs/modelcard.py::model_card": FINETUNE,  # a capped evaluation (--max-eval-samples)
+    "bertkit/workflows/recipes.py": ("run",),  # --set overrides and kept stages
     "bertkit/tasks/common.py::_stopped_run": FINETUNE,  # continue the run: finetune --resume
     "bertkit/tasks/common.py::find_saved_model": FINETUNE,  # a --seeds root: one model per seed
     "bertkit/tasks/dep/data.py": ("finetune dep", "evaluate dep"),

@@ -93,7 +93,7 @@ def test_markup_labels_are_printed_and_drawn_as_written_and_resume_finishes(tmp_
 def test_confusion_plot_and_tables_take_labels_as_text(tmp_path):
     from rich.console import Console
 
-    from bertkit.reports import label_scores_table
+    from bertkit.outputs.tables import label_scores_table
     from bertkit.metrics.cls import label_scores, save_confusion
 
     gold = ["$\\frac$", "[/bold]", "[x]", "$a_$"]

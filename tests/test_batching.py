@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from bertkit.batching import pad_right
+from bertkit.inputs.batching import pad_right
 
 
 def test_pad_right_matches_a_loop_and_keeps_int64():

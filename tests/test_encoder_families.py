@@ -86,7 +86,7 @@ def test_the_commands_refuse_a_decoder_only_model_with_exit_1(argv, tmp_path, to
 
 
 def test_the_card_line_reads_the_limit_from_the_config():
-    from bertkit.modelcard import architecture_line
+    from bertkit.outputs.modelcard import architecture_line
 
     bert = architecture_line({"model_type": "bert", "architectures": ["BertForMaskedLM"],
                               "num_hidden_layers": 2, "hidden_size": 32,
@@ -147,10 +147,10 @@ def test_deberta_attends_across_a_packed_row(tiny_deberta, tokenizer):
     """DeBERTa-v2/v3 cannot pack documents apart through ``transformers``: ``DebertaV2Model``
     multiplies its embeddings by the attention mask, so a [B, T, T] block mask does not fit, and
     its relative positions come from the row index. Packed rows (``pretrain``'s) attend across
-    documents, as BERT's do; fine-tuning does not pack DeBERTa (:func:`bertkit.packing.position_start`)."""
+    documents, as BERT's do; fine-tuning does not pack DeBERTa (:func:`bertkit.inputs.packing.position_start`)."""
     from transformers import AutoModel
 
-    from bertkit.packing import position_start
+    from bertkit.inputs.packing import position_start
 
     model = AutoModel.from_pretrained(tiny_deberta, attn_implementation="eager").eval()
     a, b, row, _, block = _packed(tokenizer, "aspirin inhibits platelets .", "kidney failed .")
@@ -164,7 +164,7 @@ def test_deberta_attends_across_a_packed_row(tiny_deberta, tokenizer):
 
 
 def test_saved_config_of_modernbert_keeps_its_8192_positions(tiny_modernbert):
-    from bertkit.lengths import model_position_limit
+    from bertkit.inputs.lengths import model_position_limit
 
     config = json.loads((__import__("pathlib").Path(tiny_modernbert) / "config.json").read_text())
     assert config["max_position_embeddings"] == 8192

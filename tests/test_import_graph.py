@@ -1,8 +1,9 @@
 """The import direction of the package, read from the source with ``ast`` (nothing is imported):
 the training core imports no task, no task package imports another, no task imports the command
-line or the workflows, only the command line imports ``bertkit.cli``, ``bertkit.config`` and
-``bertkit.workflows`` do not import ``bertkit.recipes``, and no two modules import each other,
-directly or round a circle.
+line or the workflows, only the command line imports ``bertkit.cli``, the settings wing imports no
+workflow and ``adapt`` does not import ``bertkit.workflows.recipes``, no two modules import each other,
+directly or round a circle, and the wings (the folders of ``bertkit/``) stand in layers: each
+imports only wings below it (:data:`WING_LAYERS`).
 
 Every ``import`` statement counts, also those inside functions (a lazy import is still a
 dependency). ``from bertkit.a import b`` is an import of the module ``bertkit.a.b`` when that is a
@@ -84,7 +85,7 @@ def _edges(source_prefix: str, target_prefix: str) -> list[str]:
 
 def test_the_graph_is_read():
     assert "bertkit.training.loop" in GRAPH["bertkit.training"]
-    assert "bertkit.config" in GRAPH["bertkit.recipes"]
+    assert "bertkit.settings.layers" in GRAPH["bertkit.workflows.recipes"]
     assert len(MODULES) > 50
 
 
@@ -92,24 +93,23 @@ def test_training_core_imports_no_task():
     assert _edges("bertkit.training", "bertkit.tasks") == []
 
 
-def test_config_does_not_import_recipes():
-    assert _edges("bertkit.config", "bertkit.recipes") == []
+def test_settings_import_no_workflow():
+    assert _edges("bertkit.settings", "bertkit.workflows") == []
 
 
 def test_tasks_import_neither_the_command_line_nor_the_workflows():
     assert _edges("bertkit.tasks", "bertkit.cli") == []
     assert _edges("bertkit.tasks", "bertkit.workflows") == []
-    assert _edges("bertkit.tasks", "bertkit.recipes") == []
 
 
 def test_workflows_do_not_import_recipes_or_the_command_line():
-    assert _edges("bertkit.workflows", "bertkit.recipes") == []
+    assert _edges("bertkit.workflows.adapt", "bertkit.workflows.recipes") == []
     assert _edges("bertkit.workflows", "bertkit.cli") == []
 
 
 def test_model_cards_know_no_task():
-    """Each task hands its card spec to bertkit.modelcard; the module reads no task table."""
-    assert _edges("bertkit.modelcard", "bertkit.tasks") == []
+    """Each task hands its card spec to bertkit.outputs.modelcard; the module reads no task table."""
+    assert _edges("bertkit.outputs.modelcard", "bertkit.tasks") == []
 
 
 def test_only_the_command_line_imports_it():
@@ -171,8 +171,8 @@ def test_no_import_cycles():
 
 
 def test_the_cycle_finder_finds_a_circle(monkeypatch):
-    monkeypatch.setitem(GRAPH, "bertkit.errors", {"bertkit.config"})  # config imports errors
-    assert ["bertkit.config", "bertkit.errors"] in _cycles()
+    monkeypatch.setitem(GRAPH, "bertkit.errors", {"bertkit.settings.layers"})  # layers imports errors
+    assert ["bertkit.errors", "bertkit.settings.layers"] in _cycles()
 
 
 @pytest.mark.parametrize("text, module, expected", [
@@ -196,3 +196,48 @@ def test_bench_sits_on_top_and_reaches_tasks_through_the_registry_only():
     assert [e for e in _edges("bertkit.bench", "bertkit.tasks")
             if not e.endswith("-> bertkit.tasks.registry")] == []
     assert _edges("bertkit.bench", "bertkit.cli") == []
+
+
+# The wings of bertkit/, lowest first: a wing imports only wings of a lower layer (rank). Modules
+# at the top level (errors, io, encoders, the package itself) are wings of their own.
+WING_LAYERS: list[tuple[str, ...]] = [
+    ("bertkit", "errors"),
+    ("io", "encoders"),
+    ("settings", "data", "masking", "decoding", "inputs"),
+    ("jobs", "metrics", "heads", "vocab"),
+    ("outputs",),
+    ("training",),
+    ("predict",),
+    ("tasks",),
+    ("workflows",),
+    ("bench",),
+    ("cli",),
+    ("_entry",),
+    ("__main__",),
+]
+RANK = {wing: rank for rank, wings in enumerate(WING_LAYERS) for wing in wings}
+
+
+def _wing(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "bertkit"
+
+
+def _upward_wing_imports() -> list[str]:
+    return sorted(f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
+                  if _wing(m) != _wing(t) and RANK[_wing(t)] >= RANK[_wing(m)])
+
+
+def test_every_wing_has_a_layer():
+    assert {_wing(m) for m in MODULES} == set(RANK)
+
+
+def test_wings_import_only_lower_layers():
+    assert _upward_wing_imports() == []
+
+
+def test_the_wing_check_sees_an_import_upward_or_sideways(monkeypatch):
+    monkeypatch.setitem(GRAPH, "bertkit.data.sets", {"bertkit.training.loop"})
+    monkeypatch.setitem(GRAPH, "bertkit.masking.span", {"bertkit.data.sets"})
+    assert _upward_wing_imports() == ["bertkit.data.sets -> bertkit.training.loop",
+                                      "bertkit.masking.span -> bertkit.data.sets"]

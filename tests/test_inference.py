@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from bertkit.inference import inference_workers, run_batches
+from bertkit.predict.inference import inference_workers, run_batches
 
 
 def test_two_workers_run_every_batch_once_with_same_results():
@@ -46,7 +46,7 @@ def test_workers_only_on_a_multicore_cpu():
 def test_sorted_batches_cover_every_index_once_longest_first():
     import numpy as np
 
-    from bertkit.inference import sorted_batches
+    from bertkit.predict.inference import sorted_batches
 
     batches = sorted_batches(np.array([3, 9, 1, 9, 5]), 2)
     assert [b.tolist() for b in batches] == [[1, 3], [4, 0], [2]]
@@ -58,7 +58,7 @@ def test_sorted_batches_bound_the_padded_pieces_of_long_items():
     longest sentence of the input)."""
     import numpy as np
 
-    from bertkit.inference import PIECES_PER_ROW, sorted_batches
+    from bertkit.predict.inference import PIECES_PER_ROW, sorted_batches
 
     rng = np.random.default_rng(0)
     short = rng.integers(1, PIECES_PER_ROW + 1, size=200)

@@ -82,7 +82,7 @@ def test_the_committed_encoders_carry_their_whole_lineage(name, corpora):
     meta = json.loads((ENCODERS / name / "bertkit.json").read_text())
     assert meta["corpora"] == corpora and sorted(meta["corpus"].split(",") if meta["corpus"]
                                                  else []) == sorted(corpora)
-    from bertkit.lineage import lineage_corpora
+    from bertkit.data.lineage import lineage_corpora
 
     assert lineage_corpora(meta["lineage"]) == corpora
     assert "/work" not in json.dumps(meta["lineage"])  # names, not the paths of one machine

@@ -4,7 +4,7 @@ import torch
 from transformers import AutoModelForTokenClassification, BertConfig
 
 from bertkit.data.conll import Sentence
-from bertkit.packing import Packer, plan_rows, position_start
+from bertkit.inputs.packing import Packer, plan_rows, position_start
 from bertkit.tasks.ner.encoding import collate, encode
 from bertkit.tasks.ner.model import build_tagger
 
@@ -78,7 +78,7 @@ def test_tagger_packed_loss_and_grads_match_padded(still_encoder, tokenizer):
 def test_a_plan_made_where_the_batch_is_built_gives_the_same_logits(still_encoder, rows):
     """plan_batch (host, prefetch worker) + planned_logits (gathers only) equal packing in the
     step; rows rounded up to a bucket add all-padding rows and change nothing."""
-    from bertkit.packing import plan_batch
+    from bertkit.inputs.packing import plan_batch
 
     torch.manual_seed(0)
     enc = AutoModelForTokenClassification.from_pretrained(still_encoder, num_labels=3).eval()

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from bertkit.cli import app
 from bertkit.errors import BertkitError
-from bertkit.plots import _series, plot_run, read_metrics
+from bertkit.outputs.plots import _series, plot_run, read_metrics
 
 
 def _write(run, records):

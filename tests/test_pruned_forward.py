@@ -6,7 +6,7 @@ from transformers import (BertConfig, BertForTokenClassification, DistilBertConf
                           DistilBertForTokenClassification, RobertaConfig,
                           RobertaForTokenClassification)
 
-from bertkit.pruned_forward import logits_at, supports_pruning
+from bertkit.predict.pruned_forward import logits_at, supports_pruning
 
 
 def _batch(vocab: int, start: int = 0):

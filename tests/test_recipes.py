@@ -11,10 +11,10 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from bertkit import recipes
+from bertkit.workflows import recipes
 from bertkit.cli import app
-from bertkit.recipes import load_recipe, run_settings
-from bertkit.config import build_config
+from bertkit.workflows.recipes import load_recipe, run_settings
+from bertkit.settings.layers import build_config
 from bertkit.errors import BertkitError
 from bertkit.tasks.ner import NERConfig
 from tests.conftest import write_ner_dir
@@ -177,7 +177,7 @@ def test_every_shipped_stage_builds_its_command_config():
     """Every key of every shipped recipe is an option of its command, with the right type."""
     import inspect
 
-    from bertkit.config import build_config
+    from bertkit.settings.layers import build_config
     from bertkit.vocab.build import build_vocab
 
     vocab_keys = set(inspect.signature(build_vocab).parameters)
@@ -204,7 +204,7 @@ def test_unset_variable_in_a_recipe_is_named(tmp_path, monkeypatch):
 
 
 def test_recipe_option_expands_variables(tmp_path, monkeypatch):
-    from bertkit.recipes import load_recipe
+    from bertkit.workflows.recipes import load_recipe
 
     path = tmp_path / "r.yaml"
     path.write_text("data: $BERTKIT_DATA/ner/bc5cdr\nlr: 1e-4\n")
@@ -218,7 +218,7 @@ def test_recipe_option_expands_variables(tmp_path, monkeypatch):
 def test_run_settings_layers_saved_run_recipe_and_flags(tmp_path, monkeypatch):
     """One function builds every command's settings: defaults < saved run (--resume) < recipe
     < flags; a value of the wrong type names the recipe file."""
-    from bertkit.config import dump_yaml
+    from bertkit.settings.layers import dump_yaml
     from bertkit.tasks.ner.config import NERConfig
 
     run = tmp_path / "run"
@@ -240,9 +240,9 @@ def test_run_settings_layers_saved_run_recipe_and_flags(tmp_path, monkeypatch):
 
 
 def test_load_recipe_lives_in_recipes_only():
-    import bertkit.config
+    import bertkit.settings.layers
 
-    assert not hasattr(bertkit.config, "load_recipe")  # the deprecated shim is gone
+    assert not hasattr(bertkit.settings.layers, "load_recipe")  # the deprecated shim is gone
     assert callable(load_recipe)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from bertkit.reports import seed_table
+from bertkit.outputs.tables import seed_table
 from bertkit.tasks.base import score_scale
 from bertkit.tasks.driver import seed_statistics
 from bertkit.tasks.registry import get_task

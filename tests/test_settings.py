@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 from typer.testing import CliRunner
 
-from bertkit.config import config_yaml, replace, sources_line, to_dict
-from bertkit.settings import build_settings, finetune_settings
+from bertkit.settings.layers import config_yaml, replace, sources_line, to_dict
+from bertkit.workflows.command_settings import build_settings, finetune_settings
 
 runner = CliRunner()
 PLUMBING = ("output_dir", "overwrite", "resume")  # where a command writes, not how it trains
@@ -40,7 +40,7 @@ def test_finetune_adapt_and_run_build_the_same_finetuning_settings(monkeypatch, 
                                                                    data):
     from bertkit.cli import app
     from bertkit.encoders import default_model
-    from bertkit.recipes import load, run_recipe
+    from bertkit.workflows.recipes import load, run_recipe
     from bertkit.workflows.adapt import AdaptConfig, finetune_config
 
     seen = _capture(monkeypatch, task)

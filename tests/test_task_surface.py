@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bertkit.cli import app
-from bertkit.options import field_options
+from bertkit.settings.options import field_options
 from bertkit.tasks.registry import get_task, task_names
 from tests.test_bad_input_kinds import command_options
 
@@ -157,7 +157,7 @@ def test_every_finetune_option_is_a_settings_field_with_its_default(name):
 def test_seeds_summary_shows_the_headline_metrics_first():
     from rich.console import Console
 
-    from bertkit.reports import seed_table
+    from bertkit.outputs.tables import seed_table
 
     stat = {"mean": 0.5, "std": 0.1, "ci95_low": 0.4, "ci95_high": 0.6, "n": 2,
             "values": [0.4, 0.6]}

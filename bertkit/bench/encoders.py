@@ -65,11 +65,11 @@ def fingerprint(path: Path) -> str:
 
 def _corpora(path: Path) -> tuple[str, ...]:
     """The pretraining corpora of the encoder and of every model it was made from, from the
-    lineage its own ``bertkit.json`` carries (:mod:`bertkit.lineage`; an older record is
+    lineage its own ``bertkit.json`` carries (:mod:`bertkit.data.lineage`; an older record is
     followed through ``base_model``). Registered names (``scientific``) become files under
     ``$BERTKIT_DATA``."""
     from bertkit.data.sets import resolve_corpus
-    from bertkit.lineage import lineage_corpora, model_lineage
+    from bertkit.data.lineage import lineage_corpora, model_lineage
 
     found: list[str] = []
     for part in lineage_corpora(model_lineage(path)):

@@ -20,7 +20,7 @@ from typing import Any
 
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
-from bertkit.lineage import read_meta
+from bertkit.data.lineage import read_meta
 
 WEIGHTS = "model.safetensors"
 TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json",
@@ -45,11 +45,11 @@ def wordpiece_vocab(tokenizer_json: Path) -> str:
 
 
 def lineage(model: Path) -> list[dict]:
-    """The encoder's history, itself first (:func:`bertkit.lineage.model_lineage`): each model
+    """The encoder's history, itself first (:func:`bertkit.data.lineage.model_lineage`): each model
     it was made from with its corpora (registered names where possible) and masking, from the
     lineage its ``bertkit.json`` carries (an older record's ``base_model`` followed while the
     parent folder exists)."""
-    from bertkit.lineage import model_lineage
+    from bertkit.data.lineage import model_lineage
 
     return model_lineage(model)
 
@@ -80,7 +80,7 @@ def export_encoder(model: str | Path, out: str | Path, name: str,
     from safetensors.torch import load_file, save_file
 
     from bertkit.bench.encoders import fingerprint
-    from bertkit.provenance import git_commit, package_versions
+    from bertkit.outputs.provenance import git_commit, package_versions
 
     model, out = Path(model).expanduser(), Path(out).expanduser()
     if not (model / "config.json").is_file() or not (model / WEIGHTS).is_file():

@@ -13,7 +13,7 @@ Layout of a results folder ``OUT``::
     runs/ENC/TASK/seed-N.yaml, .log     the stage's recipe and its command's output
 
 A stage runs ``python -m bertkit finetune TASK --recipe seed-N.yaml -o seed-N``, one job of the
-executor (:mod:`bertkit.executors`; the runner does not know which): a subprocess of this one
+executor (:mod:`bertkit.jobs.executors`; the runner does not know which): a subprocess of this one
 (``--executor local``: ``--jobs`` runs several side by side with ``OMP_NUM_THREADS`` each, and
 Ctrl-C reaches each child, which checkpoints and stops), or one job of a Slurm array through
 submitit (``--executor slurm``; its files in ``OUT/submitit``, the options in
@@ -46,11 +46,11 @@ from bertkit.bench.floors import collapse_warning
 from bertkit.bench.manifest import (LITE_NOTE, check_manifest, load_manifest, load_stage,
                                     manifest, portable)
 from bertkit.bench.metrics import METRICS, task_scale
-from bertkit.bench.settings import check_suite_settings, recipe_text, suite_stage_settings
+from bertkit.bench.stage_settings import check_suite_settings, recipe_text, suite_stage_settings
 from bertkit.bench.suite import Suite, SuiteTask, task_settings
 from bertkit.errors import BertkitError
-from bertkit.executors import STOPPED, ExecutorSettings, Job, Outcome, make, ran_before
-from bertkit.executors import record as record_executor
+from bertkit.jobs.executors import STOPPED, ExecutorSettings, Job, Outcome, make, ran_before
+from bertkit.jobs.executors import record as record_executor
 from bertkit.io import write_json, write_text
 from bertkit.workflows.stages import recorded_stage, settings_changes
 
@@ -171,7 +171,7 @@ class Runner:
         # each at the default --jobs = cores)
         self.jobs = jobs or max(1, cores // (asked or 1))
         self.resume, self.console = resume, console
-        # where the stages run (bertkit.executors): checked here, before anything is written
+        # where the stages run (bertkit.jobs.executors): checked here, before anything is written
         self.executor_settings = executor_settings or ExecutorSettings()
         self.executor = make(self.executor_settings, self.out, f"bertkit-bench-{suite.name}",
                              self.jobs)
@@ -265,7 +265,7 @@ class Runner:
                 str(recipe), "-o", str(run_dir), *how]
 
     def job(self, stage: Stage) -> Job:
-        """The stage's command as a :class:`bertkit.executors.Job` (its output into
+        """The stage's command as a :class:`bertkit.jobs.executors.Job` (its output into
         ``seed-N.log``; a resumed stage's log goes on after the stopped part)."""
         recipe, cmd = stage.where(self.out)[2], self.command(stage)
         return Job(stage.label(), cmd, recipe.with_suffix(".log"),

@@ -1,7 +1,7 @@
 """``bertkit bench status DIR``: each stage of a results folder by state, read from its files.
 
 A stage is **done** when its result file is there (``stages/ENC/TASK/seed-N.json``); else its
-job's state file (``runs/ENC/TASK/seed-N.job.json``, :class:`bertkit.executors.Job`) says where it
+job's state file (``runs/ENC/TASK/seed-N.job.json``, :class:`bertkit.jobs.executors.Job`) says where it
 stands: **running** (submitted and waiting, or its command running; with the job id, or the
 process id on this machine), **failed** (its command ended without a result, or its job or
 process is gone: the tail of its log); a stage with neither is **pending**. ``bench run`` into
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bertkit.bench.manifest import load_manifest
 from bertkit.errors import BertkitError
-from bertkit.executors import alive, job_state
+from bertkit.jobs.executors import alive, job_state
 
 STATES = ("done", "running", "failed", "pending")
 

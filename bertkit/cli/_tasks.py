@@ -1,7 +1,7 @@
 """One builder for every registered task's ``finetune``, ``evaluate`` and ``predict`` commands.
 
-A task declares its surface as data (:mod:`bertkit.options`): its settings dataclass marks the
-fields that are ``finetune`` options, and its config module's :class:`~bertkit.options.Commands`
+A task declares its surface as data (:mod:`bertkit.settings.options`): its settings dataclass marks the
+fields that are ``finetune`` options, and its config module's :class:`~bertkit.settings.options.Commands`
 gives the commands' help and the ``evaluate``/``predict`` options. :func:`command` turns one
 declaration into a typer command function with the signature typer reads, so the command line
 has no per-task code: a task registered in :mod:`bertkit.tasks.registry` has its three commands.
@@ -17,7 +17,7 @@ from typing import Annotated, Any, Callable, Literal, Optional
 
 import typer
 
-from bertkit.options import REQUIRED, Option, field_options, shown_default
+from bertkit.settings.options import REQUIRED, Option, field_options, shown_default
 
 
 def _help(opt: Option, task: str) -> str:
@@ -52,10 +52,10 @@ def _typer_option(opt: Option, task: str, kind: Any, help_text: str | None = Non
 def settings_parameters(config_class: type, task: str = "",
                         skip: tuple[str, ...] = ()) -> list[inspect.Parameter]:
     """A command's parameters, generated from the options declared on ``config_class``'s
-    fields (:func:`bertkit.options.field_options`: its own, then its base classes', the
+    fields (:func:`bertkit.settings.options.field_options`: its own, then its base classes', the
     loop's last; ``skip`` leaves some out). Each defaults to None (not given: the recipe's or
     the dataclass's value stands); ``--help`` shows the field's default
-    (:func:`bertkit.options.shown_default`) or the option's ``shown`` text, so no default is
+    (:func:`bertkit.settings.options.shown_default`) or the option's ``shown`` text, so no default is
     written twice. A field without a default is a required option (or argument)."""
     hints = typing.get_type_hints(config_class)
     defaults = {f.name: f.default for f in dataclasses.fields(config_class)}
@@ -110,7 +110,7 @@ def settings_command(config_class: type, body: Callable[..., Any], doc: str, tas
 
 def declared_command(config_class: type, body: Callable[[Any], Any], doc: str) -> Callable:
     """A command whose options and arguments are ``config_class``'s declared fields (a settings
-    class without recipe layers, such as :class:`bertkit.vocab.settings.VocabBuildSettings`):
+    class without recipe layers, such as :class:`bertkit.vocab.options.VocabBuildSettings`):
     ``body(settings)`` runs it with the class built from the given values (an option not given
     keeps the field's default)."""
     params = settings_parameters(config_class)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from bertkit.bench.run_settings import BenchRunSettings
+from bertkit.bench.options import BenchRunSettings
 from bertkit.cli._app import bench_app, make_console, user_errors
 from bertkit.cli._tasks import declared_command
 from bertkit.errors import BertkitError
@@ -22,7 +22,7 @@ def _run(s: BenchRunSettings) -> None:
     from bertkit.bench.encoders import resolve_all
     from bertkit.bench.runner import LITE_NOTE, Runner
     from bertkit.bench.suite import load_suite
-    from bertkit.executors import executor_settings, require
+    from bertkit.jobs.executors import executor_settings, require
 
     require(s.executor)  # before anything is read or written
     loaded = load_suite(s.suite)
@@ -127,7 +127,7 @@ def status_cli(
 
 
 def _settings_text(settings: dict) -> str:
-    from bertkit.config import format_value
+    from bertkit.settings.layers import format_value
 
     return ", ".join(f"{k} {format_value(v)}" for k, v in settings.items()) or "-"
 
@@ -144,7 +144,7 @@ def list_cli(
     from rich.table import Table
 
     from bertkit.bench.metrics import METRICS
-    from bertkit.bench.settings import check_suite_settings
+    from bertkit.bench.stage_settings import check_suite_settings
     from bertkit.bench.suite import check_suite, find_suite, parse_suite, suite_files
 
     console = make_console()

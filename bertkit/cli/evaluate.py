@@ -1,5 +1,5 @@
 """``bertkit evaluate <task>``: one command per registered task (:mod:`bertkit.tasks.registry`),
-with the options the task declares (:class:`bertkit.options.Commands`, built by
+with the options the task declares (:class:`bertkit.settings.options.Commands`, built by
 :mod:`bertkit.cli._tasks`), running the one shared body, :func:`evaluate_saved`: the task's
 ``evaluate`` (an :class:`~bertkit.tasks.base.Evaluation`), its ``report`` table, and the
 metrics/predictions/confusion files asked for."""

@@ -1,5 +1,5 @@
 """``bertkit finetune <task>`` for every registered task (:mod:`bertkit.tasks.registry`): the
-options its settings dataclass declares (:mod:`bertkit.options`, built by
+options its settings dataclass declares (:mod:`bertkit.settings.options`, built by
 :mod:`bertkit.cli._tasks`) plus the shared training options, over the task's ``finetune_<task>``,
 which runs the shared driver (:mod:`bertkit.tasks.driver`)."""
 
@@ -9,11 +9,11 @@ from rich.console import Console
 
 from bertkit.cli._app import finetune_app, make_console
 from bertkit.cli._tasks import register_all, settings_command
-from bertkit.settings import build_settings
+from bertkit.workflows.command_settings import build_settings
 
 
 def _run(config_cls, command: str, run, flags: dict, recipe):
-    """Build the config (:func:`bertkit.settings.build_settings`: dataclass < the data
+    """Build the config (:func:`bertkit.workflows.command_settings.build_settings`: dataclass < the data
     set's dev-chosen settings for the packaged encoder < saved run with --resume < recipe <
     flags), print where the settings came from (the first line), run the task; results None on a
     non-main process of a multi-process run (it prints nothing)."""
@@ -31,7 +31,7 @@ def _run(config_cls, command: str, run, flags: dict, recipe):
 def _finish(task_name: str, cfg, console: Console, results: dict | None) -> None:
     """Print a finished run: the task's test table (or the --seeds summary), the split rule if
     one was applied, and the run directory with the training throughput."""
-    from bertkit.reports import seed_table
+    from bertkit.outputs.tables import seed_table
     from bertkit.tasks.registry import get_task
 
     if results is None:

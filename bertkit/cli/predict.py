@@ -1,5 +1,5 @@
 """``bertkit predict <task>``: one command per registered task (:mod:`bertkit.tasks.registry`),
-with the options the task declares (:class:`bertkit.options.Commands`, built by
+with the options the task declares (:class:`bertkit.settings.options.Commands`, built by
 :mod:`bertkit.cli._tasks`), running the one shared body, :func:`predict_saved`; and
 ``bertkit predict merge``, which joins the shards of ``--shard I/N`` runs."""
 
@@ -16,11 +16,11 @@ from rich.console import Console
 
 from bertkit.cli._app import predict_app, user_errors
 from bertkit.cli._tasks import inference_command, register_all
-from bertkit.options import EXECUTOR_OPTIONS, SHARDS
+from bertkit.settings.options import EXECUTOR_OPTIONS, SHARDS
 
 STREAM_DEFAULTS = {"chunk_size": 2000, "resume": False, "shard": None, "jobs": 1,
                    **{o.name: o.default for o in (SHARDS, *EXECUTOR_OPTIONS)}}
-"""The streaming options (:data:`bertkit.options.STREAM_OPTIONS`, with where the shards run:
+"""The streaming options (:data:`bertkit.settings.options.STREAM_OPTIONS`, with where the shards run:
 ``--shards``, ``--executor``, ``--slurm-*``) and their defaults."""
 
 
@@ -29,7 +29,7 @@ def predict_saved(task_name: str, model: str, input: Path, output: Path | None =
     """Run task ``task_name``'s ``predict`` (:mod:`bertkit.tasks.registry`) on ``input`` with the
     saved model ``model``; notes go to standard error, the predictions to ``output`` or, without
     one, to standard output. A task with a ``stream`` predictor runs through
-    :func:`bertkit.streaming.stream_predict` (chunks, ``--resume``, ``--shard``, ``--jobs``,
+    :func:`bertkit.predict.stream_predict` (chunks, ``--resume``, ``--shard``, ``--jobs``,
     ``--skip-bad-lines``); the others read, predict and write the whole input at once.
 
     Args:
@@ -84,7 +84,7 @@ def _check_stream(stream: dict, output: Path | None) -> None:
         BertkitError: naming the option and what it needs.
     """
     from bertkit.errors import BertkitError
-    from bertkit.streaming import parse_shard
+    from bertkit.predict import parse_shard
 
     shard = parse_shard(stream["shard"]) if stream["shard"] else None
     jobs = stream["jobs"]
@@ -100,13 +100,13 @@ def _check_stream(stream: dict, output: Path | None) -> None:
 
 def _check_executor(stream: dict, output: Path | None) -> None:
     """``--executor slurm|submitit-local [--shards N]``: with ``--output``, without ``--shard``
-    or ``--jobs``, runnable here (:func:`bertkit.executors.require`); ``--shards`` needs one.
+    or ``--jobs``, runnable here (:func:`bertkit.jobs.executors.require`); ``--shards`` needs one.
 
     Raises:
         BertkitError: naming the option and what it needs.
     """
     from bertkit.errors import BertkitError
-    from bertkit.executors import require
+    from bertkit.jobs.executors import require
 
     if stream["executor"] == "local":
         if stream["shards"] is not None:
@@ -125,7 +125,7 @@ def _check_executor(stream: dict, output: Path | None) -> None:
 
 def _stream(task_name: str, model: str, input: Path, output: Path | None, stream: dict,
             kwargs: dict, console: Console, predictor: Any) -> None:
-    from bertkit.streaming import StreamOptions, parse_shard
+    from bertkit.predict import StreamOptions, parse_shard
 
     shard = parse_shard(stream["shard"]) if stream["shard"] else None
     jobs = stream["jobs"]
@@ -135,11 +135,11 @@ def _stream(task_name: str, model: str, input: Path, output: Path | None, stream
                                  kwargs)
         return _submit_shards(work, stream, output, console, input)
     if jobs > 1:
-        from bertkit.streaming.merge import run_jobs
+        from bertkit.predict.merge import run_jobs
 
         console.print(f"predict: {jobs} processes, one thread each, then the merge",
                       highlight=False)
-        from bertkit.streaming.state import output_lock
+        from bertkit.predict.state import output_lock
 
         with output_lock(output):  # the whole output, its shards and the merge: one run's
             merged = run_jobs(functools.partial(_shard_work, task_name, model, str(input),
@@ -152,11 +152,11 @@ def _stream(task_name: str, model: str, input: Path, output: Path | None, stream
 
 def _submit_shards(work: Any, stream: dict, output: Path, console: Console, input: Path) -> None:
     """``--executor slurm|submitit-local --shards N``: the shards as one job array
-    (:func:`bertkit.streaming.cluster.run_shards`), then the merge, under the output's lock."""
-    from bertkit.executors import executor_settings
-    from bertkit.streaming.cluster import run_shards
-    from bertkit.streaming.merge import merge_shards
-    from bertkit.streaming.state import output_lock
+    (:func:`bertkit.predict.cluster.run_shards`), then the merge, under the output's lock."""
+    from bertkit.jobs.executors import executor_settings
+    from bertkit.predict.cluster import run_shards
+    from bertkit.predict.merge import merge_shards
+    from bertkit.predict.state import output_lock
 
     n = stream["shards"] or 1
     console.print(f"predict: {n} shard job(s) through {stream['executor']} (submitit's files: "
@@ -175,8 +175,8 @@ def _shard_work(task_name: str, model: str, input: str, output: Any, opts: Any, 
     Module-level, so that ``--jobs`` can hand it to a spawned process."""
     import dataclasses
 
-    from bertkit.streaming import shard_output, stream_predict
-    from bertkit.streaming.state import state_path
+    from bertkit.predict import shard_output, stream_predict
+    from bertkit.predict.state import state_path
     from bertkit.tasks.registry import get_task
 
     if shard is not None and opts.shard is None:  # a --jobs worker
@@ -228,9 +228,9 @@ def merge_cli(
     Checks that all N shards are there, finished, and made from one input, one model and one
     chunk size; the result is the file one unsharded run writes.
     """
-    from bertkit.streaming.merge import merge_shards
+    from bertkit.predict.merge import merge_shards
 
-    from bertkit.streaming.state import output_lock
+    from bertkit.predict.state import output_lock
 
     with output_lock(output, create=False):  # not while a --jobs run or a merge writes it
         merged = merge_shards(output, keep=keep_shards)

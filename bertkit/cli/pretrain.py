@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bertkit.cli._app import app, make_console, user_errors
 from bertkit.cli._tasks import settings_command
-from bertkit.settings import build_settings
+from bertkit.workflows.command_settings import build_settings
 from bertkit.tasks.pretrain.config import PretrainConfig
 
 

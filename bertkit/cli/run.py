@@ -1,5 +1,5 @@
 """``bertkit run RECIPE``, ``bertkit recipes`` and ``bertkit plot RUN_DIR``: thin wrappers over
-:mod:`bertkit.recipes` and :mod:`bertkit.plots`."""
+:mod:`bertkit.workflows.recipes` and :mod:`bertkit.outputs.plots`."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from rich.table import Table
 
 from bertkit.cli._app import app, make_console, user_errors
 from bertkit.cli._tasks import declared_command
-from bertkit.recipe_files import RunSettings
+from bertkit.settings.recipe_files import RunSettings
 
 
 def _run(s: RunSettings) -> None:
-    from bertkit.recipes import apply_overrides, load, run_recipe
+    from bertkit.workflows.recipes import apply_overrides, load, run_recipe
     from bertkit.training.rundir import RunStopped
 
     rec = apply_overrides(load(s.recipe), list(s.set_ or []))
@@ -47,7 +47,7 @@ def recipes_cli(
 ) -> None:
     """List the named recipes with one line each, or print one recipe's stages and settings
     (bertkit recipes bc5cdr-ner-minilm)."""
-    from bertkit.recipes import list_recipes
+    from bertkit.workflows.recipes import list_recipes
 
     if name:
         _show_recipe(name)
@@ -65,8 +65,8 @@ def recipes_cli(
 
 def _show_recipe(name: str) -> None:
     """Print a recipe's description, file, and each stage's command and settings."""
-    from bertkit.config import format_value
-    from bertkit.recipes import load
+    from bertkit.settings.layers import format_value
+    from bertkit.workflows.recipes import load
 
     rec = load(name)
     console = make_console()
@@ -88,6 +88,6 @@ def plot_cli(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG file. \\[default: RUN_DIR/curves.png]")] = None,
 ) -> None:
     """Draw a run's training-loss and evaluation curves (from metrics.jsonl) as a PNG."""
-    from bertkit.plots import plot_run
+    from bertkit.outputs.plots import plot_run
 
     Console().print(f"wrote {plot_run(run_dir, out)}", highlight=False)

@@ -1,5 +1,5 @@
 """``bertkit vocab build|compare|extend``: thin wrappers over :mod:`bertkit.vocab`, generated
-from the settings declared in :mod:`bertkit.vocab.settings`."""
+from the settings declared in :mod:`bertkit.vocab.options`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.console import Console
 
 from bertkit.cli._app import app, user_errors
 from bertkit.cli._tasks import declared_command
-from bertkit.vocab.settings import VocabBuildSettings, VocabCompareSettings, VocabExtendSettings
+from bertkit.vocab.options import VocabBuildSettings, VocabCompareSettings, VocabExtendSettings
 
 vocab_app = typer.Typer(
     help="WordPiece vocabularies: build one on a corpus (SciVocab-style), compare two, or "

@@ -7,7 +7,7 @@ comparable with a clean encoder's (the README: filter the corpus against the tes
 the set out of claims), so a fine-tuning run says so with the count.
 
 Provenance: an encoder folder bertkit writes carries its whole lineage, corpora included, in its
-``bertkit.json`` (:mod:`bertkit.lineage`); older records are read through ``corpus`` and
+``bertkit.json`` (:mod:`bertkit.data.lineage`); older records are read through ``corpus`` and
 ``base_model`` (and their run directory's ``results.json``). A fine-tuned model's
 ``base_model`` is followed too, so an encoder's whole chain (DAPT on DAPT, a vocabulary
 extension between, ...) is checked.
@@ -22,10 +22,10 @@ from bertkit.data.sets import CORPORA, data_root, entry
 
 def pretraining_corpora(model: str | None) -> list[str]:
     """The corpora the encoder at ``model`` (a directory) and every model it was made from
-    were pretrained on, as its lineage records them (:mod:`bertkit.lineage`: carried in its own
+    were pretrained on, as its lineage records them (:mod:`bertkit.data.lineage`: carried in its own
     ``bertkit.json``, or an older record's ``base_model`` followed): registered names
     (``scientific``) and files; [] for a hub id or an encoder without a record."""
-    from bertkit.lineage import lineage_corpora, model_lineage
+    from bertkit.data.lineage import lineage_corpora, model_lineage
 
     return lineage_corpora(model_lineage(model))
 

@@ -26,8 +26,8 @@ class DatasetEntry:
     ``recipe`` names the recipe (``recipes/finetune/<recipe>.yaml``) whose settings were chosen
     on this set's dev split for the packaged encoder: ``finetune`` uses them as the set's
     defaults when that encoder is trained and no recipe or flag says otherwise
-    (:func:`bertkit.settings.dataset_defaults`); "" for none. ``license`` is the set's licence as
-    the Hub writes it (``cc-by-4.0``), written on model cards (:mod:`bertkit.modelcard`); "" for
+    (:func:`bertkit.workflows.command_settings.dataset_defaults`); "" for none. ``license`` is the set's licence as
+    the Hub writes it (``cc-by-4.0``), written on model cards (:mod:`bertkit.outputs.modelcard`); "" for
     unknown.
 
     ``metric`` is the headline ``results.json`` test key the papers report for the set (``f1``,

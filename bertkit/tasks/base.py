@@ -23,12 +23,12 @@ A task supplies:
 * ``report(results, title)``: the rich table printed after a run (and by ``evaluate``).
 * ``evaluate`` (returning an :class:`Evaluation`, the one result type of every task) and
   ``predict``: the importable functions behind ``bertkit evaluate|predict <name>``.
-* ``card`` (its model card, :class:`~bertkit.modelcard.CardSpec`) and ``headline`` (its headline
+* ``card`` (its model card, :class:`~bertkit.outputs.modelcard.CardSpec`) and ``headline`` (its headline
   metrics, the card's: one list for the card, ``adapt`` and the ``--seeds`` summary).
 * ``text_lines(data, max_examples)``: the unlabelled training text TAPT reads (``bertkit adapt
   --task-text TASK:DATA``).
 
-Its command line is declared on its settings (:mod:`bertkit.options`): ``option(...)`` fields
+Its command line is declared on its settings (:mod:`bertkit.settings.options`): ``option(...)`` fields
 are the ``finetune`` options, ``config_class.commands`` the three commands' help and the
 ``evaluate``/``predict`` options; :mod:`bertkit.cli._tasks` builds the commands. So a new task is
 its package, its metrics module, its data-set lines (:mod:`bertkit.data.sets`) and one line in
@@ -197,8 +197,8 @@ class Task(Protocol):
             BertkitError: as :meth:`load`.
         """
 
-    card: Any  # bertkit.modelcard.CardSpec
-    headline: tuple  # of bertkit.modelcard.Metric, the main score first
+    card: Any  # bertkit.outputs.modelcard.CardSpec
+    headline: tuple  # of bertkit.outputs.modelcard.Metric, the main score first
     evaluate: Callable[..., Evaluation]
     predict: Callable[..., Any]
 
@@ -216,7 +216,7 @@ def score_scale(task: Any, key: str) -> float | None:
     """A metric's factor to points, decided once from the task's declaration, never from values.
 
     A task's scores share one scale, that of its headline metrics
-    (:attr:`bertkit.modelcard.Metric.scale`: 100 for a fraction, 1 for a score already in
+    (:attr:`bertkit.outputs.modelcard.Metric.scale`: 100 for a fraction, 1 for a score already in
     points, as the official SQuAD scorer's); a headline metric has its own. A metric named as a
     loss, time, rate, count or threshold (:data:`NOT_SCORES`, :data:`NOT_SCORE_ENDINGS`) is no
     score: None.
@@ -239,7 +239,7 @@ def score_scale(task: Any, key: str) -> float | None:
 
 def score_bounds(task: Any, key: str) -> tuple[float | None, float | None] | None:
     """The range of a metric's values in its own units, from the task's declaration: a headline
-    metric's ``bounds`` (:attr:`bertkit.modelcard.Metric.bounds`; a correlation's ``(-1, 1)``),
+    metric's ``bounds`` (:attr:`bertkit.outputs.modelcard.Metric.bounds`; a correlation's ``(-1, 1)``),
     else ``(0, 100 / scale)`` for a score (a rate), None for what is no score
     (:func:`score_scale` is None). ``--seeds`` clips a seed interval to it.
 

@@ -5,7 +5,7 @@ encoding, its model and metrics (:mod:`bertkit.tasks.base`), the driver does the
 order, so that bad settings or data stop the run before anything is written:
 
 1. check the settings (``cfg.validate()``), resolve the model and the run directory, refuse a
-   ``--max-length`` beyond the encoder's positions (:mod:`bertkit.lengths`);
+   ``--max-length`` beyond the encoder's positions (:mod:`bertkit.inputs.lengths`);
 2. read the data, applying ``--split-from-dev`` (:func:`split_from_dev`) and ``--max-*-samples``;
 3. seed, let the task build its model and batches, create the run directory, write ``config.yaml``;
 4. train with best-on-dev selection (:func:`bertkit.training.train`), take the decisions made on
@@ -27,7 +27,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Sequence
 
-from bertkit.config import config_yaml, field_defaults, replace, to_dict
+from bertkit.settings.layers import config_yaml, field_defaults, replace, to_dict
 from bertkit.errors import BertkitError
 from bertkit.tasks.base import Task, TaskData, score_bounds, score_scale
 from bertkit.tasks.common import warn_shared
@@ -234,8 +234,8 @@ def _finetune_one(task: Task, cfg, console=None) -> dict:
     from bertkit.data.sets import canonical_data
     from bertkit.encoders import attention_note, default_model, resolve_model_source
     from bertkit.io import atomic_path, write_json, write_text
-    from bertkit.modelcard import write_model_card
-    from bertkit.lengths import check_length, model_position_limit
+    from bertkit.outputs.modelcard import write_model_card
+    from bertkit.inputs.lengths import check_length, model_position_limit
     from bertkit.training import train
     from bertkit.training.prefetch import Prefetcher
     from bertkit.training.devices import is_main_process, make_runtime, rank, seed_everything

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from bertkit.options import option
+from bertkit.settings.options import option
 from bertkit.training.config import TrainConfig
 
 MODEL_HELP = "Encoder directory or hub id."
@@ -75,7 +75,7 @@ class FinetuneConfig(TrainConfig):
         return ()
 
     def choice_checks(self) -> tuple:
-        """One check per field declared with ``choices`` (:func:`bertkit.options.option`): the
+        """One check per field declared with ``choices`` (:func:`bertkit.settings.options.option`): the
         value is one of them. The command line checks them too, but settings also come from
         recipe files and Python, which it never sees."""
         checks = []

@@ -5,8 +5,8 @@ text all read it.
 Each entry names a :class:`~bertkit.tasks.base.Task` object (``module:attribute``, imported on
 first use, so listing tasks loads no model code), the task's settings dataclass and its
 ``finetune_<name>(cfg, console)`` function (both as ``module:attribute`` for recipes'
-command table, :data:`bertkit.recipes.COMMANDS`). Adding a task is one package under
-``bertkit/tasks/`` (its settings declare its command-line options, :mod:`bertkit.options`), its
+command table, :data:`bertkit.workflows.recipes.COMMANDS`). Adding a task is one package under
+``bertkit/tasks/`` (its settings declare its command-line options, :mod:`bertkit.settings.options`), its
 metrics module, its data-set lines in :mod:`bertkit.data.sets` and one line here.
 """
 

@@ -22,7 +22,7 @@ def seed_statistics(records: list[dict], scale: Callable[[str], float | None] = 
     Args:
         records: one metrics dict per seed.
         scale: ``scale(key)``: the metric's factor to points (100 for a fraction, 1 for a score
-            in points, as :attr:`bertkit.modelcard.Metric.scale` says), None for what is no
+            in points, as :attr:`bertkit.outputs.modelcard.Metric.scale` says), None for what is no
             score (a loss, a time, a count); default :func:`bertkit.tasks.base.score_scale` of a
             task whose scores are fractions; nothing is decided from the values.
         bounds: ``bounds(key)``: the metric's range in its own units, ``(low, high)`` (None on

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.errors import BertkitError
-from bertkit.options import option
+from bertkit.settings.options import option
 from bertkit.training.devices import PRECISIONS
 
 
@@ -57,7 +57,7 @@ class TrainConfig:
         overwrite: allow writing into an output directory that holds another run.
     """
 
-    # each field is also the command-line option of every training command (bertkit.options):
+    # each field is also the command-line option of every training command (bertkit.settings.options):
     # its help, flags and checks are declared here once; --help shows the command's default
     epochs: int = option(3, min=1, help="Passes over the training data.")
     lr: float = option(5e-5, help="Peak learning rate (AdamW).")

@@ -115,7 +115,7 @@ def open_metrics_log(cfg: Any, out: Any, keep_until_step: int | None, tracker: A
         return MetricsLog(None)
     own = None
     if cfg.report_to == "mlflow" and tracker is None:  # train() called alone
-        from bertkit.config import to_dict
+        from bertkit.settings.layers import to_dict
         from bertkit.training.tracking import start_tracking
 
         tracker = own = start_tracking(cfg, out.root, to_dict(cfg), "train", console)

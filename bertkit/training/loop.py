@@ -13,7 +13,7 @@ visible at a glance); each step it takes is a plain function below, tested on it
 :func:`setup`, :func:`resume`, :func:`forward_backward`, :func:`skip_nonfinite`,
 :func:`optimizer_step`, :func:`evaluate_and_select`, :func:`~bertkit.training.saving.save_step`,
 :func:`~bertkit.training.saving.stop_run`, :func:`finish`; what it prints and draws is in
-:mod:`bertkit.training.report`. The run's progress is one :class:`TrainState`; what it trains with is one
+:mod:`bertkit.training.display`. The run's progress is one :class:`TrainState`; what it trains with is one
 :class:`Parts`. In a multi-process run there is one all-reduce per forward pass
 (:func:`~bertkit.training.distributed.reduce_batch`: loss scale, logged losses and stop flag).
 """
@@ -27,7 +27,7 @@ import torch
 from rich.console import Console
 
 from bertkit.errors import BertkitError
-from bertkit.provenance import write_run_environment
+from bertkit.outputs.provenance import write_run_environment
 from bertkit.training.batches import BatchSource, TrainResult, batch_examples, plan_steps
 from bertkit.training.checkpoint import list_checkpoints, load_checkpoint, set_rng_state
 from bertkit.training.config import TrainConfig
@@ -39,7 +39,7 @@ from bertkit.training.masks import broadcast_padding_masks
 from bertkit.training.logging import PlainProgress, make_progress, open_metrics_log
 from bertkit.training.optim import (build_optimizer, build_scheduler, load_optimizer_state,
                                     warmup_steps)
-from bertkit.training.report import _draw_curves, describe_eval, torch_world_size
+from bertkit.training.display import _draw_curves, describe_eval, torch_world_size
 from bertkit.training.rundir import RunWriter, check_free_space, checkpoint_bytes
 from bertkit.training.saving import save_step, stop_run, sync_model
 from bertkit.training.signals import StopRequest

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from bertkit.errors import BertkitError
 from bertkit.training.batches import BatchSource
-from bertkit.training.report import _where
+from bertkit.training.display import _where
 from bertkit.training.state import BatchOut, Parts, TrainState
 
 

@@ -1,4 +1,4 @@
-"""Where a run folder came from, read from its ``environment.json`` (:mod:`bertkit.provenance`):
+"""Where a run folder came from, read from its ``environment.json`` (:mod:`bertkit.outputs.provenance`):
 the command that wrote it and the bertkit version, so that ``--resume`` on a folder of another
 task or another version says so first (issue 45, kinds 10-11; transformers#24626,
 marian-dev#402)."""
@@ -11,7 +11,7 @@ from bertkit.errors import BertkitError
 
 
 def _environment(path: Path) -> dict:
-    """The run's ``environment.json`` (:mod:`bertkit.provenance`) as a dict; {} when missing or
+    """The run's ``environment.json`` (:mod:`bertkit.outputs.provenance`) as a dict; {} when missing or
     unreadable (it is a record, not an input)."""
     import json
 

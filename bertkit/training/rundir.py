@@ -257,7 +257,7 @@ def check_resume_settings(path: Path, settings: dict, defaults: dict | None = No
     if diffs:
         import yaml
 
-        from bertkit.config import dump_yaml
+        from bertkit.settings.layers import dump_yaml
         from bertkit.training.run_origin import refuse_other_version
 
         refuse_other_version(path, _read_saved(saved_file) or {},
@@ -279,7 +279,7 @@ def settings_differences(path: Path, settings: dict, defaults: dict | None = Non
     """
     import yaml
 
-    from bertkit.config import dump_yaml
+    from bertkit.settings.layers import dump_yaml
 
     saved = _read_saved(Path(path).expanduser() / "config.yaml")
     if saved is None:

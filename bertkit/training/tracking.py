@@ -166,7 +166,7 @@ class MlflowRun:
                 holds it) gets a new run, tagged ``bertkit.branched_from_run`` and
                 ``bertkit.branched_from_dir`` (:attr:`branched_from`), so two trainings never
                 log into one run; a moved folder continues its run (the tag updated).
-            sources: the settings-source line (``bertkit.settings`` tag), if any.
+            sources: the settings-source line (``bertkit.workflows.command_settings`` tag), if any.
 
         Raises:
             BertkitError: MLflow is not installed, or the tracking store cannot be reached or
@@ -190,7 +190,7 @@ class MlflowRun:
                 tags = {"bertkit.command": command, "bertkit.run_dir": str(run_dir.resolve()),
                         "mlflow.source.name": f"bertkit {command}"}
                 if sources:
-                    tags["bertkit.settings"] = sources[:_MAX_TAG]
+                    tags["bertkit.workflows.command_settings"] = sources[:_MAX_TAG]
                 if branched:  # a copied run folder resumed: its own run, saying where from
                     tags.update({"bertkit.branched_from_run": branched[0],
                                  "bertkit.branched_from_dir": branched[1][:_MAX_TAG]})
@@ -329,7 +329,7 @@ def start_tracking(cfg: Any, run_dir: Path, settings: dict[str, Any], command: s
     """
     if getattr(cfg, "report_to", "none") != "mlflow":
         return None
-    from bertkit.config import sources_line
+    from bertkit.settings.layers import sources_line
 
     tracker = MlflowRun.start(Path(run_dir), settings, command, resume=bool(cfg.resume),
                               sources=sources_line(cfg))

@@ -96,9 +96,9 @@ def select_new_words(tokenizer, candidates: Sequence[str], add: int) -> list[tup
 def write_extend_record(tmp: Path, out: Path, model: str | Path, tokenizer, added: int) -> None:
     """The extended model's ``bertkit.json``: ``task`` ``vocab extend``, the new vocabulary's
     checksum and the whole lineage of ``model`` under this step
-    (:func:`bertkit.lineage.lineage_record`), so that an encoder pretrained on top of it, and
+    (:func:`bertkit.data.lineage.lineage_record`), so that an encoder pretrained on top of it, and
     bench, know every corpus its weights saw (issue 66, kind 13)."""
-    from bertkit.lineage import lineage_record
+    from bertkit.data.lineage import lineage_record
     from bertkit.vocab.match import vocab_checksum
 
     step = {"name": Path(out).name, "made_by": "vocab extend", "corpus": [], "added": added}

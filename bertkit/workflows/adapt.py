@@ -30,7 +30,7 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
-from bertkit.config import field_defaults, sources_line
+from bertkit.settings.layers import field_defaults, sources_line
 from bertkit.errors import BertkitError
 from bertkit.io import json_plain
 from bertkit.workflows.adapt_config import DAPT_STEPS, AdaptConfig
@@ -61,7 +61,7 @@ def _given(**values) -> dict:
 def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int,
                     seeds: list[int] | None = None):
     """The task's fine-tuning settings, built as ``finetune`` builds them
-    (:func:`bertkit.settings.build_settings`): task defaults < the data set's dev-chosen recipe
+    (:func:`bertkit.workflows.command_settings.build_settings`): task defaults < the data set's dev-chosen recipe
     for adapt's base encoder (``--model``, the packaged one when not given: the adapted model
     and the ``--compare`` baseline fine-tune alike) < ``finetune_recipe`` < adapt's fine-tuning
     options and (model, seed, ``seeds``: the driver's ``--seeds``) given here. The config
@@ -70,7 +70,7 @@ def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int,
     Raises:
         BertkitError: a bad recipe or option (named), or settings out of range.
     """
-    from bertkit.settings import build_settings
+    from bertkit.workflows.command_settings import build_settings
 
     cls = _entry(cfg.task)[0]
     own = _given(data=cfg.data, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size,
@@ -90,16 +90,16 @@ def finetune_config(cfg: AdaptConfig, model: str, output_dir: Path, seed: int,
 def pretrain_config(cfg: AdaptConfig, model: str, corpus: str, output_dir: Path,
                     steps: int | None = None):
     """A pretraining stage's settings, built as ``pretrain`` builds them
-    (:func:`bertkit.settings.build_settings`): pretrain defaults < {max_steps: 300} <
+    (:func:`bertkit.workflows.command_settings.build_settings`): pretrain defaults < {max_steps: 300} <
     ``pretrain_recipe`` < adapt's pretraining options < (model, corpus, seed, ``steps``) given
     here.
 
     Raises:
         BertkitError: a bad recipe or option, or ``--head-warmup-steps`` on a bertkit without it.
     """
-    from bertkit.config import field_names
-    from bertkit.recipe_files import load_recipe
-    from bertkit.settings import build_settings
+    from bertkit.settings.layers import field_names
+    from bertkit.settings.recipe_files import load_recipe
+    from bertkit.workflows.command_settings import build_settings
     from bertkit.tasks.pretrain import PretrainConfig
 
     if cfg.head_warmup_steps is not None and "head_warmup_steps" not in field_names(PretrainConfig):

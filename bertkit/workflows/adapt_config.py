@@ -1,4 +1,4 @@
-"""``bertkit adapt``'s settings: each field is also the command's option (:mod:`bertkit.options`),
+"""``bertkit adapt``'s settings: each field is also the command's option (:mod:`bertkit.settings.options`),
 declared once here (help, flags, checks; ``--help`` shows the default written here)."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.config import format_value
+from bertkit.settings.layers import format_value
 from bertkit.errors import BertkitError
 from bertkit.masking import STRATEGIES
-from bertkit.options import option
+from bertkit.settings.options import option
 from bertkit.tasks.pretrain.config import PretrainConfig
 from bertkit.tasks.registry import TASKS, load_attr
 from bertkit.training.devices import PRECISIONS

@@ -1,6 +1,6 @@
 """Rerunning ``bertkit run RECIPE -o DIR``: each stage continues where the last run left it.
 
-:func:`bertkit.recipes.run_stage` asks here how to run a stage whose output may already hold
+:func:`bertkit.workflows.recipes.run_stage` asks here how to run a stage whose output may already hold
 work, so that the same command, run again after a stop (SIGINT/SIGTERM, a crash), loses nothing:
 
 * every stage records its settings in ``stage.json`` (a training stage's in its output folder);
@@ -166,7 +166,7 @@ def run_training_stage(name: str, cfg: Any, run: Callable, console, again: bool,
     """
     import dataclasses
 
-    from bertkit.config import field_defaults
+    from bertkit.settings.layers import field_defaults
     from bertkit.training.rundir import RunComplete
     from bertkit.workflows.stages import RECORD, record_stage, recorded_stage
 

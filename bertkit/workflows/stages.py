@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from bertkit.config import replace
 from bertkit.errors import BertkitError
+from bertkit.settings.layers import replace
 from bertkit.io import json_plain
 
 RECORD = "stage.json"

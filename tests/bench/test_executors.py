@@ -23,7 +23,7 @@ from bertkit.bench.runner import Runner
 from bertkit.bench.status import stage_states
 from bertkit.cli import app
 from bertkit.errors import BertkitError
-from bertkit.executors import ExecutorSettings, Outcome, outcome
+from bertkit.jobs.executors import ExecutorSettings, Outcome, outcome
 from tests.bench.test_runner import SUITE, _calls, _suite, fake  # noqa: F401 (fake: a fixture)
 
 pytest.importorskip("submitit")
@@ -254,7 +254,7 @@ def test_whether_an_earlier_job_may_still_run(tmp_path, monkeypatch):
     import socket
     import subprocess
 
-    from bertkit.executors import alive
+    from bertkit.jobs.executors import alive
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()

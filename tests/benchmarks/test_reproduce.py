@@ -59,7 +59,7 @@ def test_plan_stages_dependencies_and_estimates(rp, plan):
 def test_commands_name_real_recipes_and_options(rp, plan):
     from typer.main import get_command
 
-    from bertkit import recipes
+    from bertkit.workflows import recipes
     from bertkit.cli import app
 
     cli = get_command(app)
@@ -82,7 +82,7 @@ def test_commands_name_real_recipes_and_options(rp, plan):
 def test_encoder_recipes_differ_from_s_only_where_meant():
     """G, GvS and S-span are mini-scibert (S) with their corpus, vocabulary corpus or masking
     changed; G+D and G+G are G's phase B on one corpus for a third of the budget."""
-    from bertkit import recipes
+    from bertkit.workflows import recipes
 
     def stages(name):
         return {s.name: s.settings for s in recipes.load(recipes.find(name)).stages}

@@ -420,7 +420,7 @@ def test_mini_scibert_recipe_is_encoder_s(rp, plan):
     """`bertkit run mini-scibert` (the issue's user-facing recipe) pretrains with exactly the
     flags of reproduce.py's S encoder, phase by phase: same vocabulary size, architecture and
     recipe at 64 positions, then the same continuation at 128."""
-    from bertkit import recipes
+    from bertkit.workflows import recipes
 
     stages = {s.name: s.settings for s in recipes.load(recipes.find("mini-scibert")).stages}
     assert list(stages) == ["vocab", "seq64", "seq128"]

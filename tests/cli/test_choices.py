@@ -15,7 +15,7 @@ runner = CliRunner()
 
 
 def _choices(config, name):
-    from bertkit.options import field_options
+    from bertkit.settings.options import field_options
 
     return next(o.choices for o in field_options(config) if o.name == name)
 
@@ -38,7 +38,7 @@ def test_choice_lists_equal_the_library_constants():
 
 
 def test_split_and_model_size_choices_equal_the_library():
-    from bertkit.options import SPLIT
+    from bertkit.settings.options import SPLIT
     from bertkit.tasks.common import SPLIT_NAMES
     from bertkit.tasks.pretrain.model import SIZES
 

@@ -1,5 +1,5 @@
 """Issue 46: every command's options are declared once and generated from there. A settings
-class (:mod:`bertkit.options`) declares ``finetune TASK``, ``pretrain``, ``adapt``, ``vocab
+class (:mod:`bertkit.settings.options`) declares ``finetune TASK``, ``pretrain``, ``adapt``, ``vocab
 build|compare|extend``, ``run`` and ``bench run``: each option or argument is a declared field,
 its help is the declared help, and ``--help`` shows the class's own default (never one typed a
 second time). ``evaluate``/``predict TASK`` take the options the task's ``Commands`` declares,
@@ -14,13 +14,13 @@ import re
 import pytest
 import typer
 
-from bertkit.bench.run_settings import BenchRunSettings
+from bertkit.bench.options import BenchRunSettings
 from bertkit.cli import app
-from bertkit.options import REQUIRED, field_options, shown_default
-from bertkit.recipe_files import RunSettings
+from bertkit.settings.options import REQUIRED, field_options, shown_default
+from bertkit.settings.recipe_files import RunSettings
 from bertkit.tasks.pretrain.config import PretrainConfig
 from bertkit.tasks.registry import get_task, task_names
-from bertkit.vocab.settings import (
+from bertkit.vocab.options import (
     VocabBuildSettings,
     VocabCompareSettings,
     VocabExtendSettings,

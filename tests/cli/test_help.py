@@ -61,7 +61,7 @@ def _shown(help_text: str | None) -> str | None:
 def test_help_defaults_are_the_config_defaults():
     """Every ``[default: X]`` of a recipe-able command's option equals its config dataclass's
     default (a default of None is computed at run time and described in words instead)."""
-    from bertkit.recipes import COMMANDS as CONFIGS, _load_attr
+    from bertkit.workflows.recipes import COMMANDS as CONFIGS, _load_attr
 
     root = typer.main.get_command(app)
     checked = 0

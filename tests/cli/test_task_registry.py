@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bertkit import recipes
+from bertkit.workflows import recipes
 from bertkit.cli import app
 from bertkit.tasks.base import Task
 from bertkit.tasks.registry import TASKS, get_task, load_attr, task_names
@@ -83,7 +83,7 @@ def test_max_length_from_a_recipe_refused_too(tmp_path, ner_dir, tiny_encoder):
 def test_position_limit_of_a_roberta_config_leaves_out_the_padding_offset():
     from transformers import BertConfig, RobertaConfig
 
-    from bertkit.lengths import position_limit
+    from bertkit.inputs.lengths import position_limit
 
     assert position_limit(RobertaConfig(max_position_embeddings=514, pad_token_id=1)) == 512
     assert position_limit(BertConfig(max_position_embeddings=128)) == 128
@@ -92,7 +92,7 @@ def test_position_limit_of_a_roberta_config_leaves_out_the_padding_offset():
 def test_saved_length_larger_than_positions_is_clamped_with_a_warning():
     from rich.console import Console
 
-    from bertkit.lengths import fit_length
+    from bertkit.inputs.lengths import fit_length
 
     console = Console(record=True, width=200)
     assert fit_length(1024, 512, console) == 512

@@ -8,7 +8,7 @@ from bertkit.data.contamination import (check_contamination, contamination_warni
                                         corpora_seen, pretraining_corpora)
 from bertkit.data.published import PUBLISHED, published_table
 from bertkit.data.sets import entry, registered
-from bertkit.modelcard import CardSpec, Metric, model_card
+from bertkit.outputs.modelcard import CardSpec, Metric, model_card
 
 NEW = [("ner", "bc5-chem"), ("ner", "bc5-disease"), ("ner", "bc2gm"), ("ner", "jnlpba"),
        ("ner", "sciie"), ("re", "sciie"), ("re", "ddi"), ("sim", "biosses"), ("cls", "hoc"),

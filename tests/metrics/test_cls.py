@@ -123,7 +123,7 @@ def test_every_label_baseline_of_multi_label_data_by_hand_and_its_warning():
     baseline of 4.30, which read as learning; predicting every label is the yardstick."""
     from rich.console import Console
 
-    from bertkit.reports import label_scores_table
+    from bertkit.outputs.tables import label_scores_table
 
     gold = [(), ("a",), ("a", "b"), (), ("c",)]
     every = [("a", "b", "c")] * 5
@@ -154,7 +154,7 @@ def test_table_marks_labels_absent_from_gold_and_predictions():
     from rich.console import Console
 
     from bertkit.metrics.cls import label_scores
-    from bertkit.reports import label_scores_table
+    from bertkit.outputs.tables import label_scores_table
 
     console = Console(record=True, width=140)
     console.print(label_scores_table(label_scores(["yes", "yes"], ["yes", "yes"],

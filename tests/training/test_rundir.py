@@ -39,7 +39,7 @@ def test_atomic_write_keeps_old_file_on_error(tmp_path):
 
 
 def test_resume_refuses_other_settings_but_allows_output_ones(tmp_path):
-    from bertkit.config import dump_yaml
+    from bertkit.settings.layers import dump_yaml
     from bertkit.training.rundir import check_run_dir
 
     saved = {"data": "bc5cdr", "lr": 5e-05, "crf": False, "logging_steps": 50, "model": "m"}
@@ -56,7 +56,7 @@ def test_resume_refuses_other_settings_but_allows_output_ones(tmp_path):
 def test_resume_of_a_run_saved_before_a_setting_existed(tmp_path):
     """A run saved by an older bertkit lacks settings added since (e.g. finetune re's
     class_weights): at their default the resume goes on; at another value it is refused."""
-    from bertkit.config import dump_yaml, field_defaults
+    from bertkit.settings.layers import dump_yaml, field_defaults
     from bertkit.tasks.re.config import REConfig
     from bertkit.training.rundir import check_run_dir
 
@@ -96,7 +96,7 @@ def test_overwrite_removes_the_old_runs_files_only(tmp_path):
 
 
 def test_saved_settings_are_the_base_of_a_resumed_run(tmp_path):
-    from bertkit.config import build_config, dump_yaml, field_names
+    from bertkit.settings.layers import build_config, dump_yaml, field_names
     from bertkit.tasks.ner.config import NERConfig
     from bertkit.training.rundir import saved_settings
 
@@ -134,7 +134,7 @@ def test_resume_may_change_the_budget_only_at_a_constant_rate(tmp_path):
     """--max-steps/--max-tokens/--epochs may change on --resume when every step's rate is the
     same for any budget (constant after a warm-up in steps); with a decay, or a warm-up given as
     a ratio of the run, it would change the rate of the steps to come, so it is refused."""
-    from bertkit.config import dump_yaml
+    from bertkit.settings.layers import dump_yaml
     from bertkit.training.rundir import budget_may_change, check_run_dir
 
     saved = {"lr": 1e-3, "lr_schedule": "constant", "warmup": 100, "max_steps": 9766,

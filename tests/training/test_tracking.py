@@ -55,7 +55,7 @@ def test_finetune_report_to_mlflow_logs_settings_metrics_and_artefacts(tmp_path,
     saved = json.loads((run / "mlflow.json").read_text())
     assert found.info.run_id == saved["run_id"] and found.info.status == "FINISHED"
     assert found.info.run_name == "run" and found.data.tags["bertkit.command"] == "finetune cls"
-    assert found.data.tags["bertkit.settings"].startswith("settings: ")
+    assert found.data.tags["bertkit.workflows.command_settings"].startswith("settings: ")
 
     params = found.data.params  # every setting of config.yaml, as a string
     import yaml

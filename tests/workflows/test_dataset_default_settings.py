@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 
-from bertkit.recipes import describe_sources, run_settings, settings_with_sources
+from bertkit.workflows.recipes import describe_sources, run_settings, settings_with_sources
 from bertkit.tasks.ner.config import NERConfig
 
 runner = CliRunner()

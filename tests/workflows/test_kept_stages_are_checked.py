@@ -16,7 +16,7 @@ from bertkit.tasks.ner.config import NERConfig
 def _seed_runs(tmp_path, monkeypatch, lr_saved: float):
     """Seeds 1 and 2 finished with ``lr_saved`` (config.yaml as the driver writes it); the
     driver's single run replaced by one that records which seeds train."""
-    from bertkit.config import dump_yaml, to_dict
+    from bertkit.settings.layers import dump_yaml, to_dict
     from bertkit.tasks import driver
 
     model = tmp_path / "enc"
@@ -86,7 +86,7 @@ def _fake_training(cfg, console):
 def test_a_kept_stage_with_a_missing_or_damaged_model_is_not_used(tmp_path, monkeypatch):
     from rich.console import Console
 
-    from bertkit import recipes
+    from bertkit.workflows import recipes
 
     _fake_training.calls = []
     monkeypatch.setitem(recipes.COMMANDS, "finetune ner",

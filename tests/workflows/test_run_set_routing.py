@@ -14,7 +14,7 @@ runner = CliRunner()
 # --- bertkit run --set: routed to the stages that have the key, typed by the setting ----------
 
 def _two_stage(tmp_path):
-    from bertkit import recipes
+    from bertkit.workflows import recipes
 
     path = tmp_path / "two.yaml"
     path.write_text("stages:\n"
@@ -25,7 +25,7 @@ def _two_stage(tmp_path):
 
 
 def test_set_goes_to_the_stages_that_have_the_key(tmp_path):
-    from bertkit.recipes import apply_overrides
+    from bertkit.workflows.recipes import apply_overrides
 
     rec = apply_overrides(_two_stage(tmp_path), ["max_steps=100", "size=500", "lr=3e-5"])
     vocab, pre, ft = (s.settings for s in rec.stages)
@@ -43,7 +43,7 @@ def test_set_goes_to_the_stages_that_have_the_key(tmp_path):
                       r"build\): .*min_frequency"),
 ])
 def test_set_of_a_key_no_stage_has_is_a_clear_message(tmp_path, item, message):
-    from bertkit.recipes import apply_overrides
+    from bertkit.workflows.recipes import apply_overrides
 
     with pytest.raises(BertkitError, match=message) as err:
         apply_overrides(_two_stage(tmp_path), [item])
@@ -61,8 +61,8 @@ def test_run_cli_set_with_an_unknown_key_exits_1_naming_the_keys(tmp_path):
 
 
 def test_set_values_keep_the_declared_type_and_quotes_force_text(tmp_path):
-    from bertkit.config import build_config
-    from bertkit.recipes import apply_overrides
+    from bertkit.settings.layers import build_config
+    from bertkit.workflows.recipes import apply_overrides
     from bertkit.tasks.re.config import REConfig
 
     rec = apply_overrides(_two_stage(tmp_path), [

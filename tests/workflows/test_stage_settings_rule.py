@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bertkit import recipes
+from bertkit.workflows import recipes
 from bertkit.errors import BertkitError
 from bertkit.workflows.stages import (SettingsChanged, read_record, recorded_stage,
                                       settings_changes)

@@ -1,4 +1,4 @@
-"""The ``finetune cls`` model card (:mod:`bertkit.modelcard`) and the scoring note of
+"""The ``finetune cls`` model card (:mod:`bertkit.outputs.modelcard`) and the scoring note of
 ``results.json``: usage snippets for single- and multi-label classifiers, BLURB's HoC F1 as an
 optional card metric."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from bertkit.modelcard import CardSpec, Metric
+from bertkit.outputs.modelcard import CardSpec, Metric
 
 SCORING = ("scikit-learn: macro_f1 = unweighted mean F1 over labels present in gold or "
            "predictions (SciBERT's metric); micro_f1 pooled over all labels (= accuracy for "
@@ -93,4 +93,4 @@ CARD = CardSpec(
     _card_usage, notes=_card_notes,
     optional_metrics=(Metric("hoc_f1", "f1", "HoC F1 (BLURB: micro-F1 over documents x labels)",
                              "HoC F1"),))
-"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+"""The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import (CONFUSION, DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION,
+from bertkit.settings.options import (CONFUSION, DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION,
                              PREDICT_OUTPUT, SAVED_MODEL, SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS,
                              Commands, Option, batch_size, option)
 from bertkit.tasks.common import CLASS_WEIGHTS
@@ -90,7 +90,7 @@ class CLSConfig(FinetuneConfig):
             ``balanced``), for imbalanced sets such as ACL-ARC; ``none``: plain cross-entropy.
         max_length: pieces per input, ``[CLS]``/``[SEP]`` included.
         length_group: training batches sorted by length together (Hugging Face's
-            ``group_by_length`` mega-batches, :func:`bertkit.batching.length_grouped_batches`);
+            ``group_by_length`` mega-batches, :func:`bertkit.inputs.batching.length_grouped_batches`);
             1 gives random batches padded to their own longest text.
         skip_bad_lines: skip (and count) unreadable lines instead of stopping before training.
         eval_batch_size: inputs per forward pass when evaluating and predicting.

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from bertkit.batching import pad_right
+from bertkit.inputs.batching import pad_right
 
 IGNORE = -100
 

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bertkit.inference import run_batches, sorted_batches
+from bertkit.predict.inference import run_batches, sorted_batches
 from bertkit.metrics.cls import hoc_f1, label_scores, multilabel_scores
 from bertkit.tasks.cls.data import TextExample
 from bertkit.tasks.cls.encoding import Encoded, collate, pool_logits
@@ -21,7 +21,7 @@ def classify(model, items: Sequence[Encoded], n_examples: int, runtime: Runtime,
     """Logits ``[n_examples, C]`` float32 per example (windows of one example averaged).
 
     Inputs are sorted by length so each batch is padded only to its own longest; on a
-    multi-core CPU two batches run at once (:func:`bertkit.inference.run_batches`).
+    multi-core CPU two batches run at once (:func:`bertkit.predict.inference.run_batches`).
     """
     inner = model.model if isinstance(model, ClassifierLoss) else model
     n_labels = inner.config.num_labels

@@ -1,4 +1,4 @@
-"""``predict cls`` through the shared streaming driver (:mod:`bertkit.streaming`) for JSON lines
+"""``predict cls`` through the shared streaming driver (:mod:`bertkit.predict`) for JSON lines
 and plain text (CSV/TSV, whose quoted fields may span lines, keep the whole-file path).
 
 Each record gets the JSON line ``predict cls`` has always written (the input object with
@@ -16,8 +16,8 @@ from typing import Callable
 from rich.console import Console
 
 from bertkit.data.text import visible
-from bertkit.streaming.driver import StreamPredictor
-from bertkit.streaming.records import Record, open_binary
+from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.records import Record, open_binary
 from bertkit.tasks.cls.data import TextExample, _expected, _unique_fields, make_example
 from bertkit.tasks.cls.model import load_classifier
 from bertkit.tasks.cls.pairs import pair_form_problem
@@ -45,7 +45,7 @@ def cls_predictor(model_dir: str, input_path: str, fmt: str, device: str, precis
                   batch_size: int, text_column: str | None, quoting: str | None,
                   console: Console | None, run: Callable, lines: Callable,
                   columns: Callable) -> StreamPredictor:
-    """The :class:`~bertkit.streaming.driver.StreamPredictor` of a saved classifier.
+    """The :class:`~bertkit.predict.driver.StreamPredictor` of a saved classifier.
 
     Args:
         fmt: ``jsonl`` or ``text`` (:func:`stream_format`).

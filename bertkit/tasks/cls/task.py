@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 from rich.console import Console
 
-from bertkit.batching import GroupedBatches
+from bertkit.inputs.batching import GroupedBatches
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
@@ -206,8 +206,8 @@ class CLSTask:
             "example": card_example(data.full_train)})
 
     def report(self, results: dict, title: str):
-        """Per-label and averaged scores (:func:`bertkit.reports.label_scores_table`)."""
-        from bertkit.reports import label_scores_table
+        """Per-label and averaged scores (:func:`bertkit.outputs.tables.label_scores_table`)."""
+        from bertkit.outputs.tables import label_scores_table
 
         return label_scores_table(results["test"] if "test" in results else results, title)
 
@@ -225,7 +225,7 @@ class CLSTask:
     def stream(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
                precision: str = "auto", batch_size: int = 64, text_column: str | None = None,
                quoting: str | None = None, console: Console | None = None):
-        """``predict cls`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.cls.stream`); None
+        """``predict cls`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.cls.stream`); None
         for CSV/TSV input, which :func:`predict_cls` reads whole."""
         from bertkit.tasks.cls.stream import cls_predictor, stream_format
 
@@ -275,7 +275,7 @@ def _saved_columns(meta: dict, text_column: str | None, label_column: str | None
 
 
 def _run_saved(model, tokenizer, labels, meta, xs, runtime, batch_size):
-    from bertkit.lengths import fit_length, position_limit
+    from bertkit.inputs.lengths import fit_length, position_limit
 
     max_length = fit_length(int(meta.get("max_length", 512)), position_limit(model.config))
     label2id = {lab: i for i, lab in enumerate(labels)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
+from bertkit.settings.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
                              SPLIT, MAX_EVAL_SAMPLES, Commands, Option, option,
                              stream_options)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,

@@ -10,7 +10,7 @@ from typing import Sequence
 
 from bertkit.data.conll2012 import CorefDocument
 from bertkit.encoders import load_tokenizer
-from bertkit.lengths import fit_length, position_limit
+from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.tasks.coref.encoding import collate, encode_documents
 from bertkit.tasks.coref.model import CorefModel, load_model
 from bertkit.training.devices import make_runtime

@@ -1,4 +1,4 @@
-"""``predict coref`` through the shared streaming driver (:mod:`bertkit.streaming`): a record is
+"""``predict coref`` through the shared streaming driver (:mod:`bertkit.predict`): a record is
 one document, resolved whole, a chunk of documents (``--chunk-size``, 16:
 :data:`~bertkit.tasks.coref.config.PREDICT_CHUNK`) at a time, each with the
 text ``predict coref`` has always written for it (:func:`~bertkit.tasks.coref.task.predict_coref`
@@ -29,13 +29,13 @@ from rich.console import Console
 
 from bertkit.data.conll2012 import CorefDocument, format_conll2012, parse_conll2012
 from bertkit.errors import BertkitError
-from bertkit.streaming.driver import StreamPredictor
-from bertkit.streaming.records import Record, open_binary
+from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.records import Record, open_binary
 from bertkit.tasks.coref.data import CONLL_SUFFIXES, text_document
 from bertkit.tasks.coref.inference import format_jsonl, loaded, resolve_documents, word_splitter
 
 KINDS = {"conll": "conll2012", "text": "file", "jsonl": "jsonl"}
-"""The record kind (:mod:`bertkit.streaming.records`) of each input format."""
+"""The record kind (:mod:`bertkit.predict.records`) of each input format."""
 EXPECTED = {"conll": "CoNLL-2012 documents: #begin document (NAME); part N, token lines, "
                      "#end document",
             "text": "UTF-8 text (the whole file one document)",
@@ -118,7 +118,7 @@ def coref_predictor(model_dir: str, input_path: str, input_format: str = "auto",
                     output_format: str = "auto", output: str | None = None,
                     device: str = "auto", precision: str = "auto",
                     console: Console | None = None) -> StreamPredictor:
-    """The :class:`~bertkit.streaming.driver.StreamPredictor` of a saved coreference model.
+    """The :class:`~bertkit.predict.driver.StreamPredictor` of a saved coreference model.
 
     Args:
         output: the output's name (for ``auto`` output format; None: standard output).

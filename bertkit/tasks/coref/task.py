@@ -16,7 +16,7 @@ from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.coref import coref_scores
-from bertkit.modelcard import CardSpec, Metric
+from bertkit.outputs.modelcard import CardSpec, Metric
 from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.coref.card import USAGE, card_notes
@@ -38,7 +38,7 @@ CARD = CardSpec(
      Metric("bcub_f1", "f1", "B-cubed F1", "B3", 1.0),
      Metric("ceafe_f1", "f1", "CEAF-e (phi4) F1", "CEAF-e", 1.0)),
     USAGE, notes=card_notes)
-"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+"""The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
 def score(docs: Sequence[CorefDocument], predicted) -> dict:
@@ -147,7 +147,7 @@ class CorefTask:
     def stream(model_dir: str, input_path: str, input_format: str = "auto",
                output_format: str = "auto", output: str | None = None, device: str = "auto",
                precision: str = "auto", console: Console | None = None):
-        """``predict coref`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.coref.stream`)."""
+        """``predict coref`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.coref.stream`)."""
         from bertkit.tasks.coref.stream import coref_predictor
 
         return coref_predictor(model_dir, input_path, input_format, output_format, output,

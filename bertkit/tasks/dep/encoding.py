@@ -1,7 +1,7 @@
 """Sentences -> WordPiece windows and sentence-level batches for the biaffine parser.
 
 * Windows: a sentence whose pieces exceed the encoder window is split on word boundaries into
-  windows overlapping by about half a window (:func:`bertkit.windowing.window_bounds`);
+  windows overlapping by about half a window (:func:`bertkit.inputs.windowing.window_bounds`);
   each word takes its vector from the window where it sits farthest from an edge. The vectors of
   all windows are gathered back into one sentence-level sequence ``[root, w1..wn]`` before arc
   scoring, so every word is scored against every other word of the sentence and always gets a
@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from bertkit.data.conllu import DepSentence
-from bertkit.batching import GroupedBatches
-from bertkit.windowing import EncodeReport, owners, window_bounds
+from bertkit.inputs.batching import GroupedBatches
+from bertkit.inputs.windowing import EncodeReport, owners, window_bounds
 
 
 @dataclass

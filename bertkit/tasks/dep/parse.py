@@ -9,7 +9,7 @@ from rich.console import Console
 
 from bertkit.data.conllu import DepSentence
 from bertkit.metrics.dep import attachment_scores
-from bertkit.inference import run_batches, sorted_batches
+from bertkit.predict.inference import run_batches, sorted_batches
 from bertkit.tasks.dep.encoding import collate, encode
 from bertkit.tasks.dep.model import BiaffineParser
 from bertkit.training.devices import Runtime
@@ -24,7 +24,7 @@ def parse_sentences(parser: BiaffineParser, tokenizer, sentences: Sequence[DepSe
 
     Sentences are batched by length (longest first) so each batch is padded only to its own
     longest window; on a multi-core CPU two batches run at once
-    (:func:`bertkit.inference.run_batches`).
+    (:func:`bertkit.predict.inference.run_batches`).
 
     Args:
         encoded: the sentences already encoded with :func:`encode` (reused across epochs).

@@ -1,4 +1,4 @@
-"""``predict dep`` through the shared streaming driver (:mod:`bertkit.streaming`): CoNLL-U
+"""``predict dep`` through the shared streaming driver (:mod:`bertkit.predict`): CoNLL-U
 sentence blocks or plain-text lines, a chunk at a time, each with the CoNLL-U block
 ``predict dep`` has always written (HEAD and DEPREL filled in, every other byte as read; for
 text a ``# text =`` comment and one word line a word).
@@ -19,9 +19,9 @@ from bertkit.data.conllu import format_conllu, parse_conllu, text_sentences
 from bertkit.data.text import visible
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
-from bertkit.lengths import fit_length, position_limit
-from bertkit.streaming.driver import StreamPredictor
-from bertkit.streaming.records import MARKER, Record, open_binary
+from bertkit.inputs.lengths import fit_length, position_limit
+from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.records import MARKER, Record, open_binary
 from bertkit.tasks.dep.model import DECODERS, load_parser
 from bertkit.tasks.dep.parse import parse_sentences
 from bertkit.training.devices import make_runtime
@@ -59,7 +59,7 @@ def stream_format(input_path: str, input_format: str) -> str:
 def dep_predictor(model_dir: str, input_path: str, input_format: str = "auto",
                   device: str = "auto", precision: str = "auto", batch_size: int = 64,
                   decoder: str | None = None, console: Console | None = None) -> StreamPredictor:
-    """The :class:`~bertkit.streaming.driver.StreamPredictor` of a saved dependency parser.
+    """The :class:`~bertkit.predict.driver.StreamPredictor` of a saved dependency parser.
 
     Raises:
         BertkitError: unknown format or decoder, or no saved parser in ``model_dir``.

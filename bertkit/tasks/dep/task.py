@@ -14,9 +14,9 @@ from bertkit.data.conllu import DepSentence, format_conllu, read_conllu, text_se
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
-from bertkit.lengths import fit_length, position_limit
+from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.metrics.dep import RULE_TEXT, punct_rule
-from bertkit.modelcard import CardSpec, Metric, pipeline_usage
+from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import parse_split, warn_unseen
 from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations, unseen_relations
@@ -36,7 +36,7 @@ CARD = CardSpec(
     'tokenizer = AutoTokenizer.from_pretrained("{path}")\n'
     'encoder = AutoModel.from_pretrained("{path}")  # the biaffine head is parser.safetensors:\n'
     '# parse with `bertkit predict dep -m {path}`')
-"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+"""The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
 class DepTask:
@@ -118,8 +118,8 @@ class DepTask:
                        "it; ucm/lcm complete match without punctuation"})
 
     def report(self, results: dict, title: str):
-        """UAS/LAS and per-relation scores (:func:`bertkit.reports.parse_table`)."""
-        from bertkit.reports import parse_table
+        """UAS/LAS and per-relation scores (:func:`bertkit.outputs.tables.parse_table`)."""
+        from bertkit.outputs.tables import parse_table
 
         return parse_table(results["test"] if "test" in results else results, title)
 
@@ -137,7 +137,7 @@ class DepTask:
     def stream(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
                precision: str = "auto", batch_size: int = 64, decoder: str | None = None,
                console: Console | None = None):
-        """``predict dep`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.dep.stream`)."""
+        """``predict dep`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.dep.stream`)."""
         from bertkit.tasks.dep.stream import dep_predictor
 
         return dep_predictor(model_dir, input_path, input_format, device, precision, batch_size,

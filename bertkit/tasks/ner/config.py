@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.options import (DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT,
+from bertkit.settings.options import (DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT,
                              SAVED_MODEL, SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS, Commands, Option,
                              batch_size, option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
@@ -79,7 +79,7 @@ class NERConfig(FinetuneConfig):
         label_all_subwords: train continuation pieces too (``B-X`` pieces after the first as ``I-X``).
         eval_batch_size: windows per forward pass when evaluating and predicting.
         pack: run training forward passes on packed rows (several sentences a row, block-diagonal
-            attention, see :mod:`bertkit.packing`): random batches without padding work.
+            attention, see :mod:`bertkit.inputs.packing`): random batches without padding work.
         pack_length: minimum tokens per packed row (a row is never shorter than the batch's
             longest window).
         length_group: training batches sorted by length together, as Hugging Face's

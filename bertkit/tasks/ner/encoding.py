@@ -2,7 +2,7 @@
 
 * Alignment (as Hugging Face's ``run_ner.py``): the first piece of each word carries its label, the
   other pieces ``-100``; with ``label_all_subwords`` they carry it too, ``B-X`` turned into ``I-X``.
-* Windowing (:mod:`bertkit.windowing`, shared with the parser): a sentence longer than the
+* Windowing (:mod:`bertkit.inputs.windowing`, shared with the parser): a sentence longer than the
   model's window is split, on word boundaries, into windows overlapping by about half a window;
   each word is *owned* by the window where it sits farthest from an edge, and is trained and
   predicted there only. Every word gets exactly one prediction.
@@ -18,10 +18,10 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from bertkit.batching import length_grouped_batches
+from bertkit.inputs.batching import length_grouped_batches
 from bertkit.data.conll import Sentence
-from bertkit.packing import plan_batch, round_up
-from bertkit.windowing import EncodeReport, owners, window_bounds
+from bertkit.inputs.packing import plan_batch, round_up
+from bertkit.inputs.windowing import EncodeReport, owners, window_bounds
 
 IGNORE = -100
 
@@ -172,7 +172,7 @@ class WindowBatches:
     the (length-grouped) batch it falls in.
 
     With ``pack = (capacity, start, row_multiple)`` each batch also carries its packing plan
-    (:func:`bertkit.packing.plan_batch`; with ``row_multiple`` > 1, the GPU setting, row
+    (:func:`bertkit.inputs.packing.plan_batch`; with ``row_multiple`` > 1, the GPU setting, row
     lengths rounded up to a multiple of ``capacity`` too), made here (in the prefetch worker)
     rather than in the step, and ``T``/``K`` are rounded up to a multiple of ``multiple``: the
     step then reads nothing back to the host and its shapes come from a small set of buckets.
@@ -224,4 +224,4 @@ class WindowBatches:
 
 
 __all__ = ["IGNORE", "Window", "EncodeReport", "WindowBatches", "collate", "encode",
-           "length_grouped_batches", "owners", "window_bounds"]  # the last four: bertkit.windowing/batching
+           "length_grouped_batches", "owners", "window_bounds"]  # the last four: bertkit.inputs.windowing/batching

@@ -30,7 +30,7 @@ from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, qui
                               resolve_model_source)
 from bertkit.errors import BertkitError
 from bertkit.heads.crf import FORBIDDEN, LinearChainCRF
-from bertkit.pruned_forward import logits_at, supports_pruning
+from bertkit.predict.pruned_forward import logits_at, supports_pruning
 from bertkit.data.tagging import allowed_transitions
 from bertkit.tasks.common import find_saved_model, load_pretrained, write_saved_model
 
@@ -48,10 +48,10 @@ class TokenTagger(nn.Module):
         label_all_subwords: also train continuation pieces (their ``I-`` label) with
             cross-entropy.
 
-    Set ``packer`` (a :class:`~bertkit.packing.Packer`) to run training forward passes on packed
+    Set ``packer`` (a :class:`~bertkit.inputs.packing.Packer`) to run training forward passes on packed
     rows (same outputs, no padding work); :meth:`decode` always runs unpacked on length-sorted
     batches, which are already nearly free of padding, and computes the last layer at first pieces
-    only (``prune_last_layer``, on by default; :mod:`bertkit.pruned_forward`).
+    only (``prune_last_layer``, on by default; :mod:`bertkit.predict.pruned_forward`).
     """
 
     def __init__(self, encoder: nn.Module, labels: Sequence[str], crf: bool = False,
@@ -63,7 +63,7 @@ class TokenTagger(nn.Module):
         self.crf = LinearChainCRF(self.labels) if crf else None
         self.packer = None
         self.predict_packer = None  # a Packer: prediction on packed rows (tag_sentences pack=)
-        self.scorer = None  # emissions from another backend (bertkit.onnx_backend.OnnxScorer)
+        self.scorer = None  # emissions from another backend (bertkit.predict.onnx_backend.OnnxScorer)
         self.prune_last_layer = True
         start_ok, trans_ok = allowed_transitions(self.labels)
         self.register_buffer("start_mask", (~torch.tensor(start_ok)).float() * FORBIDDEN,
@@ -76,7 +76,7 @@ class TokenTagger(nn.Module):
         """Args: ``[B, T]`` pieces, mask, token labels; ``[B, K]`` word positions, mask, labels;
         ``loss_scale``: a scalar multiplying the token cross-entropy (see below); ``plan``: a
         packing plan made where the batch was built (``pack_src``, ``pack_pos``,
-        ``pack_seg``, ``unpack_index``: :func:`bertkit.packing.plan_batch`), used with
+        ``pack_seg``, ``unpack_index``: :func:`bertkit.inputs.packing.plan_batch`), used with
         ``packer`` set instead of planning here (which reads lengths back to the host).
 
         Returns:
@@ -137,9 +137,9 @@ class TokenTagger(nn.Module):
     def emissions(self, input_ids, attention_mask, word_pos) -> torch.Tensor:
         """Scores at each word's first piece, ``[B, K, C]``; in eval mode the last layer is
         computed at those pieces only where the architecture allows
-        (:mod:`bertkit.pruned_forward`: same scores, less work). With ``scorer`` set (ONNX
+        (:mod:`bertkit.predict.pruned_forward`: same scores, less work). With ``scorer`` set (ONNX
         Runtime) it gives the scores; with ``predict_packer`` set, several windows share a row
-        with block-diagonal attention (:class:`~bertkit.packing.Packer`, Krell et al. 2021: no
+        with block-diagonal attention (:class:`~bertkit.inputs.packing.Packer`, Krell et al. 2021: no
         attention across windows, so the same scores to float rounding, without padding)."""
         if not self.training and self.scorer is not None:
             return self.scorer(input_ids, attention_mask, word_pos).to(input_ids.device)
@@ -211,6 +211,6 @@ def load_tagger(directory: str | Path) -> tuple[TokenTagger, dict]:
                          label_all_subwords=meta.get("label_all_subwords", False))
     if tagger.crf is not None:
         tagger.crf.load_state_dict(load_file(str(path / CRF_FILE)))
-    tagger.source = Path(path)  # where an ONNX export is cached (bertkit.onnx_backend)
+    tagger.source = Path(path)  # where an ONNX export is cached (bertkit.predict.onnx_backend)
     tagger.eval()
     return tagger, meta

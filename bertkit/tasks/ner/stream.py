@@ -1,4 +1,4 @@
-"""``predict ner`` through the shared streaming driver (:mod:`bertkit.streaming`): the model is
+"""``predict ner`` through the shared streaming driver (:mod:`bertkit.predict`): the model is
 loaded once, and each chunk of records (plain-text lines or CoNLL sentences) becomes one output
 per record, in input order.
 
@@ -24,9 +24,9 @@ from bertkit.data.conll import Sentence, conll_lines
 from bertkit.data.text import visible
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
-from bertkit.lengths import fit_length, position_limit
-from bertkit.streaming.driver import StreamPredictor
-from bertkit.streaming.records import Record, head_lines
+from bertkit.inputs.lengths import fit_length, position_limit
+from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.records import Record, head_lines
 from bertkit.tasks.ner.model import load_tagger
 from bertkit.tasks.ner.spans import sentence_spans
 from bertkit.training.devices import make_runtime
@@ -43,7 +43,7 @@ def check_formats(fmt: str, input_format: str) -> None:
 def ner_predictor(model_dir: str, input_path: str, fmt: str, input_format: str, device: str,
                   precision: str, batch_size: int, console: Console | None,
                   tag: Callable) -> StreamPredictor:
-    """The :class:`~bertkit.streaming.driver.StreamPredictor` of a saved NER model.
+    """The :class:`~bertkit.predict.driver.StreamPredictor` of a saved NER model.
 
     Args:
         tag: :func:`bertkit.tasks.ner.task.tag_sentences` (sentences -> IOB2 tags per word;
@@ -94,7 +94,7 @@ def ner_predictor(model_dir: str, input_path: str, fmt: str, input_format: str, 
 def conll_marker(line: int, what: str) -> str:
     """The CoNLL block standing for input line ``line`` that has no tokens: one comment line,
     ``# line 7: empty`` or ``# line 9: skipped: not valid UTF-8 ...`` (a streamed CoNLL input
-    reads such a line as a sentence boundary, :data:`bertkit.streaming.records.MARKER`)."""
+    reads such a line as a sentence boundary, :data:`bertkit.predict.records.MARKER`)."""
     return f"# line {line}: {what}\n"
 
 

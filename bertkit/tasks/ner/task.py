@@ -16,13 +16,13 @@ from bertkit.data.conll import Sentence, format_conll
 from bertkit.data.tagging import iob2_label_set
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
-from bertkit.inference import run_batches, sorted_batches, token_batches
+from bertkit.predict.inference import run_batches, sorted_batches, token_batches
 from bertkit.io import write_text
-from bertkit.lengths import fit_length, position_limit
+from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
-from bertkit.packing import Packer, position_start
+from bertkit.inputs.packing import Packer, position_start
 from bertkit.tasks.ner.config import METRICS, NERConfig
-from bertkit.modelcard import CardSpec, Metric, pipeline_usage
+from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import parse_split, warn_notes, warn_unseen
 from bertkit.tasks.driver import finetune
@@ -39,16 +39,16 @@ def tag_sentences(tagger: TokenTagger, tokenizer, sentences: Sequence[Sentence],
     """Predict IOB2 tags for every word of every sentence (one tag per input word, always).
 
     Windows are sorted by length so each batch is padded only to its own longest window; on a
-    multi-core CPU two batches run at once (:func:`bertkit.inference.run_batches`).
+    multi-core CPU two batches run at once (:func:`bertkit.predict.inference.run_batches`).
 
     Args:
         windows: the sentences already encoded with :func:`encode` (reused across epochs).
         max_tokens: batches of up to this many padded pieces instead of ``batch_size`` windows
-            (:func:`bertkit.inference.token_batches`); the predictions are the same.
+            (:func:`bertkit.predict.inference.token_batches`); the predictions are the same.
         pack: if > 0, pack the windows of each batch into rows of at least this many pieces
-            with block-diagonal attention (:class:`~bertkit.packing.Packer`; batches of
+            with block-diagonal attention (:class:`~bertkit.inputs.packing.Packer`; batches of
             ``max_tokens`` pieces, default 32 rows' worth); the same predictions, no padding.
-        backend: ``torch``, ``onnx`` (ONNX Runtime fp32, :mod:`bertkit.onnx_backend`; the
+        backend: ``torch``, ``onnx`` (ONNX Runtime fp32, :mod:`bertkit.predict.onnx_backend`; the
             export is cached beside the saved model) or ``onnx-int8`` (its int8 dynamic
             quantisation: NOT the same predictions; see benchmarks/README.md).
 
@@ -102,7 +102,7 @@ def _set_backend(tagger: TokenTagger, backend: str, console: Console | None = No
         return
     import torch
 
-    from bertkit.onnx_backend import OnnxScorer, cached_export, require_onnxruntime
+    from bertkit.predict.onnx_backend import OnnxScorer, cached_export, require_onnxruntime
 
     require_onnxruntime()
     source = getattr(tagger, "source", None)  # set by load_tagger; else a temporary folder
@@ -168,7 +168,7 @@ CARD = CardSpec(
         "Use `aggregation_strategy=\"first\"` (the label of each word's first piece, as bertkit "
         "trains and decodes); bertkit's own `predict ner` decodes with the CRF or IOB2-constrained "
         "Viterbi and always returns valid IOB2."])
-"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+"""The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
 class NERTask:
@@ -264,8 +264,8 @@ class NERTask:
                        "prefix dropped (scikit-learn)"}, select_metric=METRICS[cfg.metric])
 
     def report(self, results: dict, title: str):
-        """Entity precision/recall/F1 per type (:func:`bertkit.reports.entity_table`)."""
-        from bertkit.reports import entity_table
+        """Entity precision/recall/F1 per type (:func:`bertkit.outputs.tables.entity_table`)."""
+        from bertkit.outputs.tables import entity_table
 
         return entity_table(results["test"] if "test" in results else results, title)
 
@@ -281,7 +281,7 @@ class NERTask:
 
     @staticmethod
     def stream(*args, **kwargs):
-        """:func:`stream_ner` (``predict`` through :mod:`bertkit.streaming`)."""
+        """:func:`stream_ner` (``predict`` through :mod:`bertkit.predict`)."""
         return stream_ner(*args, **kwargs)
 
 
@@ -341,7 +341,7 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
                 batch_size: int = 32, console: Console | None = None,
                 batch_tokens: int | None = None, pack: int = 0, backend: str = "torch") -> str:
     """Tag a CoNLL file (tokens in the first column) or plain text (one sentence a line), ``.gz``
-    or not, through the streaming driver (:func:`bertkit.streaming.stream_predict`, chunk by
+    or not, through the streaming driver (:func:`bertkit.predict.stream_predict`, chunk by
     chunk; the command line adds resume, shards and bad-line skipping).
 
     A CoNLL input is either tokens only (one column on every line) or token ... gold tag with the
@@ -368,7 +368,7 @@ def predict_ner(model_dir: str, input_path: str, output: str | None = None, fmt:
     """
     import io
 
-    from bertkit.streaming import stream_predict
+    from bertkit.predict import stream_predict
 
     out = io.StringIO()
     stream_predict(stream_ner(model_dir, input_path, fmt, input_format, device, precision,
@@ -398,7 +398,7 @@ def stream_ner(model_dir: str, input_path: str, fmt: str = "conll", input_format
     if backend not in BACKENDS:
         raise BertkitError(f"unknown backend '{backend}'", expected=", ".join(BACKENDS))
     if backend != "torch":
-        from bertkit.onnx_backend import require_onnxruntime
+        from bertkit.predict.onnx_backend import require_onnxruntime
 
         require_onnxruntime()
     return ner_predictor(model_dir, input_path, fmt, input_format, device, precision,

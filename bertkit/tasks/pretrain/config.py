@@ -9,7 +9,7 @@ from pathlib import Path
 from bertkit.errors import BertkitError
 from bertkit.masking import CHOICES as MASKING_CHOICES
 from bertkit.masking import STRATEGIES as MASKING
-from bertkit.options import option
+from bertkit.settings.options import option
 from bertkit.training import TrainConfig
 
 
@@ -56,7 +56,7 @@ class PretrainConfig(TrainConfig):
             instead of stopping at the first one.
     """
 
-    # each field with option(...) is also a `bertkit pretrain` option (bertkit.options): its
+    # each field with option(...) is also a `bertkit pretrain` option (bertkit.settings.options): its
     # help and checks are declared here once, and --help shows the default written here
     corpus: str | None = option(None, flags=("--corpus", "-c"), repeat=True, help="Text file (one "
                                 "sentence a line, blank line between documents), .gz file, "

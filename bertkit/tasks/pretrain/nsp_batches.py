@@ -16,7 +16,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from bertkit.batching import pad_right
+from bertkit.inputs.batching import pad_right
 from bertkit.masking import Masker
 from bertkit.tasks.pretrain.batches import batch_generator
 from bertkit.tasks.pretrain.nsp import PairInstance, epoch_pairs

@@ -14,12 +14,12 @@ from pathlib import Path
 import torch
 from rich.console import Console
 
-from bertkit.config import config_yaml, field_defaults, to_dict
+from bertkit.settings.layers import config_yaml, field_defaults, to_dict
 from bertkit.encoders import attention_note, default_model, load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path, write_json, write_text
 from bertkit.masking import TokenMasker, VocabInfo, build_masker
-from bertkit.modelcard import CardSpec, Metric, pipeline_usage
+from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.pretrain.batches import PretrainBatches, evaluate_mlm, validation_batches
 from bertkit.tasks.pretrain.config import PretrainConfig
 from bertkit.tasks.pretrain.data import PackedSequences, tokenize_corpus
@@ -45,7 +45,7 @@ CARD = CardSpec(
      Metric("loss", "loss", "MLM loss (nats)", "loss", scale=1.0, bounds=(0.0, None)),
      Metric("accuracy", "accuracy", "masked-token accuracy", "accuracy")),
     pipeline_usage("fill", "fill-mask", "aspirin inhibits [MASK] aggregation ."))
-"""Pretraining's model card (:mod:`bertkit.modelcard`)."""
+"""Pretraining's model card (:mod:`bertkit.outputs.modelcard`)."""
 
 
 def _paths(spec: str) -> list[str]:
@@ -64,9 +64,9 @@ def _tokenizer(cfg: PretrainConfig):
 
 def pretrain_lineage(run_dir: Path, cfg: PretrainConfig, result) -> dict:
     """``{"lineage", "corpora"}`` for the saved model's ``bertkit.json``
-    (:func:`bertkit.lineage.lineage_record`): this run (its corpora, masking, steps, tokens) on
+    (:func:`bertkit.data.lineage.lineage_record`): this run (its corpora, masking, steps, tokens) on
     top of the whole lineage of the model it continued (``cfg.model``; none from scratch)."""
-    from bertkit.lineage import corpus_list, lineage_record
+    from bertkit.data.lineage import corpus_list, lineage_record
 
     step = {"name": run_dir.name, "made_by": "pretrain", "corpus": corpus_list(cfg.corpus),
             "masking": cfg.masking, "steps": result.steps,
@@ -161,7 +161,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
     seed_everything(cfg.seed)
     model, info = build_pretrain_model(cfg.model, cfg.config, tokenizer, cfg.use_sbo, cfg.sbo_weight,
                                        nsp=cfg.nsp, dropout=cfg.dropout)
-    from bertkit.lengths import check_length, position_limit
+    from bertkit.inputs.lengths import check_length, position_limit
 
     check_length(cfg.max_seq_length, position_limit(model.mlm.config), "--max-seq-length")
     model.head_warmup_steps = cfg.head_warmup_steps  # encoder frozen meanwhile (optimiser)
@@ -243,7 +243,7 @@ def pretrain(cfg: PretrainConfig, console: Console | None = None) -> dict:
             "torch_threads": torch.get_num_threads(),
         }
         write_json(run_dir / "results.json", results)
-        from bertkit.modelcard import write_model_card
+        from bertkit.outputs.modelcard import write_model_card
 
         write_model_card(run_dir / "model", results, CARD, cfg)  # model/README.md
         if tracker is not None:  # --report-to mlflow: results, curves and model card

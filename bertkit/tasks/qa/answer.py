@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bertkit.inference import run_batches, sorted_batches
+from bertkit.predict.inference import run_batches, sorted_batches
 from bertkit.metrics.qa import squad_scores
 from bertkit.tasks.qa.data import QAExample
 from bertkit.tasks.qa.decode import NEG, Answers, decode

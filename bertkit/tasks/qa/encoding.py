@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from bertkit.batching import pad_right
+from bertkit.inputs.batching import pad_right
 
 
 @dataclass
@@ -232,7 +232,7 @@ def kept_windows(features: Features, rate: float, seed: int, epoch: int) -> np.n
 
 class WindowBatches:
     """Training batches of windows (a :class:`~bertkit.training.loop.BatchSource`), length
-    grouped as :class:`bertkit.batching.GroupedBatches`, collated straight from the arrays.
+    grouped as :class:`bertkit.inputs.batching.GroupedBatches`, collated straight from the arrays.
 
     Args:
         null_window_rate: share of the null windows of answerable questions kept each epoch
@@ -251,7 +251,7 @@ class WindowBatches:
         """The epoch's batches of window indices (cached per epoch; a function of ``seed`` and
         ``epoch`` only)."""
         if epoch not in self._plans:
-            from bertkit.batching import length_grouped_batches
+            from bertkit.inputs.batching import length_grouped_batches
 
             keep = kept_windows(self.features, self.null_window_rate, self.seed, epoch)
             plan = length_grouped_batches(self.lengths[keep], self.batch_size,

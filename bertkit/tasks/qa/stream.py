@@ -1,4 +1,4 @@
-"""``predict qa`` through the shared streaming driver (:mod:`bertkit.streaming`): JSON lines
+"""``predict qa`` through the shared streaming driver (:mod:`bertkit.predict`): JSON lines
 (``id``, ``question``, ``context``; answers optional), a chunk of questions at a time, each with
 the JSON line ``predict qa`` has always written (``id``, ``answer``, ``start``, ``end``,
 ``score``, v2 ``null_score_diff``). Blank lines give none; a line that does not parse or lacks a
@@ -18,8 +18,8 @@ from typing import Callable
 from rich.console import Console
 
 from bertkit.errors import BertkitError
-from bertkit.streaming.driver import StreamPredictor
-from bertkit.streaming.records import Record, open_binary
+from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.records import Record, open_binary
 from bertkit.tasks.qa.answer import answer_questions, prediction_lines
 from bertkit.tasks.qa.data import make_example, warn_input
 from bertkit.tasks.qa.model import load_qa_model
@@ -48,7 +48,7 @@ def stream_kind(input_path: str) -> str | None:
 def qa_predictor(model_dir: str, input_path: str, device: str, precision: str, batch_size: int,
                  null_threshold: float | None, console: Console | None,
                  settings: Callable, threshold: Callable) -> StreamPredictor | None:
-    """The :class:`~bertkit.streaming.driver.StreamPredictor` of a saved QA model, or None for
+    """The :class:`~bertkit.predict.driver.StreamPredictor` of a saved QA model, or None for
     an input read whole (:func:`stream_kind`).
 
     Args:

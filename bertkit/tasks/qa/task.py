@@ -21,7 +21,7 @@ from rich.console import Console
 
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
-from bertkit.modelcard import CardSpec, Metric
+from bertkit.outputs.modelcard import CardSpec, Metric
 from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.driver import finetune
@@ -113,7 +113,7 @@ CARD = CardSpec(
     'print(context[offsets[start][0]:offsets[end][1]])\n'
     '# transformers 4.x: pipeline("question-answering", model="{path}") (removed in 5.x);\n'
     '# long contexts, n-best decoding and SQuAD 2.0 thresholds: `bertkit predict qa -m {path}`')
-"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+"""The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
 class QATask:
@@ -257,7 +257,7 @@ class QATask:
     def stream(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
                batch_size: int = 64, null_threshold: float | None = None,
                console: Console | None = None):
-        """``predict qa`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.qa.stream`; None
+        """``predict qa`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.qa.stream`; None
         for SQuAD JSON, read whole)."""
         from bertkit.tasks.qa.stream import qa_predictor
 
@@ -313,7 +313,7 @@ def finetune_qa(cfg: QAConfig, console: Console | None = None) -> dict:
 
 
 def _saved_settings(model, meta: dict) -> dict:
-    from bertkit.lengths import fit_length, position_limit
+    from bertkit.inputs.lengths import fit_length, position_limit
 
     return {"max_length": fit_length(int(meta.get("max_length", 384)),
                                      position_limit(model.config)),

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from bertkit.data.relations import RelationExample
-from bertkit.batching import GroupedBatches, pad_right
+from bertkit.inputs.batching import GroupedBatches, pad_right
 
 IGNORE = -100
 SPECIALS = 6  # [CLS] [E1] [/E1] [E2] [/E2] [SEP]
@@ -173,6 +173,6 @@ def collate(items: Sequence[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
 def PairBatches(items: Sequence[Encoded], batch_size: int, seed: int,
                 pad_id: int) -> GroupedBatches:
     """The training :class:`~bertkit.training.loop.BatchSource`: length-grouped, shuffled batches
-    of encoded pairs (:class:`bertkit.batching.GroupedBatches` with this module's :func:`collate`)."""
+    of encoded pairs (:class:`bertkit.inputs.batching.GroupedBatches` with this module's :func:`collate`)."""
     return GroupedBatches(items, [len(x.input_ids) for x in items], batch_size, seed,
                           lambda xs: collate(xs, pad_id))

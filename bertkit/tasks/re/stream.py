@@ -1,4 +1,4 @@
-"""``predict re`` through the shared streaming driver (:mod:`bertkit.streaming`): JSON lines or
+"""``predict re`` through the shared streaming driver (:mod:`bertkit.predict`): JSON lines or
 marked plain text, a chunk of entity pairs at a time, each with the JSON line ``predict re`` has
 always written (the input object with ``line``, ``predicted``, ``probability``); blank lines give
 none; with ``--skip-bad-lines`` a line that does not parse gives ``{"line": N, "skipped": reason}``.
@@ -13,9 +13,9 @@ from rich.console import Console
 
 from bertkit.data.relations import RelationExample, _Bad, parse_marked, parse_record
 from bertkit.errors import BertkitError
-from bertkit.lengths import fit_length, position_limit
-from bertkit.streaming.driver import StreamPredictor
-from bertkit.streaming.records import Record, open_binary
+from bertkit.inputs.lengths import fit_length, position_limit
+from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.records import Record, open_binary
 from bertkit.tasks.re.encoding import encode
 from bertkit.tasks.re.model import load_relation_model
 from bertkit.training.devices import make_runtime
@@ -42,7 +42,7 @@ def stream_format(input_path: str, input_format: str) -> str:
 def re_predictor(model_dir: str, input_path: str, input_format: str, device: str,
                  precision: str, batch_size: int, console: Console | None, classify: Callable,
                  lines: Callable) -> StreamPredictor:
-    """The :class:`~bertkit.streaming.driver.StreamPredictor` of a saved relation model.
+    """The :class:`~bertkit.predict.driver.StreamPredictor` of a saved relation model.
 
     Args:
         classify, lines: :mod:`bertkit.tasks.re.task`'s ``classify`` (encoded pairs ->

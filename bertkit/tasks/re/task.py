@@ -15,12 +15,12 @@ from rich.markup import escape
 
 from bertkit.data.relations import BadLine, RelationExample, read_relations
 from bertkit.errors import BertkitError
-from bertkit.inference import run_batches, sorted_batches
+from bertkit.predict.inference import run_batches, sorted_batches
 from bertkit.io import write_text
-from bertkit.lengths import fit_length, position_limit
+from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.metrics.collapse import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores
-from bertkit.modelcard import CardSpec, Metric, pipeline_usage
+from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
 from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
 from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
                                   warn_unseen, write_test_outputs)
@@ -43,7 +43,7 @@ def classify(model, items: Sequence[Encoded], runtime: Runtime, pad_id: int,
     """Predicted label ids ``[N]`` and their softmax probabilities ``[N]`` for encoded pairs.
 
     Inputs are sorted by length so each batch is padded only to its own longest; on a
-    multi-core CPU two batches run at once (:func:`bertkit.inference.run_batches`).
+    multi-core CPU two batches run at once (:func:`bertkit.predict.inference.run_batches`).
     """
     n = len(items)
     pred, prob = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.float32)
@@ -100,7 +100,7 @@ CARD = CardSpec(
     pipeline_usage("clf", "text-classification",
                    "[E1] aspirin [/E1] inhibits [E2] cox-1 [/E2] in platelets ."),
     remote_code_file="relation.py")
-"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics."""
+"""The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
 class RETask:
@@ -204,8 +204,8 @@ class RETask:
             "class_weights": cfg.class_weights, "scoring": SCORING})
 
     def report(self, results: dict, title: str):
-        """Per-label and averaged scores (:func:`bertkit.reports.label_scores_table`)."""
-        from bertkit.reports import label_scores_table
+        """Per-label and averaged scores (:func:`bertkit.outputs.tables.label_scores_table`)."""
+        from bertkit.outputs.tables import label_scores_table
 
         return label_scores_table(results["test"] if "test" in results else results, title)
 
@@ -222,7 +222,7 @@ class RETask:
     @staticmethod
     def stream(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
                precision: str = "auto", batch_size: int = 64, console: Console | None = None):
-        """``predict re`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.re.stream`)."""
+        """``predict re`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.re.stream`)."""
         from bertkit.tasks.re.stream import re_predictor
 
         return re_predictor(model_dir, input_path, input_format, device, precision, batch_size,

@@ -27,10 +27,10 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from bertkit.batching import pad_right
+from bertkit.inputs.batching import pad_right
 from bertkit.encoders import _short, quiet_transformers
 from bertkit.errors import BertkitError
-from bertkit.inference import run_batches, sorted_batches
+from bertkit.predict.inference import run_batches, sorted_batches
 from bertkit.training.devices import Runtime
 
 ARCHITECTURES = ("cross-encoder", "bi-encoder")

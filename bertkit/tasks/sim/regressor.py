@@ -10,11 +10,11 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from bertkit.batching import pad_right
+from bertkit.inputs.batching import pad_right
 from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation,
                               quiet_transformers)
 from bertkit.errors import BertkitError
-from bertkit.inference import run_batches, sorted_batches
+from bertkit.predict.inference import run_batches, sorted_batches
 from bertkit.tasks.sim.data import PairExample
 from bertkit.training.devices import Runtime
 

@@ -1,4 +1,4 @@
-"""``predict sim`` through the shared streaming driver (:mod:`bertkit.streaming`): JSON lines of
+"""``predict sim`` through the shared streaming driver (:mod:`bertkit.predict`): JSON lines of
 text pairs, a chunk at a time, each with the JSON line ``predict sim`` has always written (the
 input object with ``line`` and ``predicted``). Blank lines give none; a line that does not parse
 or lacks a text gives, with ``--skip-bad-lines``, ``{"line": N, "skipped": reason}``; pairs over
@@ -12,8 +12,8 @@ from typing import Callable
 
 from rich.console import Console
 
-from bertkit.streaming.driver import StreamPredictor
-from bertkit.streaming.records import Record
+from bertkit.predict.driver import StreamPredictor
+from bertkit.predict.records import Record
 from bertkit.tasks.sim.data import make_pair
 from bertkit.training.devices import make_runtime
 
@@ -21,7 +21,7 @@ from bertkit.training.devices import make_runtime
 def sim_predictor(model_dir: str, input_path: str, device: str, precision: str,
                   batch_size: int, console: Console | None, load: Callable, fields: Callable,
                   scorer: Callable, lines: Callable, hint: Callable) -> StreamPredictor:
-    """The :class:`~bertkit.streaming.driver.StreamPredictor` of a saved similarity model (a
+    """The :class:`~bertkit.predict.driver.StreamPredictor` of a saved similarity model (a
     regressor or a bi-encoder).
 
     Args:

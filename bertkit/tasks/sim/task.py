@@ -29,12 +29,12 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from bertkit.batching import GroupedBatches
+from bertkit.inputs.batching import GroupedBatches
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.sim import similarity_scores
-from bertkit.modelcard import CardSpec, Metric
+from bertkit.outputs.modelcard import CardSpec, Metric
 from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
 from bertkit.tasks.common import (find_saved_model, load_pretrained, parse_split,
                                   prediction_line, warn_bad_lines, write_saved_model)
@@ -91,7 +91,7 @@ CARD = CardSpec(
         "one logit is the score; no softmax or sigmoid (a `text-classification` pipeline would "
         "apply one unless given `function_to_apply=\"none\"`)."],
     variant=lambda results: BI_CARD if results.get("architecture") == "bi-encoder" else None)
-"""The model card (:mod:`bertkit.modelcard`); its metrics are the task's headline metrics; a
+"""The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics; a
 bi-encoder's run gets :data:`BI_CARD`."""
 
 
@@ -250,7 +250,7 @@ class SimTask:
     @staticmethod
     def stream(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
                batch_size: int = 64, console: Console | None = None):
-        """``predict sim`` for :mod:`bertkit.streaming` (:mod:`bertkit.tasks.sim.stream`)."""
+        """``predict sim`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.sim.stream`)."""
         from bertkit.tasks.sim.stream import sim_predictor
 
         return sim_predictor(model_dir, input_path, device, precision, batch_size, console,

@@ -10,7 +10,7 @@ import warnings
 import pytest
 import torch
 
-from bertkit import onnx_backend
+from bertkit.predict import onnx_backend
 from bertkit.tasks.ner.model import build_tagger, load_tagger
 from bertkit.tasks.ner.task import tag_sentences
 from bertkit.training.devices import make_runtime

@@ -53,7 +53,7 @@ def test_packed_prediction_equals_unpacked(tiny_encoder, tokenizer, crf):
     args = batch["input_ids"], batch["attention_mask"], batch["word_pos"]
     tagger.prune_last_layer = False
     ref = tagger.emissions(*args)
-    from bertkit.packing import Packer
+    from bertkit.inputs.packing import Packer
 
     tagger.predict_packer = Packer(tagger.encoder.config, 32)
     inputs, _ = tagger.predict_packer.pack(batch["input_ids"], batch["attention_mask"])
@@ -113,7 +113,7 @@ def test_onnx_int8_quantises_matmuls_only_per_channel(tiny_encoder, tokenizer, t
     int8 with one scale per output channel, the embedding tables left fp32; cached by name."""
     import onnx
 
-    from bertkit import onnx_backend
+    from bertkit.predict import onnx_backend
 
     tagger, rt, ref = _saved(tiny_encoder, tokenizer, tmp_path, False)
     got = tag_sentences(tagger, tokenizer, SENTS, rt, 64, backend="onnx-int8")
@@ -137,7 +137,7 @@ def test_onnx_int8_quantises_matmuls_only_per_channel(tiny_encoder, tokenizer, t
 @pytest.mark.skipif(not HAS_ORT, reason="onnxruntime/onnx not installed (pip install 'bertkit[onnx]')")
 def test_onnx_export_falls_back_when_model_folder_is_read_only(tiny_encoder, tmp_path,
                                                                monkeypatch):
-    from bertkit import onnx_backend
+    from bertkit.predict import onnx_backend
 
     real = onnx_backend.export_onnx
 

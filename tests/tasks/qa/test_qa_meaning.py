@@ -133,7 +133,7 @@ def test_window_too_small_for_the_question_is_refused_before_any_work(tmp_path, 
 
 @pytest.mark.integration
 def test_covid_qa_recipe_cap_holds_95_percent_of_train_and_dev_answers(tokenizer):
-    from bertkit.recipe_files import load_recipe
+    from bertkit.settings.recipe_files import load_recipe
     from bertkit.tasks.qa.data import load_qa_data
 
     cap = load_recipe("covid-qa", "finetune qa")["max_answer_length"]

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bertkit.cli import app
-from bertkit.streaming import StreamOptions, stream_predict
+from bertkit.predict import StreamOptions, stream_predict
 from bertkit.tasks.sim.task import TASK, predict_sim
 from tests.tasks.sim.conftest import PAIRS, write_sim_dir
 
