@@ -10,6 +10,7 @@ import functools
 import os
 import socket
 from pathlib import Path
+from typing import Any, Callable
 from urllib.parse import urlparse
 
 from bertkit.errors import BertkitError
@@ -40,6 +41,20 @@ def quiet_transformers() -> None:
     transformers.utils.logging.disable_progress_bar()
 
 
+def from_pretrained(load: Callable[..., Any], name: str, what: str, expected: str,
+                    **kwargs: Any) -> Any:
+    """``load(name, **kwargs)`` (a ``from_pretrained``), a bad or missing checkpoint
+    (:data:`LOAD_ERRORS`) said as ``cannot load {what}: {reason}``.
+
+    Raises:
+        BertkitError: ``load`` failed; the message says ``expected``.
+    """
+    try:
+        return load(name, **kwargs)
+    except LOAD_ERRORS as exc:
+        raise BertkitError(f"cannot load {what}: {_short(exc)}", expected=expected) from None
+
+
 def load_tokenizer(name: str):
     """A fast tokenizer from a directory or hub id.
 
@@ -51,12 +66,9 @@ def load_tokenizer(name: str):
 
     quiet_transformers()
     name = resolve_model_source(name)
-    try:
-        tok = AutoTokenizer.from_pretrained(name)
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load a tokenizer from '{name}': {_short(exc)}",
-                           expected="a model directory with tokenizer files, or a hub id "
-                                    "where the hub can be reached") from None
+    tok = from_pretrained(AutoTokenizer.from_pretrained, name, f"a tokenizer from '{name}'",
+                          "a model directory with tokenizer files, or a hub id where the hub "
+                          "can be reached")
     if not getattr(tok, "is_fast", False):
         raise BertkitError(f"the tokenizer of '{name}' is not a fast (Rust) tokenizer",
                            expected="a tokenizer.json or a vocabulary convertible to one")

@@ -315,6 +315,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/training/tracking.py": TRAINING,
     "bertkit/training/loop.py": TRAINING,
     "bertkit/training/nonfinite.py": TRAINING,
+    "bertkit/training/display.py::warn_long_warmup": TRAINING,  # --warmup
     "bertkit/training/rundir.py": TRAINING,
     "bertkit/training/run_origin.py": TRAINING,  # --resume of another task or version
     "bertkit/vocab/build.py": ("vocab build",),

@@ -94,7 +94,7 @@ def test_training_core_imports_no_task():
 
 
 def test_settings_import_no_workflow():
-    assert _edges("bertkit.settings", "bertkit.workflows") == []
+    assert _edges("bertkit.workflows.command_settings", "bertkit.workflows") == []
 
 
 def test_tasks_import_neither_the_command_line_nor_the_workflows():

@@ -34,7 +34,7 @@ def _digest(files: list[Path], root: Path) -> tuple[int, str]:
     return size, h.hexdigest()
 
 
-def _split_source(kind: str, data: str, split: str) -> Path | None:
+def split_source(kind: str, data: str, split: str) -> Path | None:
     """The file (or the folder of documents, coreference) holding ``split`` of ``data``; None
     where the set is not on disk (the hub) or has no such split (GENIA's train)."""
     from bertkit.data.sets import data_root, resolve_local
@@ -59,7 +59,7 @@ def split_fingerprints(kind: str, data: str) -> dict[str, dict]:
     in name order); {} for a set read from the hub."""
     out = {}
     for split in SPLITS:
-        source = _split_source(kind, data, split)
+        source = split_source(kind, data, split)
         if source is None:
             continue
         files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() \

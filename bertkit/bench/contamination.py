@@ -8,14 +8,19 @@ or more count; a sentence file (CoNLL columns) counts every sentence, a repeated
 carries many marked pairs) counts each distinct text once, both texts of a pair; relation
 markers (``<< >> [[ ]]``) are dropped. A test sentence is contaminated when
 it is a whole line of a corpus file so normalised.
+
+The test texts come from the task (:class:`bertkit.tasks.base.SuiteSpec`'s ``test_texts``, read
+with the task's own reader, and ``distinct_texts``); a task that gives none is refused by name,
+never counted as 0.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
+
+from bertkit.errors import BertkitError
 
 MIN_TOKENS = 5
 MARKERS = {"<<", ">>", "[[", "]]"}
@@ -43,57 +48,42 @@ def corpus_lines(path: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def split_sentences(path: Path) -> Counter:
-    """The normalised sentences of a test file with how often each counts (see the module
-    docstring): CoNLL-style columns (first or, for CoNLL-U, second column; blank lines between
-    sentences), CoNLL-2012 documents (fourth column, ``#begin document`` files; a folder of them,
-    as LitBank's test split), each sentence every time; JSON lines (``text``, ``text_pair``),
-    each distinct text once. Other formats give an empty Counter."""
+def split_sentences(task: str, path: Path) -> Counter:
+    """The normalised sentences of a test split with how often each counts (see the module
+    docstring): the texts the task declares (``SuiteSpec.test_texts``, read with its own
+    reader), each sentence every time, or each distinct text once where the task says so
+    (``SuiteSpec.distinct_texts``: pair and relation sets).
+
+    Args:
+        task: a registered task name.
+        path: its test file, or folder of documents (:func:`task_test_file`).
+
+    Raises:
+        BertkitError: the task declares no suite or no test text (never counted as 0), or its
+            reader refuses the file (file and line named).
+    """
+    from bertkit.bench.metrics import suite_spec
+
+    spec = suite_spec(task)
+    if spec.test_texts is None:
+        raise BertkitError(f"task {task!r} declares no test text, so its test sentences cannot "
+                           f"be counted in the pretraining corpora", file=path,
+                           expected="a SuiteSpec with test_texts (bertkit.tasks.base)")
     out: Counter = Counter()
-    if path.is_dir():  # a split held as one document per file (coreference)
-        for child in sorted(path.iterdir()):
-            if child.is_file():
-                out += split_sentences(child)
-        return out
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    if lines and lines[0].startswith("#begin document"):  # CoNLL-2012: doc part index word ...
-        words: list[str] = []
-        for line in lines + [""]:
-            cols = line.split()
-            if len(cols) >= 4 and not line.startswith("#"):
-                words.append(cols[3])
-            elif words:
-                if n := normalise(" ".join(words)):
-                    out[n] += 1
-                words = []
-        return out
-    if path.suffix == ".jsonl":
-        for line in lines:
-            if line.strip():
-                row = json.loads(line)
-                for key in ("text", "text_pair"):
-                    if isinstance(row.get(key), str) and (n := normalise(row[key])):
-                        out[n] = 1
-        return out
-    if path.suffix not in (".tsv", ".conll", ".txt", ".conllu", ".iob2", ".bio"):
-        return out
-    column = 1 if path.suffix == ".conllu" else 0
-    words: list[str] = []
-    for line in lines + [""]:
-        if not line.strip() or line.startswith("-DOCSTART-"):
-            if words and (n := normalise(" ".join(words))):
-                out[n] += 1
-            words = []
-        elif not line.startswith("#"):
-            cols = line.split("\t") if "\t" in line else line.split()
-            if len(cols) > column and (column == 0 or cols[0].isdigit()):
-                words.append(cols[column])
+    for text in spec.test_texts(Path(path)):
+        if n := normalise(text):
+            out[n] = 1 if spec.distinct_texts else out[n] + 1
     return out
 
 
-def count(test_file: Path, corpora: tuple[str, ...]) -> dict:
-    """``{"found", "of", "corpora"}``: test sentences found in any of ``corpora`` (files)."""
-    sentences = split_sentences(test_file)
+def count(task: str, test_file: Path, corpora: tuple[str, ...]) -> dict:
+    """``{"found", "of", "corpora"}``: the test sentences of ``task``'s ``test_file``
+    (:func:`split_sentences`) found in any of ``corpora`` (files).
+
+    Raises:
+        BertkitError: as :func:`split_sentences`.
+    """
+    sentences = split_sentences(task, test_file)
     seen: set[str] = set()
     for corpus in corpora:
         if Path(corpus).is_file():
@@ -103,18 +93,9 @@ def count(test_file: Path, corpora: tuple[str, ...]) -> dict:
 
 
 def task_test_file(task: str, data: str) -> Path | None:
-    """The test file of a registered set under ``$BERTKIT_DATA``, or its ``test/`` folder of
-    documents (coreference); None if not found."""
-    from bertkit.data.sets import data_root, resolve_local
-    from bertkit.errors import BertkitError
-    from bertkit.tasks.registry import get_task
+    """The test file of a registered set under ``$BERTKIT_DATA`` (or of a data folder), or its
+    ``test/`` folder of documents (coreference); None if not found
+    (:func:`bertkit.bench.changes.split_source`)."""
+    from bertkit.bench.changes import split_source
 
-    try:
-        files = resolve_local(data, task, tuple(get_task(task).extensions), ("test",))
-    except (BertkitError, AttributeError):
-        files = None
-    if files:
-        return files["test"]
-    base = Path(data) if Path(data).is_dir() else (data_root() / task / data if data_root() else None)
-    folder = base / "test" if base is not None else None
-    return folder if folder is not None and folder.is_dir() else None  # one file per document
+    return split_source(task, data, "test")

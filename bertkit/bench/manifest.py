@@ -63,7 +63,7 @@ def load_stage(path: Path) -> dict:
         BertkitError: not JSON, not an object, a key missing or of another type, a score
             that is not a finite number, or an unknown metric.
     """
-    from bertkit.bench.metrics import METRICS
+    from bertkit.bench.metrics import suite_metric
 
     data = _read_json(path, "stage record")
     if not isinstance(data, dict):
@@ -80,9 +80,12 @@ def load_stage(path: Path) -> dict:
     if not math.isfinite(data["score"]):
         raise BertkitError(f"stage record: score {data['score']!r}", file=path,
                            expected="a finite test score")
-    if data["metric"] not in METRICS:
-        raise BertkitError(f"stage record: metric {data['metric']!r}", file=path,
-                           expected="one of " + ", ".join(sorted(METRICS)))
+    try:  # the metric as the record's task declares it
+        suite_metric(data["task_kind"], data["metric"])
+    except BertkitError as exc:
+        raise BertkitError(f"stage record: metric {data['metric']!r} of task "
+                           f"{data['task_kind']!r}: {exc.message}", file=path,
+                           expected=exc.expected) from None
     return data
 
 

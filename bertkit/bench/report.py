@@ -14,8 +14,7 @@ from pathlib import Path
 from bertkit.bench import stats
 from bertkit.bench.floors import describe, floor_reason, zero_shot_reason
 from bertkit.bench.manifest import load_manifest, load_stage
-from bertkit.bench.metrics import METRICS, task_scale
-from bertkit.bench.suite import FAMILIES
+from bertkit.bench.metrics import declared_families, suite_metric
 from bertkit.errors import BertkitError
 from bertkit.io import write_json, write_text
 
@@ -93,7 +92,7 @@ def _item_stats(record: dict, out: Path):
 
     from bertkit.bench.runner import item_statistics
 
-    spec = METRICS[record["metric"]]
+    spec = suite_metric(record["task_kind"], record["metric"])
     if spec.stats is None:
         return None
     if record.get("items"):
@@ -126,14 +125,14 @@ def compare(a: list[dict], b: list[dict], folder: Path) -> dict:
     if len(a) >= 2 and len(b) >= 2:
         hi, lo = (a, b) if sa["mean"] >= sb["mean"] else (b, a)
         res["eps_min"] = stats.aso([r["score"] for r in hi], [r["score"] for r in lo])
-    spec = METRICS[a[0]["metric"]]
+    spec = suite_metric(a[0]["task_kind"], a[0]["metric"])
     ia, ib = [_item_stats(r, folder) for r in a], [_item_stats(r, folder) for r in b]
     missing = [f"{r['encoder']} seed {r['seed']}" for r, x in zip(a + b, ia + ib) if x is None]
     if spec.score is not None and spec.stats is not None and not missing:
         try:
             boot = stats.paired_bootstrap(ia, ib, spec.score)
-            scale = task_scale(a[0]["task_kind"], spec.key)  # in points, as the rest
-            res["bootstrap"] = {k: (v * scale if k != "p" else v) for k, v in boot.items()}
+            res["bootstrap"] = {k: (v * spec.scale if k != "p" else v)  # points, as the rest
+                                for k, v in boot.items()}
         except ValueError as exc:
             res["bootstrap_note"] = str(exc)
     elif spec.stats is not None:
@@ -151,14 +150,12 @@ def build(out: Path, baseline: str | None = None) -> dict:
     """The report as data (what ``report.json`` holds).
 
     Raises:
-        BertkitError: no bench run in ``out``, or ``baseline`` is not one of its encoders.
+        BertkitError: no bench run in ``out``, ``baseline`` is not one of its encoders, or a
+            task's test text cannot be counted (:func:`bertkit.bench.contamination.count`).
     """
-    from bertkit.bench import contamination
-
     manifest, found = collect(out)
     suite = manifest["suite"]
     tasks = {t["name"]: t for t in suite["tasks"]}
-    families = {name: t["family"] for name, t in tasks.items()}
     listed = manifest["encoders"]
     # stage folders of encoders bench.json does not list (stages copied in from another run):
     # reported from their stage records, and said so
@@ -175,64 +172,85 @@ def build(out: Path, baseline: str | None = None) -> dict:
               "references": suite.get("references", []), "comparisons": {},
               "contamination": {}, "unlisted": unlisted, "no_corpora": []}
     for enc in encoders:
-        per_task = {}
-        for name in tasks:
-            records = found.get(enc, {}).get(name, [])
-            if records:
-                per_task[name] = {**stats.summary([r["score"] for r in records]),
-                                  "scores": [r["score"] for r in records],
-                                  "seeds": [r["seed"] for r in records],
-                                  "overrides": records[0]["overrides"],
-                                  "dataset_defaults": sorted(
-                                      k for k, v in records[0].get("sources", {}).items()
-                                      if v == "data-set default"),
-                                  "predictions": [r["run"] for r in records],
-                                  "items": [r.get("items") for r in records],
-                                  "precisions": [r.get("precision") for r in records],
-                                  # per seed: why its score is a constant prediction's, or None
-                                  "floors": [floor_reason(r) for r in records],
-                                  # per seed: below the encoder's zero-shot score, or None
-                                  "below_zero_shot": [zero_shot_reason(r) for r in records]}
-        means = {t: v["mean"] for t, v in per_task.items()}
-        fam = stats.family_means(means, families)
-        wanted = {t["family"] for t in suite["tasks"]} | {m["family"] for m in suite.get("missing", [])}
-        report["encoders"][enc] = {
-            "model": (listed[enc]["model"] if enc in listed else
-                      next(r for rs in found[enc].values() for r in rs).get("model", "?")),
-            "tasks": per_task, "families": fam,
-            "suite_score": stats.suite_score(means, families) if means else None,
-            "families_missing": sorted(wanted - set(fam)),
-            "tasks_without_results": [t for t in tasks if t not in per_task],
-            # a task scored on fewer seeds than the suite asks counts fully in its family mean:
-            # named, so the suite score reads as partial
-            "tasks_short_of_seeds": {t: v["n"] for t, v in per_task.items()
-                                     if v["n"] < len(suite.get("seeds") or [])}}
+        report["encoders"][enc] = _encoder(enc, listed, found, suite)
         corpora = tuple(listed.get(enc, {}).get("corpora") or ())
         if enc in listed and not corpora:
             report["no_corpora"].append(enc)
         if corpora:
-            report["contamination"][enc] = {
-                name: contamination.count(f, corpora) for name, t in tasks.items()
-                if (f := contamination.task_test_file(t["task"], t["data"])) is not None}
+            report["contamination"][enc] = _contamination(tasks, corpora)
     report["mixed_precision"] = mixed_precision(report["encoders"])
     for enc in encoders:
-        if enc == baseline:
-            continue
-        report["comparisons"][enc] = {
-            name: compare(found[enc][name], found[baseline][name], out) for name in tasks
-            if found.get(enc, {}).get(name) and found.get(baseline, {}).get(name)}
-        for name, c in report["comparisons"][enc].items():
-            if all(all(report["encoders"][e]["tasks"][name]["floors"]) for e in (enc, baseline)):
-                # every seed of both at a constant prediction's level: the run failed on both
-                c["verdict"] = "none (both at a constant prediction's level)"
-            seen = [f"{e}: {k['found']:,} of {k['of']:,}" for e in (enc, baseline)
-                    if (k := report["contamination"].get(e, {}).get(name))
-                    and k["found"] and k["found"] >= 0.01 * k["of"]]
-            if seen:  # the encoder has seen the test text: shown, not a claim
-                c["contaminated"] = seen
-                c["verdict"] = (f"not judged: contaminated ({'; '.join(seen)} test examples in "
-                                f"the pretraining corpora); the tests say {c['verdict']}")
+        if enc != baseline:
+            report["comparisons"][enc] = _comparisons(report, found, enc, baseline, tasks, out)
     return report
+
+
+def _seed_records(records: list[dict]) -> dict:
+    """One encoder's entry for one task: the summary of its seed scores and, per seed, its
+    settings, predictions, precision and the floors it sits at."""
+    return {**stats.summary([r["score"] for r in records]),
+            "scores": [r["score"] for r in records],
+            "seeds": [r["seed"] for r in records],
+            "overrides": records[0]["overrides"],
+            "dataset_defaults": sorted(k for k, v in records[0].get("sources", {}).items()
+                                       if v == "data-set default"),
+            "predictions": [r["run"] for r in records],
+            "items": [r.get("items") for r in records],
+            "precisions": [r.get("precision") for r in records],
+            # per seed: why its score is a constant prediction's, or None
+            "floors": [floor_reason(r) for r in records],
+            # per seed: below the encoder's zero-shot score, or None
+            "below_zero_shot": [zero_shot_reason(r) for r in records]}
+
+
+def _encoder(enc: str, listed: dict, found: dict, suite: dict) -> dict:
+    """An encoder's part of the report: its tasks, family means, suite score and what is
+    missing from it (tasks without results, tasks short of seeds, families)."""
+    families = {t["name"]: t["family"] for t in suite["tasks"]}
+    per_task = {name: _seed_records(records) for name in families
+                if (records := found.get(enc, {}).get(name, []))}
+    means = {t: v["mean"] for t, v in per_task.items()}
+    fam = stats.family_means(means, families)
+    wanted = set(families.values()) | {m["family"] for m in suite.get("missing", [])}
+    return {
+        "model": (listed[enc]["model"] if enc in listed else
+                  next(r for rs in found[enc].values() for r in rs).get("model", "?")),
+        "tasks": per_task, "families": fam,
+        "suite_score": stats.suite_score(means, families) if means else None,
+        "families_missing": sorted(wanted - set(fam)),
+        "tasks_without_results": [t for t in families if t not in per_task],
+        # a task scored on fewer seeds than the suite asks counts fully in its family mean:
+        # named, so the suite score reads as partial
+        "tasks_short_of_seeds": {t: v["n"] for t, v in per_task.items()
+                                 if v["n"] < len(suite.get("seeds") or [])}}
+
+
+def _contamination(tasks: dict[str, dict], corpora: tuple[str, ...]) -> dict[str, dict]:
+    """``{task: count}`` of the suite's tasks whose test split is found here."""
+    from bertkit.bench import contamination
+
+    return {name: contamination.count(t["task"], f, corpora) for name, t in tasks.items()
+            if (f := contamination.task_test_file(t["task"], t["data"])) is not None}
+
+
+def _comparisons(report: dict, found: dict, enc: str, baseline: str, tasks: dict,
+                 out: Path) -> dict[str, dict]:
+    """``enc`` against ``baseline`` on each task both have results for (:func:`compare`); not
+    judged where both sit at a constant prediction's level or either has seen the test text."""
+    compared = {name: compare(found[enc][name], found[baseline][name], out) for name in tasks
+                if found.get(enc, {}).get(name) and found.get(baseline, {}).get(name)}
+    for name, c in compared.items():
+        if all(all(report["encoders"][e]["tasks"][name]["floors"]) for e in (enc, baseline)):
+            # every seed of both at a constant prediction's level: the run failed on both
+            c["verdict"] = "none (both at a constant prediction's level)"
+        seen = [f"{e}: {k['found']:,} of {k['of']:,}" for e in (enc, baseline)
+                if (k := report["contamination"].get(e, {}).get(name))
+                and k["found"] and k["found"] >= 0.01 * k["of"]]
+        if seen:  # the encoder has seen the test text: shown, not a claim
+            c["contaminated"] = seen
+            c["verdict"] = (f"not judged: contaminated ({'; '.join(seen)} test examples in "
+                            f"the pretraining corpora); the tests say {c['verdict']}")
+    return compared
 
 
 def mixed_precision(encoders: dict) -> dict[str, dict[str, dict[str, int]]]:
@@ -283,10 +301,18 @@ def markdown(r: dict) -> str:
              "| encoder | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for enc, e in r["encoders"].items():
         lines.append(f"| {enc} | " + " | ".join(_pm(e["tasks"].get(t)) for t in names) + " |")
+    lines += _family_table(r, lite) + _run_notes(r) + _leaderboard(r, names, lite)
+    for enc, tasks in r["comparisons"].items():
+        lines += _comparison_table(r, enc, tasks, lite)
+    return "\n".join(lines + _closing_notes(r)) + "\n"
+
+
+def _family_table(r: dict, lite: str) -> list[str]:
+    """The families and suite score table, and the note on partial suite scores."""
     fams = sorted({f for e in r["encoders"].values() for f in e["families"]})
-    lines += ["", "## Families and suite score (BLURB: the mean of the family means)", lite,
-              "| encoder | " + " | ".join(fams) + " | suite score | families missing | "
-              "tasks without results (or short of seeds) |", "|---" * (len(fams) + 4) + "|"]
+    lines = ["", "## Families and suite score (BLURB: the mean of the family means)", lite,
+             "| encoder | " + " | ".join(fams) + " | suite score | families missing | "
+             "tasks without results (or short of seeds) |", "|---" * (len(fams) + 4) + "|"]
     n_seeds = len(r.get("seeds") or [])
     for enc, e in r["encoders"].items():
         gaps = e.get("tasks_without_results", []) + [
@@ -299,6 +325,21 @@ def markdown(r: dict) -> str:
                   "whatever its number of seeds: where a task has no results yet, or fewer seeds "
                   "than the suite's, its family and the suite score are partial and not "
                   "comparable with another encoder's or the published ones."]
+    return lines
+
+
+def _seed_notes(r: dict, key: str) -> str:
+    """``enc on task, N of M seeds: ...`` per encoder and task with a seed flagged in ``key``."""
+    flagged = [(enc, t, c[key]) for enc, e in r["encoders"].items()
+               for t, c in e["tasks"].items() if any(c.get(key) or [])]
+    return "; ".join(f"{enc} on {t}, " + describe(fl, r["encoders"][enc]["tasks"][t]["seeds"])
+                     for enc, t, fl in flagged)
+
+
+def _run_notes(r: dict) -> list[str]:
+    """Notes under the family table: mixed precisions, runs at a constant prediction's level
+    or below the zero-shot score, the suite's sets not available here."""
+    lines = []
     if r.get("mixed_precision"):
         lines += ["", "Computed in more than one precision (`--precision auto` is bf16 on a CPU "
                   "with AMX-BF16 or a CUDA GPU, fp32 elsewhere; a suite resumed on another "
@@ -308,31 +349,28 @@ def markdown(r: dict) -> str:
                                            for enc, c in by.items()) + ")"
                       for t, by in r["mixed_precision"].items()) + ". Differences between "
                   "those runs include the precision's."]
-    floors = [(enc, t, c["floors"]) for enc, e in r["encoders"].items()
-              for t, c in e["tasks"].items() if any(c.get("floors") or [])]
-    if floors:
+    if floors := _seed_notes(r, "floors"):
         lines += ["", "At a constant prediction's level, judged on the task's metric (not learnt: "
                   "the score says how the run failed, not how good the encoder is; a "
                   "comparison where every seed of both sides sits there is not judged): " +
-                  "; ".join(f"{enc} on {t}, " +
-                            describe(fl, r["encoders"][enc]["tasks"][t]["seeds"])
-                            for enc, t, fl in floors) + "."]
-    below = [(enc, t, c["below_zero_shot"]) for enc, e in r["encoders"].items()
-             for t, c in e["tasks"].items() if any(c.get("below_zero_shot") or [])]
-    if below:
+                  floors + "."]
+    if below := _seed_notes(r, "below_zero_shot"):
         lines += ["", "Below the encoder's zero-shot score (the cosine of its pooled embeddings, "
-                  "no training: fine-tuning made it worse than it came): " +
-                  "; ".join(f"{enc} on {t}, " +
-                            describe(fl, r["encoders"][enc]["tasks"][t]["seeds"])
-                            for enc, t, fl in below) + "."]
+                  "no training: fine-tuning made it worse than it came): " + below + "."]
     if r["missing"]:
+        families = declared_families()
         lines += ["", "Not available here (the suite score averages the families without "
-                  "them): " + "; ".join(f"{m['name']} ({FAMILIES[m['family']]}"
+                  "them): " + "; ".join(f"{m['name']} ({families[m['family']]}"
                                        f"{': ' + m['reason'] if m.get('reason') else ''})"
                                        for m in r["missing"])]
-    lines += ["", "## Leaderboard (reference rows: published, labelled by model size)", lite,
-              "| model | size | " + " | ".join(names) + " | suite score |",
-              "|---" * (len(names) + 3) + "|"]
+    return lines
+
+
+def _leaderboard(r: dict, names: list[str], lite: str) -> list[str]:
+    """This run's encoders and the published rows by suite score, sources as numbered notes."""
+    lines = ["", "## Leaderboard (reference rows: published, labelled by model size)", lite,
+             "| model | size | " + " | ".join(names) + " | suite score |",
+             "|---" * (len(names) + 3) + "|"]
     rows = [(e["suite_score"] or -1, f"| {enc} | this run | " + " | ".join(
         _num(e["tasks"].get(t, {}).get("mean")) for t in names) + f" | {_num(e['suite_score'])}"
         f"{' (partial)' if _partial(e) else ''} |") for enc, e in r["encoders"].items()]
@@ -346,28 +384,38 @@ def markdown(r: dict) -> str:
     lines += [row for _, row in sorted(rows, key=lambda x: -x[0])]
     if sources:
         lines += [""] + [f"[{i}] {src}  " for i, src in enumerate(sources, 1)]
-    for enc, tasks in r["comparisons"].items():
-        lines += ["", f"## {enc} against {r['baseline']}", lite,
-                  "| task | difference | ASO eps_min | bootstrap 95% interval | p | verdict |",
-                  "|---|---|---|---|---|---|"]
-        for t, c in tasks.items():
-            b = c["bootstrap"]
-            lines.append(f"| {t} | {c['delta']:+.2f} | {_num(c['eps_min'])} | " +
-                         (f"{b['low']:+.2f} .. {b['high']:+.2f} | {b['p']:.3f}" if b
-                          else "- | -") + f" | {c['verdict']} |")
-        lines.append("")
-        lines += [f"No bootstrap on {t}: {c['bootstrap_note']}." for t, c in tasks.items()
-                  if c.get("bootstrap_note")]
-        lines.append(f"ASO: almost stochastic order (Dror et al. 2019, deepsig), eps_min of the "
-                     f"higher side over the other, < {stats.ASO_THRESHOLD} supports it; bootstrap: "
-                     f"{stats.BOOTSTRAP_SAMPLES} paired resamples of test items (seed means); "
-                     "'none': the difference is inside the seed spread or not supported.")
+    return lines
+
+
+def _comparison_table(r: dict, enc: str, tasks: dict, lite: str) -> list[str]:
+    """``enc`` against the baseline: one row per task, then what the tests mean."""
+    lines = ["", f"## {enc} against {r['baseline']}", lite,
+             "| task | difference | ASO eps_min | bootstrap 95% interval | p | verdict |",
+             "|---|---|---|---|---|---|"]
+    for t, c in tasks.items():
+        b = c["bootstrap"]
+        lines.append(f"| {t} | {c['delta']:+.2f} | {_num(c['eps_min'])} | " +
+                     (f"{b['low']:+.2f} .. {b['high']:+.2f} | {b['p']:.3f}" if b
+                      else "- | -") + f" | {c['verdict']} |")
+    lines.append("")
+    lines += [f"No bootstrap on {t}: {c['bootstrap_note']}." for t, c in tasks.items()
+              if c.get("bootstrap_note")]
+    lines.append(f"ASO: almost stochastic order (Dror et al. 2019, deepsig), eps_min of the "
+                 f"higher side over the other, < {stats.ASO_THRESHOLD} supports it; bootstrap: "
+                 f"{stats.BOOTSTRAP_SAMPLES} paired resamples of test items (seed means); "
+                 "'none': the difference is inside the seed spread or not supported.")
+    return lines
+
+
+def _closing_notes(r: dict) -> list[str]:
+    """Unlisted encoders, settings not from the suite, contamination, encoders without corpora."""
+    lines = []
     if r.get("unlisted"):
         lines += ["", f"Stage results of encoders not listed in this folder's bench.json "
                   f"(copied in from another run) are reported from their stage files, without "
                   f"a contamination check: {', '.join(r['unlisted'])}."]
     own = [(enc, t, c["dataset_defaults"]) for enc, e in r["encoders"].items()
-             for t, c in e["tasks"].items() if c.get("dataset_defaults")]
+           for t, c in e["tasks"].items() if c.get("dataset_defaults")]
     if own:
         lines += ["", "## Settings not from the suite", "",
                   "The packaged encoder trains with its data set's dev-chosen recipe where the "
@@ -386,7 +434,7 @@ def markdown(r: dict) -> str:
         lines += ["", "No pretraining corpus recorded (initial weights, or an encoder bertkit "
                   "did not pretrain), so no contamination to count: " +
                   ", ".join(r["no_corpora"]) + "."]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def write_report(out: Path, baseline: str | None = None) -> dict:

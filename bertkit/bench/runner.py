@@ -45,7 +45,7 @@ from bertkit.bench.encoders import Encoder
 from bertkit.bench.floors import collapse_warning
 from bertkit.bench.manifest import (LITE_NOTE, check_manifest, load_manifest, load_stage,
                                     manifest, portable)
-from bertkit.bench.metrics import METRICS, task_scale
+from bertkit.bench.metrics import suite_metric
 from bertkit.bench.stage_settings import check_suite_settings, recipe_text, suite_stage_settings
 from bertkit.bench.suite import Suite, SuiteTask, task_settings
 from bertkit.errors import BertkitError
@@ -293,8 +293,8 @@ class Runner:
         except (OSError, ValueError) as exc:
             raise BertkitError(f"stage {stage.label()}: no readable results.json ({exc})",
                                file=log, expected="a finished run (its log says why not)") from None
-        spec = METRICS[stage.task.metric]
-        scale = task_scale(stage.task.task, spec.key)
+        spec = suite_metric(stage.task.task, stage.task.metric)
+        scale = spec.scale
         test, dev = results.get("test") or {}, results.get("dev") or {}
         if spec.key not in test:
             raise BertkitError(f"stage {stage.label()}: results.json has no test {spec.key!r}",

@@ -18,7 +18,9 @@ diffs and shares)::
          scores: {bc5cdr: 93.33}, suite_score: 81.16}
 
 ``recipe`` and ``lite`` use ``finetune`` option names (snake_case); ``lite`` caps a task under
-``--budget lite``. A ``task: sim`` entry may declare ``architecture`` (``bi-encoder`` or
+``--budget lite``. The metrics, families and own settings an entry may name are those its task
+declares (:class:`bertkit.tasks.base.SuiteSpec`, read through the registry by
+:mod:`bertkit.bench.metrics`): a similarity entry may set ``architecture`` (``bi-encoder`` or
 ``cross-encoder``), the model kind ``finetune sim --architecture`` trains. A file naming an unknown key, metric, family or protocol is refused by
 :func:`parse_suite`; one naming an unregistered task or data set by :func:`check_suite`; both with
 the file and line.
@@ -33,28 +35,13 @@ from typing import Any
 
 import yaml
 
-from bertkit.bench.metrics import METRICS
+from bertkit.bench.metrics import (declared_families, declared_metrics, declared_settings,
+                                  metric_tasks, suite_spec)
 from bertkit.errors import BertkitError
 
 SUITE_DIR = Path(__file__).resolve().parent / "suites"
 
-FAMILIES = {
-    "ner": "named-entity recognition (BLURB)",
-    "pico": "PICO evidence extraction (BLURB)",
-    "re": "relation extraction (BLURB)",
-    "similarity": "sentence similarity (BLURB)",
-    "doc-cls": "document classification (BLURB)",
-    "qa": "question answering (BLURB)",
-    "dep": "dependency parsing (SciBERT)",
-    "cls": "text classification (SciBERT)",
-    "coref": "coreference resolution (SpanBERT)",
-}
-"""BLURB's six families (Gu et al. 2021, Table 2), SciBERT's DEP and CLS (Beltagy et al. 2019) and
-SpanBERT's coreference (Joshi et al. 2020, section 4.3)."""
-
 PROTOCOLS = ("fixed", "dev-grid")
-SIM_ARCHITECTURES = ("cross-encoder", "bi-encoder")
-"""What a ``task: sim`` entry's ``architecture`` may say (``finetune sim --architecture``)."""
 
 
 @dataclass
@@ -210,10 +197,9 @@ def parse_suite(path: str | Path) -> Suite:
 
     Raises:
         BertkitError: with the file and line of an unknown key, metric, family or protocol, a
-            missing required key, a duplicate task name or a reference naming no suite task.
+            missing required key, a duplicate task name, a reference naming no suite task, or
+            a task entry whose registered task declares no suite (or not its metric).
     """
-    from bertkit.tasks.registry import task_names
-
     path = Path(path)
     m = _read(path)
     _keys(m, {"name": False, "description": False, "protocol": False, "seeds": False,
@@ -221,6 +207,21 @@ def parse_suite(path: str | Path) -> Suite:
               "references": False}, path, "the suite")
     protocol = _choice(m.get("protocol", "fixed"), PROTOCOLS, path, m.lines.get("protocol", 1),
                        "protocol")
+    seeds = _seeds(m, path)
+    grid = _grid(m, path, protocol)
+    if not isinstance(m["tasks"], list) or not m["tasks"]:
+        raise BertkitError("'tasks' must be a non-empty list", file=path, line=m.lines["tasks"])
+    tasks: list[SuiteTask] = []
+    for t in m["tasks"]:
+        tasks.append(_task(t, path, m.lines["tasks"], tasks))
+    return Suite(str(m.get("name", path.stem)), path, str(m.get("description", "")), tasks,
+                 protocol, seeds, grid, _settings(m.get("defaults"), path,
+                                                  m.lines.get("defaults", 1), "defaults"),
+                 _missing(m, path), _references(m, path, tasks))
+
+
+def _seeds(m: _Lines, path: Path) -> list[int]:
+    """The suite's ``seeds``: a list of distinct integers, or a count N (1..N)."""
     seeds = m.get("seeds", [1, 2, 3])
     if isinstance(seeds, int) and seeds >= 1:
         seeds = list(range(1, seeds + 1))
@@ -231,6 +232,11 @@ def parse_suite(path: str | Path) -> Suite:
         raise BertkitError(f"'seeds' repeats a seed: {seeds} (two runs with one seed would "
                            "count one result twice)", file=path, line=m.lines.get("seeds"),
                            expected="distinct seeds, e.g. [1, 2, 3]")
+    return seeds
+
+
+def _grid(m: _Lines, path: Path, protocol: str) -> dict[str, list]:
+    """The suite's ``grid``: one setting and its distinct values; required by dev-grid."""
     grid = _settings(m.get("grid"), path, m.lines.get("grid", 1), "grid")
     if len(grid) > 1:
         raise BertkitError(f"'grid' names {len(grid)} settings; dev-grid searches one",
@@ -243,44 +249,71 @@ def parse_suite(path: str | Path) -> Suite:
     if protocol == "dev-grid" and not grid:
         raise BertkitError("protocol dev-grid needs a 'grid' (e.g. {lr: [1e-4, 3e-4, 1e-3]})",
                            file=path, line=m.lines["protocol"])
-    if not isinstance(m["tasks"], list) or not m["tasks"]:
-        raise BertkitError("'tasks' must be a non-empty list", file=path, line=m.lines["tasks"])
-    tasks: list[SuiteTask] = []
-    for t in m["tasks"]:
-        if not isinstance(t, dict):
-            raise BertkitError("each task must be a mapping", file=path, line=m.lines["tasks"])
-        _keys(t, {"name": False, "task": True, "data": True, "metric": True, "family": True,
-                  "architecture": False, "recipe": False, "lite": False}, path, "a task")
-        metric = _choice(t["metric"], METRICS, path, t.lines["metric"], "metric")
-        spec = METRICS[metric]
-        if spec.tasks is not None and t["task"] not in spec.tasks \
-                and t["task"] in task_names():  # an unknown kind: check_suite names it
-            raise BertkitError(f"metric {metric} does not apply to task {t['task']!r}",
-                               file=path, line=t.lines["metric"],
-                               expected=f"a {' or '.join(spec.tasks)} task")
-        name = str(t.get("name", t["data"]))
-        if any(x.name == name for x in tasks):
-            raise BertkitError(f"two tasks named {name!r}", file=path, line=t.line,
-                               expected="a distinct 'name' for each task")
-        recipe = _settings(t.get("recipe"), path, t.lines.get("recipe", t.line), "recipe")
-        if "architecture" in t:  # a similarity task's model kind: finetune sim --architecture
-            if t["task"] != "sim":
-                raise BertkitError(f"task {name}: 'architecture' is a setting of sim tasks, not "
-                                   f"of {t['task']!r}", file=path, line=t.lines["architecture"])
-            recipe["architecture"] = _choice(t["architecture"], SIM_ARCHITECTURES, path,
-                                             t.lines["architecture"], "architecture")
-        tasks.append(SuiteTask(
-            name, str(t["task"]), str(t["data"]), metric,
-            _choice(t["family"], FAMILIES, path, t.lines["family"], "family"),
-            recipe, _settings(t.get("lite"), path, t.lines.get("lite", t.line), "lite"), t.line))
+    return grid
+
+
+def _task(t: Any, path: Path, line: int, before: list[SuiteTask]) -> SuiteTask:
+    """One task entry, its metric, family and own settings checked against what its task
+    declares (:class:`bertkit.tasks.base.SuiteSpec`); ``before``: the entries already read."""
+    if not isinstance(t, dict):
+        raise BertkitError("each task must be a mapping", file=path, line=line)
+    own = declared_settings()
+    _keys(t, {"name": False, "task": True, "data": True, "metric": True, "family": True,
+              **{key: False for key in own}, "recipe": False, "lite": False}, path, "a task")
+    metric = _metric(t, path)
+    name = str(t.get("name", t["data"]))
+    if any(x.name == name for x in before):
+        raise BertkitError(f"two tasks named {name!r}", file=path, line=t.line,
+                           expected="a distinct 'name' for each task")
+    recipe = _settings(t.get("recipe"), path, t.lines.get("recipe", t.line), "recipe")
+    for key, declaring in own.items():  # a task's own setting (sim: architecture)
+        if key in t:
+            if t["task"] not in declaring:
+                raise BertkitError(f"task {name}: {key!r} is a setting of "
+                                   f"{' or '.join(declaring)} tasks, not of {t['task']!r}",
+                                   file=path, line=t.lines[key])
+            recipe[key] = _choice(t[key], suite_spec(t["task"]).settings[key], path,
+                                  t.lines[key], key)
+    return SuiteTask(
+        name, str(t["task"]), str(t["data"]), metric,
+        _choice(t["family"], declared_families(), path, t.lines["family"], "family"),
+        recipe, _settings(t.get("lite"), path, t.lines.get("lite", t.line), "lite"), t.line)
+
+
+def _metric(t: _Lines, path: Path) -> str:
+    """A task entry's ``metric``: one some task declares, and its own task's (a task kind not
+    registered is left to :func:`check_suite`, which names it)."""
+    from bertkit.tasks.registry import task_names
+
+    metric = _choice(t["metric"], declared_metrics(), path, t.lines["metric"], "metric")
+    if t["task"] not in task_names():
+        return metric
+    try:
+        spec = suite_spec(t["task"])
+    except BertkitError as exc:  # a registered task that declares no suite
+        raise BertkitError(exc.message, file=path, line=t.line, expected=exc.expected) from None
+    if spec.metric(metric) is None:
+        raise BertkitError(f"metric {metric} does not apply to task {t['task']!r}",
+                           file=path, line=t.lines["metric"],
+                           expected=f"a {' or '.join(metric_tasks(metric))} task")
+    return metric
+
+
+def _missing(m: _Lines, path: Path) -> list[dict[str, str]]:
+    """The suite's ``missing`` entries (a benchmark's sets not available here)."""
     missing = []
     for x in m.get("missing") or []:
         if not isinstance(x, dict):
             raise BertkitError("each missing entry must be a mapping", file=path,
                                line=m.lines["missing"])
         _keys(x, {"name": True, "family": True, "reason": False}, path, "a missing entry")
-        _choice(x["family"], FAMILIES, path, x.lines["family"], "family")
+        _choice(x["family"], declared_families(), path, x.lines["family"], "family")
         missing.append({k: str(v) for k, v in x.items()})
+    return missing
+
+
+def _references(m: _Lines, path: Path, tasks: list[SuiteTask]) -> list[Reference]:
+    """The suite's published ``references``, each scoring only the suite's tasks."""
     references = []
     for r in m.get("references") or []:
         if not isinstance(r, dict):
@@ -296,10 +329,7 @@ def parse_suite(path: str | Path) -> Suite:
         references.append(Reference(str(r["model"]), str(r["size"]), str(r["source"]),
                                     {k: float(v) for k, v in r["scores"].items()},
                                     r.get("suite_score"), r.line))
-    return Suite(str(m.get("name", path.stem)), path, str(m.get("description", "")), tasks,
-                 protocol, seeds, grid, _settings(m.get("defaults"), path,
-                                                  m.lines.get("defaults", 1), "defaults"),
-                 missing, references)
+    return references
 
 
 def check_suite(suite: Suite) -> list[BertkitError]:

@@ -12,6 +12,8 @@ from bertkit.cli._app import bench_app, make_console, user_errors
 from bertkit.cli._tasks import declared_command
 from bertkit.errors import BertkitError
 
+ResultsFolder = Annotated[Path, typer.Argument(help="A bench run's results folder.")]
+
 
 def _n(count: int, noun: str) -> str:
     """``1 task``, ``2 tasks``."""
@@ -90,7 +92,7 @@ def _report(out: Path, baseline: str | None, console) -> None:
 @bench_app.command("report")
 @user_errors
 def report_cli(
-    output_dir: Annotated[Path, typer.Argument(help="A bench run's results folder.")],
+    output_dir: ResultsFolder,
     baseline: Annotated[Optional[str], typer.Option("--baseline", "-b", help="The encoder the others are compared with. \\[default: the first]")] = None,
 ) -> None:
     """Fold a bench run's result files into report.md, report.json and report.png: per task
@@ -103,7 +105,7 @@ def report_cli(
 @bench_app.command("status")
 @user_errors
 def status_cli(
-    output_dir: Annotated[Path, typer.Argument(help="A bench run's results folder.")],
+    output_dir: ResultsFolder,
 ) -> None:
     """List a bench run's stages by state: done, running (its job id), failed (the tail of its
     log), pending. `bench run` into the folder again runs the pending and failed ones."""
@@ -143,7 +145,7 @@ def list_cli(
     from rich.console import Console
     from rich.table import Table
 
-    from bertkit.bench.metrics import METRICS
+    from bertkit.bench.metrics import declared_metrics
     from bertkit.bench.stage_settings import check_suite_settings
     from bertkit.bench.suite import check_suite, find_suite, parse_suite, suite_files
 
@@ -169,8 +171,9 @@ def list_cli(
                       _settings_text({**s.defaults, **t.recipe}), _settings_text(t.lite))
     # into a file or a pipe (80 columns) the recipe and lite columns were cut: lay it out wide
     (console if console.is_terminal else Console(width=200)).print(table)
+    metrics = declared_metrics()
     for name in dict.fromkeys(t.metric for t in s.tasks):
-        console.print(f"metric {name}: {METRICS[name].description}", highlight=False)
+        console.print(f"metric {name}: {metrics[name].description}", highlight=False)
     for ref in s.references:
         console.print(f"reference: {ref.model}, {ref.size} ({ref.source})", highlight=False)
     for m in s.missing:

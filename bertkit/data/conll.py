@@ -157,26 +157,11 @@ def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
         if cols[0] == "-DOCSTART-":
             flush()
             continue
-        if not cols[0]:
-            raise BertkitError("empty token in the first column", file=path, line=number,
-                               expected="TOKEN<TAB>TAG")
         if first is None:
             first = (len(cols), number)
-        width, where = first
-        if len(cols) == 1 and (labelled or width > 1):
-            want = "two or more columns" if width == 1 else \
-                f"{width} columns as on line {where}, the first token line"
-            raise BertkitError(f"only one column in {text.strip()!r}", file=path, line=number,
-                               expected=f"{want}: TOKEN ... TAG")
-        if len(cols) != width:
-            raise BertkitError(f"{len(cols)} columns in {text.strip()!r}", file=path, line=number,
-                               expected=f"{width} column{'s' if width > 1 else ''} as on line "
-                                        f"{where}, the first token line")
-        if width > 1:
-            if not cols[-1]:
-                raise BertkitError(f"empty tag (last column) in {text.strip()!r}", file=path,
-                                   line=number, expected="TOKEN ... TAG with a tag such as O")
-            tags.append(parse_tag(cols[-1], file=str(path), line=number))
+        tag = _token_line(cols, text, number, path, first, labelled)
+        if tag is not None:
+            tags.append(tag)
         if not tokens:
             start = number
         tokens.append(cols[0])
@@ -186,6 +171,46 @@ def read_conll(path: str | Path, *, labelled: bool = True) -> ConllFile:
                            expected="lines TOKEN<TAB>TAG with a blank line between sentences")
     if first is not None and first[0] == 1:  # tokens only (labelled=False)
         return ConllFile(path, sentences, "none")
+    return _as_iob2(path, sentences, raw_tags)
+
+
+def _token_line(cols: list[str], text: str, number: int, path: Path, first: tuple[int, int],
+                labelled: bool) -> Tag | None:
+    """Check a token line's columns against the file's first token line (``first``: its
+    column count and line) and return its tag (None in a one-column file).
+
+    Raises:
+        BertkitError: an empty token, one column where tags are expected, another column count
+            than the first token line's, or an empty or unknown tag.
+    """
+    if not cols[0]:
+        raise BertkitError("empty token in the first column", file=path, line=number,
+                           expected="TOKEN<TAB>TAG")
+    width, where = first
+    if len(cols) == 1 and (labelled or width > 1):
+        want = "two or more columns" if width == 1 else \
+            f"{width} columns as on line {where}, the first token line"
+        raise BertkitError(f"only one column in {text.strip()!r}", file=path, line=number,
+                           expected=f"{want}: TOKEN ... TAG")
+    if len(cols) != width:
+        raise BertkitError(f"{len(cols)} columns in {text.strip()!r}", file=path, line=number,
+                           expected=f"{width} column{'s' if width > 1 else ''} as on line "
+                                    f"{where}, the first token line")
+    if width == 1:
+        return None
+    if not cols[-1]:
+        raise BertkitError(f"empty tag (last column) in {text.strip()!r}", file=path,
+                           line=number, expected="TOKEN ... TAG with a tag such as O")
+    return parse_tag(cols[-1], file=str(path), line=number)
+
+
+def _as_iob2(path: Path, sentences: list[Sentence], raw_tags: list[list[Tag]]) -> ConllFile:
+    """Detect the file's scheme and set each sentence's IOB2 tags; an IOB1-looking file whose
+    entities open with ``B-`` more often than with ``I-`` is IOB2 with stray ``I-`` openings.
+
+    Raises:
+        BertkitError: an unknown scheme (see :func:`~bertkit.data.tagging.to_iob2`).
+    """
     scheme, stray = detect_scheme(raw_tags), []
     if scheme == "IOB1":  # mostly B- openings: IOB2 with a few stray I- tags (spaCy#2661)
         b_opens, i_opens = entity_openings(raw_tags)

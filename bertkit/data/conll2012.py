@@ -216,9 +216,7 @@ def _document(doc: CorefDocument, pending: list[tuple[int, list[str]] | None], p
     """Fill ``doc`` from its token lines (``pending``, None between sentences): words, rows,
     clusters (when ``labelled``) and notes."""
     width = _usual_width(pending)
-    open_: dict[int, list[tuple[int, int]]] = {}  # entity -> stack of (start token, line)
-    clusters: dict[int, list[tuple[int, int]]] = {}
-    first_open: dict[int, int] = {}  # entity -> order of its first opening in the document
+    chains = _Chains()
     widened: list[tuple[int, int]] = []  # (line, fields) of lines with empty extra fields
     sentence: list[str] = []
     for item in pending:
@@ -231,25 +229,7 @@ def _document(doc: CorefDocument, pending: list[tuple[int, list[str]] | None], p
         if len(fields) > width >= 2 and not any(f.strip() for f in fields[width:]):
             widened.append((line_no, len(fields)))
             fields = fields[:width]  # a trailing tab: the coreference field is the last real one
-        if len(fields) < 2:
-            raise BertkitError("token line with one column", file=path, line=line_no,
-                               expected="columns with the coreference column last")
-        if doc.rows and (len(fields) >= 5) != (len(doc.rows[0]) >= 5):  # the word's column
-            raise BertkitError(f"token line with {len(fields)} columns where line "
-                               f"{doc.token_lines[0]} of document {doc.name!r} has "
-                               f"{len(doc.rows[0])}", file=path, line=line_no,
-                               expected="the same layout on every token line of a document "
-                               "(the word in column 4 of 5 or more, else in column 1)")
-        last, ok = _coref_field(fields)
-        if labelled and not ok:
-            elsewhere = any(_coref_field([f])[1] and f.strip() not in ("", "-")
-                            for f in fields[4:-1])
-            where = " (a coreference annotation sits in another column)" if elsewhere else ""
-            counts = (f"; this line has {len(fields)} fields, most token lines of document "
-                      f"{doc.name!r} {width}" if len(fields) != width else "")
-            raise BertkitError(f"last column {last!r} is not a coreference annotation{where}"
-                               f"{counts}", file=path, line=line_no,
-                               expected=EXPECTED_COREF + " in the last column")
+        last, ok = _check_row(doc, fields, line_no, width, path, labelled)
         word = fields[3] if len(fields) >= 5 else fields[0]
         index = sum(len(s) for s in doc.sentences) + len(sentence)
         sentence.append(word)
@@ -257,50 +237,116 @@ def _document(doc: CorefDocument, pending: list[tuple[int, list[str]] | None], p
         doc.rows.append(fields)
         if not (labelled or brackets and ok) or last in ("", "-"):
             continue
-        for found in _ITEM.finditer(last):
-            part = found.group(0)
-            opens, entity, closes = found.groups()
-            entity = int(entity)
-            first_open.setdefault(entity, len(first_open))
-            if opens and closes:
-                clusters.setdefault(entity, []).append((index, index))
-            elif opens:
-                open_.setdefault(entity, []).append((index, line_no))
-            else:
-                stack = open_.get(entity)
-                if not stack:
-                    raise BertkitError(f"'{part}' closes a mention of entity {entity}, which is "
-                                       f"not open", file=path, line=line_no,
-                                       expected=f"'({entity}' on this or an earlier line")
-                start, _ = stack.pop()
-                clusters.setdefault(entity, []).append((start, index))
+        chains.read(last, index, line_no, path)
     if sentence:
         doc.sentences.append(sentence)
     if not doc.sentences:
         raise BertkitError(f"document {doc.name!r} has no tokens", file=path,
                            line=doc.begin_line, expected="token lines between #begin "
                            "document and #end document")
-    for entity, stack in open_.items():
-        if stack:
-            start, at = stack[0]
-            raise BertkitError(f"mention of entity {entity} opened here is never closed "
-                               f"(brackets do not balance)", file=path, line=at,
-                               expected=f"a '{entity})' later in document {doc.name!r}")
+    chains.check_closed(doc, path)
     if widened:
-        shown = ", ".join(f"line {n} ({k} fields)" for n, k in widened[:5])
-        more = f" and {len(widened) - 5} more" if len(widened) > 5 else ""
-        doc.notes.append(f"{path}:{widened[0][0]}: {len(widened)} token line(s) of document "
-                         f"{doc.name!r} end in empty fields after field {width}, where the "
-                         f"coreference column is on its other token lines: {shown}{more}; "
-                         f"the empty fields (a trailing tab) are ignored, the coreference read "
-                         f"from field {width}, the last non-empty field (as the reference "
-                         f"scorer's tab split does)")
+        doc.notes.append(_widened_note(doc, widened, width, path))
     if labelled:
-        doc.notes.extend(_repeated_spans(doc, clusters, first_open, path))
+        doc.notes.extend(_repeated_spans(doc, chains.clusters, chains.first_open, path))
         # entities in order of their first mention, ties by which opened first
         doc.clusters = [sorted(m) for _, m in sorted(
-            clusters.items(), key=lambda kv: (min(kv[1]), first_open[kv[0]]))]
+            chains.clusters.items(), key=lambda kv: (min(kv[1]), chains.first_open[kv[0]]))]
     return doc
+
+
+def _check_row(doc: CorefDocument, fields: list[str], line_no: int, width: int, path: Path,
+               labelled: bool) -> tuple[str, bool]:
+    """Check a token line's layout against its document's (``width``: the usual field count)
+    and return its coreference field and whether it reads as one.
+
+    Raises:
+        BertkitError: one column, the word's column elsewhere than on the document's first
+            token line, or (``labelled``) a last field that is no coreference annotation.
+    """
+    if len(fields) < 2:
+        raise BertkitError("token line with one column", file=path, line=line_no,
+                           expected="columns with the coreference column last")
+    if doc.rows and (len(fields) >= 5) != (len(doc.rows[0]) >= 5):  # the word's column
+        raise BertkitError(f"token line with {len(fields)} columns where line "
+                           f"{doc.token_lines[0]} of document {doc.name!r} has "
+                           f"{len(doc.rows[0])}", file=path, line=line_no,
+                           expected="the same layout on every token line of a document "
+                           "(the word in column 4 of 5 or more, else in column 1)")
+    last, ok = _coref_field(fields)
+    if labelled and not ok:
+        elsewhere = any(_coref_field([f])[1] and f.strip() not in ("", "-")
+                        for f in fields[4:-1])
+        where = " (a coreference annotation sits in another column)" if elsewhere else ""
+        counts = (f"; this line has {len(fields)} fields, most token lines of document "
+                  f"{doc.name!r} {width}" if len(fields) != width else "")
+        raise BertkitError(f"last column {last!r} is not a coreference annotation{where}"
+                           f"{counts}", file=path, line=line_no,
+                           expected=EXPECTED_COREF + " in the last column")
+    return last, ok
+
+
+@dataclass
+class _Chains:
+    """A document's coreference brackets as they are read: ``open_`` (entity -> stack of
+    (start token, line) of its open mentions), ``clusters`` (entity -> closed mentions
+    ``(start, end)``, both inclusive) and ``first_open`` (entity -> order of its first opening
+    in the document)."""
+
+    open_: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    clusters: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    first_open: dict[int, int] = field(default_factory=dict)
+
+    def read(self, last: str, index: int, line_no: int, path: Path) -> None:
+        """Read the coreference field ``last`` of token ``index`` (on line ``line_no``).
+
+        Raises:
+            BertkitError: a bracket closes an entity with no open mention.
+        """
+        for found in _ITEM.finditer(last):
+            part = found.group(0)
+            opens, entity, closes = found.groups()
+            entity = int(entity)
+            self.first_open.setdefault(entity, len(self.first_open))
+            if opens and closes:
+                self.clusters.setdefault(entity, []).append((index, index))
+            elif opens:
+                self.open_.setdefault(entity, []).append((index, line_no))
+            else:
+                stack = self.open_.get(entity)
+                if not stack:
+                    raise BertkitError(f"'{part}' closes a mention of entity {entity}, which is "
+                                       f"not open", file=path, line=line_no,
+                                       expected=f"'({entity}' on this or an earlier line")
+                start, _ = stack.pop()
+                self.clusters.setdefault(entity, []).append((start, index))
+
+    def check_closed(self, doc: CorefDocument, path: Path) -> None:
+        """At the end of ``doc``: every opened mention was closed.
+
+        Raises:
+            BertkitError: at the line of the first mention left open (brackets do not balance).
+        """
+        for entity, stack in self.open_.items():
+            if stack:
+                start, at = stack[0]
+                raise BertkitError(f"mention of entity {entity} opened here is never closed "
+                                   f"(brackets do not balance)", file=path, line=at,
+                                   expected=f"a '{entity})' later in document {doc.name!r}")
+
+
+def _widened_note(doc: CorefDocument, widened: list[tuple[int, int]], width: int,
+                  path: Path) -> str:
+    """The note on ``doc``'s token lines (``widened``: line and field count) that end in empty
+    fields after the usual ``width``."""
+    shown = ", ".join(f"line {n} ({k} fields)" for n, k in widened[:5])
+    more = f" and {len(widened) - 5} more" if len(widened) > 5 else ""
+    return (f"{path}:{widened[0][0]}: {len(widened)} token line(s) of document "
+            f"{doc.name!r} end in empty fields after field {width}, where the "
+            f"coreference column is on its other token lines: {shown}{more}; "
+            f"the empty fields (a trailing tab) are ignored, the coreference read "
+            f"from field {width}, the last non-empty field (as the reference "
+            f"scorer's tab split does)")
 
 
 def _repeated_spans(doc: CorefDocument, clusters: dict[int, list[tuple[int, int]]],

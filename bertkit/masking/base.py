@@ -19,6 +19,7 @@ import math
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -420,3 +421,22 @@ class Masker(ABC):
     @abstractmethod
     def __call__(self, input_ids: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
         """Mask ``input_ids`` (``[B, T]`` long, CPU) and return a :class:`MaskedBatch`."""
+
+
+class WordMasker(Masker):
+    """A masker of whole words (whole-word and span masking): it keeps the vocabulary's
+    real-token and word-continuation tables as NumPy arrays for its word structure. Arguments
+    and errors as :class:`Masker`'s."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._real = self.vocab.is_real.numpy()
+        self._continues = self.vocab.continues_word.numpy()
+
+    def _words(self, input_ids: torch.Tensor) -> tuple[np.ndarray, ...]:
+        """``ids [B, T]`` (NumPy), ``real [B, T]`` bool and :func:`word_structure`'s
+        ``word_id [B, T]`` and ``word_len [B, W + 1]`` of ``input_ids``."""
+        ids = input_ids.numpy()
+        real = self._real[ids]
+        word_id, word_len = word_structure(real, self._continues[ids])
+        return ids, real, word_id, word_len

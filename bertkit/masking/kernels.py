@@ -142,48 +142,75 @@ def wwm_choose(word_id, word_len, n_words, k, keys):  # pragma: no cover - compi
     N = 0
     for b in range(B):
         n = n_words[b]
-        left = k[b]
-        if n == 0 or left == 0:
+        if n == 0 or k[b] == 0:
             continue
-        row = keys[b]
-        fit[:left + 2] = 0
-        start[:n + 1] = 0
-        for i in range(n):
-            fit[min(word_len[b, i], left + 1)] += 1
-            j = int(row[i] * n)
-            if j >= n:
-                j = n - 1
-            bucket[i] = j
-            start[j + 1] += 1
-        for j in range(n):
-            start[j + 1] += start[j]
-        for i in range(n):
-            j = bucket[i]
-            order[start[j]] = i
-            start[j] += 1
-        for p in range(1, n):
-            w = order[p]
-            q = p - 1
-            while q >= 0 and _before(row, w, order[q]):
-                order[q + 1] = order[q]
-                q -= 1
-            order[q + 1] = w
-        fitting = n - fit[left + 1]  # unvisited words that still fit
-        p = 0
-        while fitting > 0:
-            w = order[p]
-            p += 1
-            pieces = word_len[b, w]
-            if pieces <= left:
-                taken[b, w] = True
-                fit[pieces] -= 1
-                left -= pieces
-                N += pieces
-                fitting = 0
-                for size in range(1, left + 1):
-                    fitting += fit[size]
-            elif pieces <= k[b]:  # too long now: visited, and it never counted in `fitting`
-                fit[pieces] -= 1
+        _visiting_order(keys[b], n, order, bucket, start)
+        N += _take_greedy(word_len[b], order, n, k[b], fit, taken[b])
+    return _flat_chosen(word_id, taken, N)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _visiting_order(row, n, order, bucket, start):  # pragma: no cover - compiled
+    """Fill ``order[:n]`` with the words ``0..n-1`` of a row by increasing key ``row`` (ties by
+    position): a bucket sort (``n`` buckets of width ``1/n``, words placed in position order),
+    then one insertion sort of the nearly sorted array. ``bucket`` (``[>= n]``) and ``start``
+    (``[>= n + 1]``) are scratch."""
+    start[:n + 1] = 0
+    for i in range(n):
+        j = int(row[i] * n)
+        if j >= n:
+            j = n - 1
+        bucket[i] = j
+        start[j + 1] += 1
+    for j in range(n):
+        start[j + 1] += start[j]
+    for i in range(n):
+        j = bucket[i]
+        order[start[j]] = i
+        start[j] += 1
+    for p in range(1, n):
+        w = order[p]
+        q = p - 1
+        while q >= 0 and _before(row, w, order[q]):
+            order[q + 1] = order[q]
+            q -= 1
+        order[q + 1] = w
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _take_greedy(lengths, order, n, budget, fit, taken_row):  # pragma: no cover - compiled
+    """The greedy pass over one row's ``n`` words in ``order``: a word is taken (``taken_row``
+    set) when its ``lengths`` pieces fit in what is left of ``budget``; the pass stops once no
+    unvisited word fits (``fit``, ``[>= budget + 2]`` scratch: unvisited words by length, those
+    longer than the budget in the last cell). Returns the pieces taken."""
+    left = budget
+    fit[:left + 2] = 0
+    for i in range(n):
+        fit[min(lengths[i], left + 1)] += 1
+    fitting = n - fit[left + 1]  # unvisited words that still fit
+    p = 0
+    N = 0
+    while fitting > 0:
+        w = order[p]
+        p += 1
+        pieces = lengths[w]
+        if pieces <= left:
+            taken_row[w] = True
+            fit[pieces] -= 1
+            left -= pieces
+            N += pieces
+            fitting = 0
+            for size in range(1, left + 1):
+                fitting += fit[size]
+        elif pieces <= budget:  # too long now: visited, and it never counted in `fitting`
+            fit[pieces] -= 1
+    return N
+
+
+@njit(cache=True, nogil=True)
+def _flat_chosen(word_id, taken, N):  # pragma: no cover - compiled
+    """``[N]`` int64: the flat indices (row-major) of the pieces of the ``taken`` words."""
+    B, T = word_id.shape
     chosen = np.empty(N, np.int64)
     j = 0
     for b in range(B):

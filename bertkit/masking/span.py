@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from bertkit.errors import BertkitError
-from bertkit.masking.base import (MaskedBatch, Masker, VocabInfo, as_ids, budget, check_ids,
-                                  kernels, replace, replace_compiled, word_structure)
+from bertkit.masking.base import (MaskedBatch, VocabInfo, WordMasker, as_ids, budget, check_ids,
+                                  kernels, replace, replace_compiled)
 
 
 def span_length_distribution(p: float = 0.2, max_len: int = 10) -> torch.Tensor:
@@ -82,7 +82,7 @@ def draw_span_masks(real: np.ndarray, word_id: np.ndarray, word_len: np.ndarray,
 
     Args:
         real: ``[B, T]`` bool, maskable tokens.
-        word_id / word_len: from :func:`word_structure`.
+        word_id / word_len: from :func:`~bertkit.masking.base.word_structure`.
         k: ``[B]`` int64, the budget of each row (``<= real.sum(1)``).
         p / max_len: span lengths in words ~ Geo(p) truncated to 1..max_len.
 
@@ -203,7 +203,7 @@ def boundaries_and_runs(mask: np.ndarray, real: np.ndarray) -> tuple[np.ndarray,
     return chosen, run, boundaries.reshape(B, T, 2)
 
 
-class SpanMasker(Masker):
+class SpanMasker(WordMasker):
     """SpanBERT span masking; see the module docstring. Returns the SBO boundaries.
 
     Args:
@@ -223,15 +223,11 @@ class SpanMasker(Masker):
         if max_span_length < 1:
             raise BertkitError(f"--max-span-length is {max_span_length}", expected="an integer >= 1")
         self.span_p, self.max_span_length = span_p, max_span_length
-        self._real = vocab.is_real.numpy()
-        self._continues = vocab.continues_word.numpy()
 
     def __call__(self, input_ids: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
         if self.jit:
             return self._compiled(input_ids, generator)
-        ids = input_ids.numpy()
-        real = self._real[ids]
-        word_id, word_len = word_structure(real, self._continues[ids])
+        ids, real, word_id, word_len = self._words(input_ids)
         k = np.asarray(budget(real, self.mask_prob, "ceil"), dtype=np.int64)
         mask, lengths = draw_span_masks(real, word_id, word_len, k, self.span_p,
                                         self.max_span_length, generator)

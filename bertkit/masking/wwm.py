@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bertkit.masking.base import (MaskedBatch, Masker, as_ids, budget, check_ids, kernels, replace,
-                                  replace_compiled, word_structure)
+from bertkit.masking.base import (MaskedBatch, WordMasker, as_ids, budget, check_ids, kernels,
+                                  replace, replace_compiled)
 
 EXTRA_WORDS = 8  # words sorted beyond the budget; rows needing more are redone in full
 
@@ -92,22 +92,15 @@ def choose_words(lengths: np.ndarray, k: np.ndarray, keys: np.ndarray) -> np.nda
     return out
 
 
-class WholeWordMasker(Masker):
+class WholeWordMasker(WordMasker):
     """BERT whole-word masking; see the module docstring. Returns no SBO boundaries."""
 
     name = "wwm"
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._real = self.vocab.is_real.numpy()
-        self._continues = self.vocab.continues_word.numpy()
-
     def __call__(self, input_ids: torch.Tensor, generator: torch.Generator) -> MaskedBatch:
         if self.jit:
             return self._compiled(input_ids, generator)
-        ids = input_ids.numpy()
-        real = self._real[ids]
-        word_id, word_len = word_structure(real, self._continues[ids])
+        ids, real, word_id, word_len = self._words(input_ids)
         W = word_len.shape[1] - 1
         keys = torch.rand((ids.shape[0], W), generator=generator).numpy()
         k = np.asarray(budget(real, self.mask_prob, "round"), dtype=np.int64)

@@ -63,22 +63,8 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
            "warning": None}
     if not gold:
         return out
-    label, count = Counter(gold).most_common(1)[0]
-    base = score(gold, [label] * len(gold))
-    out.update(majority_label=list(label) if isinstance(label, tuple) else label,
-               majority_share=count / len(gold),
-               baseline_macro_f1=float(base.get("macro_f1", 0.0)),
-               baseline_micro_f1=float(base.get("micro_f1", 0.0)),
-               baseline_accuracy=float(base.get("accuracy", 0.0)),
-               single_label=len(set(pred)) == 1 and len(gold) > 1)
-    top, top_gold = None, 0.0
-    if pred:
-        top, n_top = Counter(pred).most_common(1)[0]
-        top_gold = sum(g == top for g in gold) / len(gold)
-        out["top_prediction_share"] = n_top / len(pred)
-        out["near_constant"] = (not out["single_label"] and len(pred) > 1
-                                and out["top_prediction_share"] >= NEAR_CONSTANT
-                                and top_gold < out["top_prediction_share"] / 2)
+    label = _majority_baseline(out, gold, pred, score)
+    top, top_gold = _top_prediction(out, gold, pred)
     value = float(metrics.get(key, 0.0))
     out["at_or_below_baseline"] = value <= out["baseline_macro_f1"] + 1e-9
     if len(set(gold)) == 1:  # one gold label: the constant prediction is perfect, no yardstick
@@ -95,6 +81,45 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
                    every_label_micro_f1=float(every.get("micro_f1", 0.0)))
         below["every"] = value <= out["every_label_macro_f1"] + 1e-9
         out["at_or_below_baseline"] = below["majority"] or below["every"]
+    out["warning"] = _collapse_warning(out, below, key, value, label, pred, top, top_gold)
+    return out
+
+
+def _majority_baseline(out: dict, gold: list, pred: list,
+                       score: Callable[[list, list], dict]) -> Any:
+    """Score the constant majority-label prediction into ``out`` (``majority_*``,
+    ``baseline_*``, ``single_label``); return the majority label."""
+    label, count = Counter(gold).most_common(1)[0]
+    base = score(gold, [label] * len(gold))
+    out.update(majority_label=list(label) if isinstance(label, tuple) else label,
+               majority_share=count / len(gold),
+               baseline_macro_f1=float(base.get("macro_f1", 0.0)),
+               baseline_micro_f1=float(base.get("micro_f1", 0.0)),
+               baseline_accuracy=float(base.get("accuracy", 0.0)),
+               single_label=len(set(pred)) == 1 and len(gold) > 1)
+    return label
+
+
+def _top_prediction(out: dict, gold: list, pred: list) -> tuple[Any, float]:
+    """Set ``top_prediction_share`` and ``near_constant`` in ``out`` (after
+    :func:`_majority_baseline`); return the most common prediction (None without predictions)
+    and the gold's share of it."""
+    top, top_gold = None, 0.0
+    if pred:
+        top, n_top = Counter(pred).most_common(1)[0]
+        top_gold = sum(g == top for g in gold) / len(gold)
+        out["top_prediction_share"] = n_top / len(pred)
+        out["near_constant"] = (not out["single_label"] and len(pred) > 1
+                                and out["top_prediction_share"] >= NEAR_CONSTANT
+                                and top_gold < out["top_prediction_share"] / 2)
+    return top, top_gold
+
+
+def _collapse_warning(out: dict, below: dict[str, bool], key: str, value: float, label: Any,
+                      pred: list, top: Any, top_gold: float) -> str | None:
+    """The collapse sentence of :func:`collapse_report` from its figures in ``out`` (None: no
+    sign of a collapse). ``below``: at or below the ``majority`` and ``every``-label
+    baselines; ``value``: the model's ``key`` score."""
     reasons = []
     if out["single_label"]:
         reasons.append(f"every prediction is {label_phrase(pred[0])}")
@@ -108,13 +133,13 @@ def collapse_report(gold: Sequence, pred: Sequence, metrics: dict,
         reasons.append(f"{key} {100 * value:.2f} is at or below predicting every label for every "
                        f"example ({key} {100 * out['every_label_macro_f1']:.2f}, micro_f1 "
                        f"{100 * out['every_label_micro_f1']:.2f})")
-    if reasons:
-        out["warning"] = ("the classifier may have collapsed: " + "; ".join(reasons) +
-                          f" (always predicting {label_phrase(label)}: {key} "
-                          f"{100 * out['baseline_macro_f1']:.2f}, accuracy "
-                          f"{100 * out['baseline_accuracy']:.2f}); try more epochs, another "
-                          f"--lr or --class-weights balanced")
-    return out
+    if not reasons:
+        return None
+    return ("the classifier may have collapsed: " + "; ".join(reasons) +
+            f" (always predicting {label_phrase(label)}: {key} "
+            f"{100 * out['baseline_macro_f1']:.2f}, accuracy "
+            f"{100 * out['baseline_accuracy']:.2f}); try more epochs, another "
+            f"--lr or --class-weights balanced")
 
 
 def label_phrase(label: Any) -> str:

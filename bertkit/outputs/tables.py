@@ -11,17 +11,25 @@ from rich.markup import escape
 from rich.table import Table
 
 
+def _per_name_table(title: str, caption: str, columns: tuple[str, ...], keys: tuple[str, ...],
+                    rows: dict[str, dict]) -> Table:
+    """A table whose first section has a row per name of ``rows`` (sorted): the name (escaped),
+    its ``keys`` in percent and its ``support``, under ``columns`` (the name's first)."""
+    table = Table(title=escape(title), caption=caption)
+    for col in columns:
+        table.add_column(col, justify="left" if col == columns[0] else "right")
+    for name, row in sorted(rows.items()):
+        table.add_row(escape(name), *(f"{100 * row[k]:.2f}" for k in keys), str(row["support"]))
+    table.add_section()
+    return table
+
+
 def entity_table(metrics: dict, title: str) -> Table:
     """Per-type and overall entity precision/recall/F1 (percent), with the scoring mode named."""
-    table = Table(title=escape(title), caption="seqeval strict IOB2 (exact spans); conlleval = seqeval "
-                                       "default mode")
-    for col in ("type", "precision", "recall", "F1", "support"):
-        table.add_column(col, justify="left" if col == "type" else "right")
-    for name, row in sorted(metrics["per_type"].items()):
-        table.add_row(escape(name), f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
-                      f"{100 * row['f1']:.2f}", str(row["support"]))
+    table = _per_name_table(title, "seqeval strict IOB2 (exact spans); conlleval = seqeval "
+                                   "default mode", ("type", "precision", "recall", "F1", "support"),
+                            ("precision", "recall", "f1"), metrics["per_type"])
     support = sum(r["support"] for r in metrics["per_type"].values())
-    table.add_section()
     table.add_row("[bold]micro (strict)", f"{100 * metrics['precision']:.2f}",
                   f"{100 * metrics['recall']:.2f}", f"[bold]{100 * metrics['f1']:.2f}", str(support))
     table.add_row("macro (strict)", "", "", f"{100 * metrics['macro_f1']:.2f}", "")
@@ -122,14 +130,10 @@ def baseline_row(table: Table, metrics: dict) -> None:
 def parse_table(metrics: dict, title: str) -> Table:
     """Dependency parsing scores (percent): UAS/LAS without and with punctuation, complete match,
     non-projective share, then LAS/precision/F1 per gold relation; the punctuation rule as caption."""
-    table = Table(title=escape(title), caption=metrics["punct_rule_text"] + "; bertkit always decodes "
-                                                                    "well-formed trees")
-    for col in ("relation", "LAS", "precision", "F1", "support"):
-        table.add_column(col, justify="left" if col == "relation" else "right")
-    for name, row in sorted(metrics["per_rel"].items()):
-        table.add_row(escape(name), f"{100 * row['las']:.2f}", f"{100 * row['precision']:.2f}",
-                      f"{100 * row['f1']:.2f}", str(row["support"]))
-    table.add_section()
+    table = _per_name_table(title, metrics["punct_rule_text"] + "; bertkit always decodes "
+                                                                "well-formed trees",
+                            ("relation", "LAS", "precision", "F1", "support"),
+                            ("las", "precision", "f1"), metrics["per_rel"])
     table.add_row("[bold]UAS / LAS (no punct)", f"[bold]{100 * metrics['uas']:.2f} / "
                   f"{100 * metrics['las']:.2f}", "", "", str(metrics["scored_words"]))
     table.add_row("UAS / LAS (with punct)", f"{100 * metrics['uas_punct']:.2f} / "

@@ -27,6 +27,9 @@ A task supplies:
   metrics, the card's: one list for the card, ``adapt`` and the ``--seeds`` summary).
 * ``text_lines(data, max_examples)``: the unlabelled training text TAPT reads (``bertkit adapt
   --task-text TASK:DATA``).
+* ``suite`` (a :class:`SuiteSpec`, or None): what ``bertkit bench`` needs to enter the task in a
+  suite (its metrics, their per-test-item statistics, its test text, its families); ``bench``
+  reads it through the registry and names no task.
 
 Its command line is declared on its settings (:mod:`bertkit.settings.options`): ``option(...)`` fields
 are the ``finetune`` options, ``config_class.commands`` the three commands' help and the
@@ -201,6 +204,78 @@ class Task(Protocol):
     headline: tuple  # of bertkit.outputs.modelcard.Metric, the main score first
     evaluate: Callable[..., Evaluation]
     predict: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class SuiteMetric:
+    """A metric a suite may name for a task (lm-evaluation-harness's per-task ``metric_list``:
+    the task declares its metric, its averaging and how to score one test item; the harness
+    names no task).
+
+    Attributes:
+        name: the suite's name for it (``entity_f1``, ``micro_f1``); a suite file's ``metric``.
+        key: its key in ``results.json``'s ``test``: the task's own scorer's number, which the
+            report shows (never recomputed).
+        description: what is averaged how, and the source (``bench list``, the report).
+        scale: the factor from the ``results.json`` value to points: 100 for a fraction, 1 for a
+            score already in points (SQuAD F1, CoNLL F1); the task's headline ``Metric.scale``.
+        stats: ``stats(run_dir, results) -> [N, K] float array``: the sufficient statistics of
+            each of the run's N test items (sentence, pair, document), read from its prediction
+            files (``results``: the run's ``results.json``); None where the predictions allow no
+            per-item statistics (then no paired bootstrap), or the call returns None where the
+            gold cannot be read on this machine. May raise OSError, ValueError or KeyError on an
+            unreadable file.
+        score: ``score(summed [..., K]) -> [...]``: the metric from statistics summed over items
+            (in the unit of ``key``), so a resampled score is one matrix product (the paired
+            bootstrap, Koehn 2004; Berg-Kirkpatrick et al. 2012).
+        floor: ``floor(test) -> str | None``: why the test figures (``results.json``'s ``test``)
+            are at a constant prediction's level, a phrase ending in its figures in parentheses,
+            or None (issue 17 item 6); None: no constant baseline is known for the metric.
+        zero_shot: ``zero_shot(test) -> str | None``: why the score is below what the encoder
+            scores with no training (issue 63), or None.
+    """
+
+    name: str
+    key: str
+    description: str
+    scale: float = 100.0
+    stats: Callable[[Path, dict], Any] | None = None
+    score: Callable[[Any], Any] | None = None
+    floor: Callable[[dict], str | None] | None = None
+    zero_shot: Callable[[dict], str | None] | None = None
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    """What a task declares so that ``bertkit bench`` can enter it in a suite (spaCy's
+    registry: a component declares what the pipeline needs to know about it). ``bench`` reads it
+    from the task (:func:`bertkit.tasks.registry.get_task`) and refuses, by name, a task that
+    declares none, a metric it does not declare and test text it cannot give.
+
+    Attributes:
+        metrics: the metrics a suite may name for the task (:class:`SuiteMetric`).
+        families: ``{family: description}`` the task may stand in, for the suite score (BLURB's
+            mean of family means, Gu et al. 2021, Table 2; SciBERT's and SpanBERT's families).
+        test_texts: ``test_texts(path) -> list[str]``: the texts of a test split (a file, or a
+            folder of documents) read with the task's own reader, one sentence or text each,
+            for the contamination check (:mod:`bertkit.bench.contamination`); None: the task
+            cannot give them. Raises BertkitError on a file its reader refuses.
+        distinct_texts: the contamination count takes each distinct text once (pair and
+            relation sets, where one sentence carries many examples) rather than each sentence
+            every time (sentence files).
+        settings: ``{key: choices}``: finetune settings a suite's task entry may set as its own
+            key (``architecture: bi-encoder``), with the values allowed.
+    """
+
+    metrics: tuple[SuiteMetric, ...]
+    families: dict[str, str]
+    test_texts: Callable[[Path], list[str]] | None = None
+    distinct_texts: bool = False
+    settings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def metric(self, name: str) -> SuiteMetric | None:
+        """The declared metric called ``name``, or None."""
+        return next((m for m in self.metrics if m.name == name), None)
 
 
 NOT_SCORES = ("loss", "seconds", "per_second", "perplexity", "count", "tokens", "examples",

@@ -1,4 +1,4 @@
-"""What the training loop prints and draws: the evaluation line, a batch's source for messages,
+"""What the training loop prints and draws: the warm-up warning, the evaluation line, a batch's source for messages,
 ``curves.png`` (:mod:`bertkit.training.loop` calls these; they change nothing of the run)."""
 
 from __future__ import annotations
@@ -9,7 +9,19 @@ from typing import Any
 from rich.console import Console
 
 from bertkit.training.batches import BatchSource
+from bertkit.training.optim import warmup_steps
 from bertkit.training.state import Parts, TrainState
+
+
+def warn_long_warmup(console: Console | None, cfg: Any, total_steps: int) -> None:
+    """Warn on ``console`` when a warm-up given in steps (``cfg.warmup`` >= 1) is not shorter
+    than the run's ``total_steps``: the learning rate would never reach its peak."""
+    warm = warmup_steps(cfg.warmup, total_steps)
+    if console is not None and cfg.warmup >= 1 and warm >= total_steps:
+        console.print(f"warning: the warm-up ({warm:,} steps) is not shorter than the run "
+                      f"({total_steps:,} steps): the learning rate never reaches its peak "
+                      f"{cfg.lr:g}; give a shorter --warmup (a ratio < 1 scales with the run)",
+                      highlight=False, markup=False)
 
 
 def describe_eval(record: dict[str, Any], score: float | None, state: TrainState,

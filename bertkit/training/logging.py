@@ -181,6 +181,39 @@ class PlainProgress:
         return text
 
 
+class StepProgress:
+    """The run's progress display, advanced once per optimiser step: the bar of
+    :func:`make_progress` on a terminal, else a :class:`PlainProgress` line every 30 s.
+
+    Args:
+        console: where it shows (None, as off the main process: nothing).
+        total_steps, n_epochs, start_step: as :class:`PlainProgress`'s.
+
+    As a context manager it draws the bar (from ``start_step``) until exit.
+    """
+
+    def __init__(self, console: Console | None, total_steps: int, n_epochs: int,
+                 start_step: int = 0) -> None:
+        self.bar = make_progress(console)
+        self.plain = PlainProgress(console, total_steps, n_epochs, start_step=start_step)
+        self.task = None
+
+    def __enter__(self) -> "StepProgress":
+        self.bar.__enter__()
+        self.task = self.bar.add_task("train", total=self.plain.total,
+                                      completed=self.plain.start_step, rate="")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.bar.__exit__(*exc)
+
+    def update(self, step: int, epoch: int, meter: Any) -> None:
+        """After optimiser step ``step`` of epoch ``epoch`` (1-based): advance the bar with
+        ``meter``'s examples/s and print a plain line if one is due."""
+        self.bar.update(self.task, advance=1, rate=f"{meter.rate():.1f} ex/s")
+        self.plain.update(step, epoch, meter)
+
+
 def _clock(seconds: float) -> str:
     """``h:mm:ss`` or ``m:ss``."""
     m, s = divmod(int(round(seconds)), 60)

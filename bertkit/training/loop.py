@@ -10,10 +10,11 @@ a progress bar, DDP or FSDP, SIGINT/SIGTERM checkpoint-and-exit, non-finite loss
 
 :func:`train` is the algorithm (as nanoGPT's ``train.py`` and torchtune's recipes: the loop
 visible at a glance); each step it takes is a plain function below, tested on its own:
-:func:`setup`, :func:`resume`, :func:`forward_backward`, :func:`skip_nonfinite`,
-:func:`optimizer_step`, :func:`evaluate_and_select`, :func:`~bertkit.training.saving.save_step`,
+:func:`open_run` (:func:`setup`, :func:`resume`, the logs), :func:`forward_backward`,
+:func:`skip_nonfinite`, :func:`optimizer_step`, :func:`log_evaluate_save` (logging,
+:func:`evaluate_and_select`, :func:`~bertkit.training.saving.save_step`), :func:`end_epoch`,
 :func:`~bertkit.training.saving.stop_run`, :func:`finish`; what it prints and draws is in
-:mod:`bertkit.training.display`. The run's progress is one :class:`TrainState`; what it trains with is one
+:mod:`bertkit.training.display` and :class:`~bertkit.training.logging.StepProgress`. The run's progress is one :class:`TrainState`; what it trains with is one
 :class:`Parts`. In a multi-process run there is one all-reduce per forward pass
 (:func:`~bertkit.training.distributed.reduce_batch`: loss scale, logged losses and stop flag).
 """
@@ -36,29 +37,23 @@ from bertkit.training.distributed import (barrier, broadcast_flag, init_distribu
                                           is_distributed, reduce_batch, shard_batch, wrap_model)
 from bertkit.training.fsdp import load_full_state, shard_model
 from bertkit.training.masks import broadcast_padding_masks
-from bertkit.training.logging import PlainProgress, make_progress, open_metrics_log
-from bertkit.training.optim import (build_optimizer, build_scheduler, load_optimizer_state,
-                                    warmup_steps)
-from bertkit.training.display import _draw_curves, describe_eval, torch_world_size
+from bertkit.training.logging import StepProgress, open_metrics_log
+from bertkit.training.optim import build_optimizer, build_scheduler, load_optimizer_state
+from bertkit.training.display import (_draw_curves, describe_eval, torch_world_size,
+                                     warn_long_warmup)
 from bertkit.training.rundir import RunWriter, check_free_space, checkpoint_bytes
 from bertkit.training.saving import save_step, stop_run, sync_model
 from bertkit.training.signals import StopRequest
 from bertkit.training.nonfinite import skip_nonfinite, watch_nonfinite  # noqa: F401 (re-exported)
 from bertkit.training.state import BatchOut, Parts, TrainState, defined_score
 
+Evaluate = Callable[[torch.nn.Module], dict[str, Any]]  # the model in eval mode -> dev metrics
 
-def train(
-    model: torch.nn.Module,
-    data: BatchSource,
-    cfg: TrainConfig,
-    runtime: Runtime,
-    output_dir: Path,
-    evaluate: Callable[[torch.nn.Module], dict[str, Any]] | None = None,
-    select_metric: str | None = "f1",
-    console: Console | None = None,
-    score_scale: float = 100.0,
-    tracker: Any = None,
-) -> TrainResult:
+
+def train(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: Runtime,
+          output_dir: Path, evaluate: Evaluate | None = None,
+          select_metric: str | None = "f1", console: Console | None = None,
+          score_scale: float = 100.0, tracker: Any = None) -> TrainResult:
     """Train ``model`` on ``data`` for ``cfg.epochs`` epochs (or ``cfg.max_steps`` steps).
 
     Args:
@@ -74,7 +69,7 @@ def train(
         select_metric: keep the weights with the highest value of this metric (higher is
             better); None: keep the last weights.
         console: where the progress bar draws on a terminal; into a file or pipe, a plain
-            line every 30 s (:class:`PlainProgress`).
+            line every 30 s (:class:`~bertkit.training.logging.PlainProgress`).
         score_scale: dev scores are printed as ``score_scale * value`` with two decimals:
             100 for scores in [0, 1], 1 for scores already in points (SQuAD's EM/F1).
         tracker: the caller's open MLflow run (``--report-to mlflow``), which gets every record
@@ -87,23 +82,11 @@ def train(
         BertkitError: ``cfg.resume`` with no checkpoint, bad settings, a non-finite loss, or
             running out of device memory (with a hint).
     """
-    cfg.check_ranges()
-    parts = setup(model, data, cfg, runtime, RunWriter(output_dir), console)
-    parts.score_scale = score_scale
-    parts.meter.source_stats = getattr(data, "stats", None)  # e.g. Prefetcher's data wait
-    state = resume(parts) if cfg.resume else TrainState()
-    if parts.out.main:  # after a resume's checkpoint is found: a failed resume records nothing
-        write_run_environment(parts.out.path("environment.json"), runtime, cfg.seed,
-                              torch_world_size(), cfg.resume)
-    parts.log = open_metrics_log(cfg, parts.out, state.step if cfg.resume else None, tracker,
-                                 console)  # metrics.jsonl, and TensorBoard or MLflow
+    parts, state = open_run(model, data, cfg, runtime, output_dir, console, score_scale, tracker)
     accum, stop_seen = cfg.gradient_accumulation, False
-    watch_nonfinite(parts, state, data)  # batches found non-finite when losses are read
-    progress = make_progress(console, disable=not parts.out.main)
-    plain = PlainProgress(console if parts.out.main else None, parts.total_steps, parts.n_epochs,
-                          start_step=state.step)  # into a file: a line every 30 s
+    progress = StepProgress(console if parts.out.main else None, parts.total_steps,
+                            parts.n_epochs, start_step=state.step)
     with parts.log, progress, StopRequest() as stop:
-        bar = progress.add_task("train", total=parts.total_steps, completed=state.step, rate="")
         for epoch in range(state.epoch, parts.n_epochs):
             if state.step >= parts.total_steps:
                 break
@@ -114,36 +97,66 @@ def train(
                 out = forward_backward(parts, batch, stop.requested)
                 stop_seen |= out.stop  # agreed by every rank (one all-reduce with the losses)
                 parts.meter.add(out, epoch, i, state.step + 1)  # read at logging time
-                state.train_examples += out.examples
-                state.train_tokens += out.tokens
+                state.count(out)
                 if (i + 1) % accum and i + 1 != n_batches:
                     continue  # accumulate gradients over the step's batches
                 optimizer_step(parts)
                 state.step, state.batch = state.step + 1, i + 1
-                progress.update(bar, advance=1, rate=f"{parts.meter.rate():.1f} ex/s")
-                plain.update(state.step, epoch + 1, parts.meter)
+                progress.update(state.step, epoch + 1, parts.meter)
                 last = state.step >= parts.total_steps
-                if state.step % cfg.logging_steps == 0:
-                    parts.meter.flush(parts, state, epoch)
-                if evaluate is not None and cfg.eval_steps and (
-                        state.step % cfg.eval_steps == 0 or last):
-                    evaluate_and_select(parts, state, evaluate, select_metric, epoch)
-                if cfg.save_steps and state.step % cfg.save_steps == 0 and not last:
-                    parts.meter.bank(state)
-                    save_step(parts, state)
+                log_evaluate_save(parts, state, epoch, last, evaluate, select_metric)
                 if stop_seen if is_distributed() else stop.requested:
                     stop_run(parts, state, stop.signal_name)
                 if last:
                     break
-            parts.meter.bank(state)  # counted now: evaluation must not count it again
-            parts.meter.flush(parts, state, epoch)  # the epoch's last steps: short runs log too
-            state.epoch, state.batch = epoch + 1, 0
-            if evaluate is not None and not cfg.eval_steps:
-                evaluate_and_select(parts, state, evaluate, select_metric, epoch)
-            save_step(parts, state)
+            end_epoch(parts, state, epoch, evaluate, select_metric)
             if broadcast_flag(stop.requested, runtime.device):  # e.g. Ctrl-C during evaluation
                 stop_run(parts, state, stop.signal_name)
     return finish(parts, state, keep_best=evaluate is not None and select_metric is not None)
+
+
+def open_run(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: Runtime,
+             output_dir: Path, console: Console | None, score_scale: float,
+             tracker: Any) -> tuple[Parts, TrainState]:
+    """Check the settings, :func:`setup`, :func:`resume` with ``cfg.resume``, record the
+    environment (rank 0) and open the logs. Arguments and errors as :func:`train`'s."""
+    cfg.check_ranges()
+    parts = setup(model, data, cfg, runtime, RunWriter(output_dir), console)
+    parts.score_scale = score_scale
+    parts.meter.source_stats = getattr(data, "stats", None)  # e.g. Prefetcher's data wait
+    state = resume(parts) if cfg.resume else TrainState()
+    if parts.out.main:  # after a resume's checkpoint is found: a failed resume records nothing
+        write_run_environment(parts.out.path("environment.json"), runtime, cfg.seed,
+                              torch_world_size(), cfg.resume)
+    parts.log = open_metrics_log(cfg, parts.out, state.step if cfg.resume else None, tracker,
+                                 console)  # metrics.jsonl, and TensorBoard or MLflow
+    watch_nonfinite(parts, state, data)  # batches found non-finite when losses are read
+    return parts, state
+
+
+def log_evaluate_save(parts: Parts, state: TrainState, epoch: int, last: bool,
+                      evaluate: Evaluate | None, select_metric: str | None) -> None:
+    """After an optimiser step: log, evaluate (also at the ``last`` step) and save (not at the
+    last: :func:`end_epoch` does) at their ``cfg.*_steps`` intervals."""
+    cfg = parts.cfg
+    if state.step % cfg.logging_steps == 0:
+        parts.meter.flush(parts, state, epoch)
+    if evaluate is not None and cfg.eval_steps and (state.step % cfg.eval_steps == 0 or last):
+        evaluate_and_select(parts, state, evaluate, select_metric, epoch)
+    if cfg.save_steps and state.step % cfg.save_steps == 0 and not last:
+        parts.meter.bank(state)
+        save_step(parts, state)
+
+
+def end_epoch(parts: Parts, state: TrainState, epoch: int, evaluate: Evaluate | None,
+              select_metric: str | None) -> None:
+    """After ``epoch``: log its last steps, evaluate (unless by steps) and save a checkpoint."""
+    parts.meter.bank(state)  # counted now: evaluation must not count it again
+    parts.meter.flush(parts, state, epoch)  # the epoch's last steps: short runs log too
+    state.epoch, state.batch = epoch + 1, 0
+    if evaluate is not None and not parts.cfg.eval_steps:
+        evaluate_and_select(parts, state, evaluate, select_metric, epoch)
+    save_step(parts, state)
 
 
 def setup(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: Runtime,
@@ -170,12 +183,7 @@ def setup(model: torch.nn.Module, data: BatchSource, cfg: TrainConfig, runtime: 
     optimizer = build_optimizer(net if sharded else model, cfg.lr, cfg.weight_decay,
                                 runtime.device, sharded=sharded)
     scheduler = build_scheduler(optimizer, cfg.warmup, total_steps, cfg.lr_schedule)
-    warm = warmup_steps(cfg.warmup, total_steps)
-    if console is not None and out.main and cfg.warmup >= 1 and warm >= total_steps:
-        console.print(f"warning: the warm-up ({warm:,} steps) is not shorter than the run "
-                      f"({total_steps:,} steps): the learning rate never reaches its peak "
-                      f"{cfg.lr:g}; give a shorter --warmup (a ratio < 1 scales with the run)",
-                      highlight=False, markup=False)
+    warn_long_warmup(console if out.main else None, cfg, total_steps)
     scaler = torch.amp.GradScaler(runtime.device.type, enabled=runtime.dtype == torch.float16)
     parts = Parts(model, net, optimizer, scheduler, scaler, runtime, cfg, out, n_epochs,
                   total_steps, sharded, console)
@@ -277,8 +285,7 @@ def optimizer_step(parts: Parts) -> None:
     parts.optimizer.zero_grad(set_to_none=True)
 
 
-def evaluate_and_select(parts: Parts, state: TrainState,
-                        evaluate: Callable[[torch.nn.Module], dict[str, Any]],
+def evaluate_and_select(parts: Parts, state: TrainState, evaluate: Evaluate,
                         select_metric: str | None, epoch: int) -> dict[str, Any] | None:
     """Score dev on rank 0 (the others wait), log an ``eval`` record and keep the weights in
     ``checkpoints/best.pt`` when ``select_metric`` (higher is better) improves. Evaluation time

@@ -72,6 +72,11 @@ class TrainState:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in saved.items() if k in known})
 
+    def count(self, out: "BatchOut") -> None:
+        """Add a forward pass's examples and real tokens (host counts: no device read)."""
+        self.train_examples += out.examples
+        self.train_tokens += out.tokens
+
     def describe_resume(self) -> str:
         """The console line for a resume: ``resuming from checkpoint step 1,200 (epoch 2, ...)``."""
         return (f"resuming from checkpoint step {self.step:,} (epoch {self.epoch + 1}, "

@@ -188,6 +188,47 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
         (2019), sec. 3.
     """
     start = time.perf_counter()
+    _check_options(algorithm, size, min_frequency, limit_alphabet, normalize)
+    specials = _check_special_tokens(special_tokens)
+    out = check_output_dir(out, overwrite)
+    files = resolve_corpus_files(corpus)
+    stats = CorpusStats()
+    token_counts: Counter[str] = Counter()  # gathered while training reads the corpus
+    learned = _learn(files, stats, token_counts, algorithm=algorithm, size=size, uncased=uncased,
+                     specials=specials, min_frequency=min_frequency,
+                     limit_alphabet=limit_alphabet, skip_bad_lines=skip_bad_lines,
+                     show_progress=show_progress, normalize=normalize)
+    vocab = finalize_vocab(learned, specials, size)
+    tokenizer = bert_tokenizer(vocab, uncased=uncased, special_tokens=specials,
+                               normalize=normalize)
+    with tokenizers_parallelism():
+        coverage = vocab_coverage(tokenizer, token_counts, vocab)
+    info = {
+        "size": len(vocab), "requested_size": size, "case": "uncased" if uncased else "cased",
+        "algorithm": algorithm, "normalize": normalize, "min_frequency": min_frequency,
+        "limit_alphabet": limit_alphabet,
+        "special_tokens": specials, "alphabet": len({t for t in vocab if len(t) == 1}),
+        "corpus": {"files": [str(f) for f in stats.files], "bytes": stats.bytes,
+                   "lines": stats.lines, "words": stats.words,
+                   "skipped_lines": stats.skipped_lines},
+        "coverage": coverage,
+        "seconds": round(time.perf_counter() - start, 2),
+        "peak_memory_mb": peak_memory_mb(),
+    }
+    with atomic_path(out) as tmp:
+        save_tokenizer_dir(tmp, vocab, uncased=uncased, special_tokens=specials, extra=info,
+                           normalize=normalize)
+    return info
+
+
+def _check_options(algorithm: str, size: int, min_frequency: int, limit_alphabet: int | None,
+                   normalize: str) -> None:
+    """Refuse an unknown algorithm or normalisation and sizes out of range (see
+    :func:`build_vocab`).
+
+    Raises:
+        BertkitError: naming the option and what it accepts.
+    """
     if algorithm not in ALGORITHMS:
         raise BertkitError(f"unknown --algorithm {algorithm!r}", expected=" or ".join(ALGORITHMS))
     if size < 1:
@@ -196,15 +237,24 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
         raise BertkitError("--min-frequency must be >= 0 and --limit-alphabet >= 1")
     if normalize not in NORMALIZATIONS:
         raise BertkitError(f"unknown --normalize {normalize!r}", expected=", ".join(NORMALIZATIONS))
-    specials = _check_special_tokens(special_tokens)
-    out = check_output_dir(out, overwrite)
-    files = resolve_corpus_files(corpus)
+
+
+def _learn(files: list[Path], stats: CorpusStats, token_counts: Counter, *, algorithm: str,
+           size: int, uncased: bool, specials: list[str], min_frequency: int,
+           limit_alphabet: int | None, skip_bad_lines: bool, show_progress: bool,
+           normalize: str) -> list[str]:
+    """Read ``files`` once (normalised; counted into ``stats`` and, by pre-token, into
+    ``token_counts``) while the chosen algorithm trains on them; return its learned tokens
+    (before :func:`~bertkit.vocab.wordpiece.finalize_vocab`). Options as :func:`build_vocab`'s.
+
+    Raises:
+        BertkitError: an empty corpus, one with no text (only blank or skipped lines), or a
+            bad line (see :func:`~bertkit.vocab.corpus.iter_corpus_batches`).
+    """
     total = corpus_size(files)
     if total == 0:
         raise BertkitError("the corpus is empty", file=files[0] if len(files) == 1 else None,
                            expected="text, one sentence or paragraph a line")
-    stats = CorpusStats()
-    token_counts: Counter[str] = Counter()  # gathered while training reads the corpus
     with progress_bar("reading + training", total, show_progress) as advance:
         batches = counting_tokens(normalize_batches(
             iter_corpus_batches(files, skip_bad_lines=skip_bad_lines, stats=stats,
@@ -225,25 +275,4 @@ def build_vocab(corpus: Sequence[str | Path], out: str | Path, *, size: int = 30
         raise BertkitError("the corpus has no text (only blank or skipped lines)",
                            file=files[0] if len(files) == 1 else None,
                            expected="text, one sentence or paragraph a line")
-    vocab = finalize_vocab(learned, specials, size)
-    alphabet = {t for t in vocab if len(t) == 1}
-    tokenizer = bert_tokenizer(vocab, uncased=uncased, special_tokens=specials,
-                               normalize=normalize)
-    with tokenizers_parallelism():
-        coverage = vocab_coverage(tokenizer, token_counts, vocab)
-    info = {
-        "size": len(vocab), "requested_size": size, "case": "uncased" if uncased else "cased",
-        "algorithm": algorithm, "normalize": normalize, "min_frequency": min_frequency,
-        "limit_alphabet": limit_alphabet,
-        "special_tokens": specials, "alphabet": len(alphabet),
-        "corpus": {"files": [str(f) for f in stats.files], "bytes": stats.bytes,
-                   "lines": stats.lines, "words": stats.words,
-                   "skipped_lines": stats.skipped_lines},
-        "coverage": coverage,
-        "seconds": round(time.perf_counter() - start, 2),
-        "peak_memory_mb": peak_memory_mb(),
-    }
-    with atomic_path(out) as tmp:
-        save_tokenizer_dir(tmp, vocab, uncased=uncased, special_tokens=specials, extra=info,
-                           normalize=normalize)
-    return info
+    return learned

@@ -140,10 +140,39 @@ def extend_model(model: str | Path, out: str | Path, *, add: int,
     if add < 1:
         raise BertkitError(f"--add must be positive, got {add}")
     out = check_output_dir(out, overwrite)
-    import torch
-    from transformers import AutoModelForMaskedLM, BertTokenizerFast
-
     tokenizer = load_tokenizer(model)
+    net = _load_masked_lm(model, tokenizer)
+    candidates = _candidate_words(tokenizer, vocab, corpus, skip_bad_lines)
+    chosen = select_new_words(tokenizer, candidates, add)
+    if not chosen:
+        raise BertkitError("no candidate word is missing from the model's vocabulary",
+                           expected="a vocabulary or corpus with words the model splits")
+    tokens, old_size = _add_rows(net, tokenizer, chosen, model)
+    new_tok = _extended_tokenizer(tokenizer, tokens)
+    info = {"model": str(model), "old_size": old_size, "new_size": len(tokens),
+            "added": len(chosen),
+            "words": [{"word": w, "old_pieces": tokenizer.convert_ids_to_tokens(ids)}
+                      for w, ids in chosen[:50]]}
+    with atomic_path(out) as tmp:
+        net.save_pretrained(str(tmp))
+        new_tok.save_pretrained(str(tmp))
+        (tmp / "vocab.txt").write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+        info["seconds"] = round(time.perf_counter() - start, 2)
+        info["peak_memory_mb"] = peak_memory_mb()
+        (tmp / "extend.json").write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n",
+                                         encoding="utf-8")
+        write_extend_record(tmp, out, model, new_tok, len(chosen))
+    return info
+
+
+def _load_masked_lm(model: str | Path, tokenizer):
+    """M as an ``AutoModelForMaskedLM`` (a new MLM head where it has none).
+
+    Raises:
+        BertkitError: ``tokenizer`` is not WordPiece, or the model cannot be loaded.
+    """
+    from transformers import AutoModelForMaskedLM
+
     if type(tokenizer.backend_tokenizer.model).__name__ != "WordPiece":
         raise BertkitError("extend supports WordPiece (BERT-family) tokenizers only",
                            file=str(model))
@@ -151,15 +180,26 @@ def extend_model(model: str | Path, out: str | Path, *, add: int,
     source = resolve_model_source(str(where))
     quiet_transformers()  # a model without an MLM head loads with a new one: no load report
     try:
-        net = AutoModelForMaskedLM.from_pretrained(source)
+        return AutoModelForMaskedLM.from_pretrained(source)
     except Exception as exc:
         raise BertkitError(f"cannot load a masked-LM model: {_short(exc)}",
                            file=str(where), expected="a model directory or hub id") from None
-    candidates = _candidate_words(tokenizer, vocab, corpus, skip_bad_lines)
-    chosen = select_new_words(tokenizer, candidates, add)
-    if not chosen:
-        raise BertkitError("no candidate word is missing from the model's vocabulary",
-                           expected="a vocabulary or corpus with words the model splits")
+
+
+def _add_rows(net, tokenizer, chosen: list[tuple[str, list[int]]],
+              model: str | Path) -> tuple[list[str], int]:
+    """Grow ``net``'s embeddings (and an untied decoder and the MLM bias) by a row per chosen
+    word, initialised from its pieces as the module docstring says.
+
+    Returns:
+        the new vocabulary (index = id: the old tokens, ``[unused_extendN]`` up to the old
+        embedding size where it exceeds the vocabulary, the new words) and the old size.
+
+    Raises:
+        BertkitError: the old vocabulary's ids have gaps.
+    """
+    import torch
+
     old_vocab = tokenizer.backend_tokenizer.get_vocab()
     tokens = sorted(old_vocab, key=old_vocab.__getitem__)
     old_size = len(tokens)
@@ -181,24 +221,17 @@ def extend_model(model: str | Path, out: str | Path, *, add: int,
                 head.weight[row] = head.weight[ids].mean(dim=0)
             if head is not None and getattr(head, "bias", None) is not None:
                 head.bias[row] = head.bias[ids].min()
-    tokens += [w for w, _ in chosen]
-    new_tok = BertTokenizerFast(
+    return tokens + [w for w, _ in chosen], old_size
+
+
+def _extended_tokenizer(tokenizer, tokens: list[str]):
+    """A ``BertTokenizerFast`` over ``tokens`` with ``tokenizer``'s case, accent and length
+    settings."""
+    from transformers import BertTokenizerFast
+
+    return BertTokenizerFast(
         vocab={t: i for i, t in enumerate(tokens)},
         do_lower_case=bool(getattr(tokenizer, "do_lower_case", True)),
         strip_accents=getattr(tokenizer, "strip_accents", None),
         tokenize_chinese_chars=getattr(tokenizer, "tokenize_chinese_chars", True),
         model_max_length=getattr(tokenizer, "model_max_length", 512))
-    info = {"model": str(model), "old_size": old_size, "new_size": len(tokens),
-            "added": len(chosen),
-            "words": [{"word": w, "old_pieces": tokenizer.convert_ids_to_tokens(ids)}
-                      for w, ids in chosen[:50]]}
-    with atomic_path(out) as tmp:
-        net.save_pretrained(str(tmp))
-        new_tok.save_pretrained(str(tmp))
-        (tmp / "vocab.txt").write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
-        info["seconds"] = round(time.perf_counter() - start, 2)
-        info["peak_memory_mb"] = peak_memory_mb()
-        (tmp / "extend.json").write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
-        write_extend_record(tmp, out, model, new_tok, len(chosen))
-    return info

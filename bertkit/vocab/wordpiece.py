@@ -102,7 +102,8 @@ def finalize_vocab(learned: Sequence[str], special_tokens: Sequence[str], size: 
 
 @contextmanager
 def tokenizers_parallelism() -> Iterator[None]:
-    """Let ``tokenizers`` use all cores while training (the CLI turns it off for fork safety)."""
+    """Let ``tokenizers`` use all cores while training or tokenising a corpus (the CLI turns it
+    off for fork safety; nothing is forked inside the block)."""
     old = os.environ.get("TOKENIZERS_PARALLELISM")
     os.environ["TOKENIZERS_PARALLELISM"] = "true"
     try:

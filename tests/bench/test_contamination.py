@@ -20,9 +20,9 @@ def test_counts_test_sentences_of_five_tokens_or_more_as_the_data_readme(tmp_pat
     test.write_text("\n".join(rows), encoding="utf-8")
     # "short line" is under 5 tokens; a repeated sentence of a sentence file counts each time
     # (the data README's rule: BC2GM's 4,864 of 4,939 counts its 9 repeats)
-    assert split_sentences(test) == {"the brca1 gene is mutated here .": 2,
+    assert split_sentences("ner", test) == {"the brca1 gene is mutated here .": 2,
                                     "a new sentence not there": 1}
-    assert count(test, (str(corpus),)) == {"found": 2, "of": 3, "corpora": [str(corpus)]}
+    assert count("ner", test, (str(corpus),)) == {"found": 2, "of": 3, "corpora": [str(corpus)]}
 
 
 def test_pair_sets_count_both_texts_and_drop_relation_markers(tmp_path):
@@ -31,7 +31,7 @@ def test_pair_sets_count_both_texts_and_drop_relation_markers(tmp_path):
     other = {"text": "[[ Aspirin ]] inhibits << COX-1 >> in cells", "text_pair": "a b c d e f"}
     test.write_text(json.dumps(row) + "\n" + json.dumps(other) + "\n", encoding="utf-8")
     # a pair set counts each distinct text once (one sentence, two marked pairs)
-    assert split_sentences(test) == {"aspirin inhibits cox-1 in cells": 1, "a b c d e f": 1}
+    assert split_sentences("cls", test) == {"aspirin inhibits cox-1 in cells": 1, "a b c d e f": 1}
     assert normalise("a b c d") is None
 
 
@@ -50,13 +50,13 @@ def test_a_coreference_test_folder_of_conll_2012_documents_is_read(tmp_path, mon
     (folder / "b.conll").write_text("#begin document (b); part 0\nb\t0\t0\tAnother\t_\n"
                                     "b\t0\t1\tsentence\t_\nb\t0\t2\tof\t_\nb\t0\t3\tfive\t_\n"
                                     "b\t0\t4\twords\t_\n#end document\n", encoding="utf-8")
-    assert split_sentences(folder) == {"it was the best of times": 1,
+    assert split_sentences("coref", folder) == {"it was the best of times": 1,
                                        "another sentence of five words": 1}
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("It was the best of times\n", encoding="utf-8")
     monkeypatch.setenv("BERTKIT_DATA", str(tmp_path))
     assert task_test_file("coref", "litbank") == folder
-    assert count(folder, (str(corpus),))["found"] == 1
+    assert count("coref", folder, (str(corpus),))["found"] == 1
 
 
 def test_a_bertkit_pretrained_encoder_names_its_corpora_through_its_parent(tmp_path,

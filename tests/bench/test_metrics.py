@@ -9,10 +9,11 @@ import random
 import numpy as np
 import pytest
 
-from bertkit.bench.metrics import METRICS, strict_spans
+from bertkit.bench.metrics import METRICS
 from bertkit.metrics.cls import label_scores
 from bertkit.metrics.ner import entity_scores, token_scores
 from bertkit.metrics.re import relation_scores
+from bertkit.tasks.ner.suite import strict_spans
 
 
 def _random_tags(rng: random.Random, n: int) -> list[str]:

@@ -404,10 +404,10 @@ def test_a_comparison_on_test_text_the_encoder_has_seen_is_not_judged(
     manifest["encoders"]["b"]["corpora"] = ["scientific"]
     (out / "bench.json").write_text(json.dumps(manifest))
     monkeypatch.setattr(contamination, "task_test_file", lambda task, data: tmp_path)
-    monkeypatch.setattr(contamination, "count", lambda f, corpora: {"found": 9, "of": 10})
+    monkeypatch.setattr(contamination, "count", lambda task, f, corpora: {"found": 9, "of": 10})
     c = build(out, baseline="a")["comparisons"]["b"]["ner-a"]
     assert c["contaminated"] == ["b: 9 of 10"]
     assert c["verdict"] == ("not judged: contaminated (b: 9 of 10 test examples in the "
                             "pretraining corpora); the tests say none")
-    monkeypatch.setattr(contamination, "count", lambda f, corpora: {"found": 0, "of": 10})
+    monkeypatch.setattr(contamination, "count", lambda task, f, corpora: {"found": 0, "of": 10})
     assert build(out, baseline="a")["comparisons"]["b"]["ner-a"]["verdict"] == "none"

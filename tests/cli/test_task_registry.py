@@ -15,7 +15,7 @@ from bertkit.tasks.registry import TASKS, get_task, load_attr, task_names
 
 runner = CliRunner()
 TASKS_DIR = Path(__file__).resolve().parents[2] / "bertkit" / "tasks"
-SHARED = {"base", "common", "driver", "registry", "finetune_config"}
+SHARED = {"base", "common", "driver", "registry", "finetune_config", "suite_metrics"}
 
 
 def _commands(group: str) -> set[str]:

@@ -5,7 +5,7 @@ import io
 
 from rich.console import Console
 
-from bertkit.training.logging import PlainProgress, make_progress
+from bertkit.training.logging import PlainProgress, StepProgress, make_progress
 
 
 def test_progress_bar_only_on_a_terminal():
@@ -68,3 +68,24 @@ def test_plain_progress_silent_on_a_terminal_and_eta_after_resume(monkeypatch):
     # 2 steps since the resume at step 40 took 62 min: 58 left take 29:58:00
     assert resumed.update(42, 1, _Meter({"loss": 1.0})).endswith(
         "elapsed 1:02:00, ETA 29:58:00")
+
+
+def test_step_progress_draws_the_bar_from_the_resume_step_or_prints_plain_lines(monkeypatch):
+    """The loop's one progress display: on a terminal the bar (from a resume's step, with the
+    pace); into a file a plain line when one is due; off the main process (None) nothing."""
+    terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with StepProgress(terminal, total_steps=10, n_epochs=1, start_step=4) as progress:
+        progress.update(5, 1, _Meter({"loss": 1.0}, rate=7.5))
+        task = progress.bar.tasks[0]
+        assert (task.completed, task.total, task.fields["rate"]) == (5, 10, "7.5 ex/s")
+    assert "5/10" in terminal.file.getvalue()
+    to_file = Console(file=io.StringIO(), force_terminal=False)
+    with StepProgress(to_file, total_steps=10, n_epochs=1) as progress:
+        progress.plain.start = progress.plain.last = 0.0
+        monkeypatch.setattr("bertkit.training.logging.time.monotonic", lambda: 40.0)
+        progress.update(1, 1, _Meter({"loss": 1.0}))  # 40 s after the start: a line is due
+    assert to_file.file.getvalue() == ("step 1/10 (epoch 1/1): loss 1.0000, 12.0 ex/s, "
+                                       "elapsed 0:40, ETA 6:00\n")
+    with StepProgress(None, total_steps=10, n_epochs=1) as progress:
+        progress.update(1, 1, _Meter({}))
+        assert progress.bar.disable and progress.plain.console is None

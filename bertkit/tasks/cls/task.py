@@ -34,6 +34,7 @@ from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_clas
                                      save_classifier)
 from bertkit.tasks.cls.scoring import (_sigmoid, _spread, classify, decide,  # noqa: F401
                                        example_ids, prediction_lines, score)
+from bertkit.tasks.cls.suite import SUITE
 from bertkit.tasks.common import (class_weights, parse_split, warn_bad_lines,
                                   warn_notes, write_test_outputs)
 from bertkit.tasks.driver import finetune
@@ -63,6 +64,7 @@ class CLSTask:
     select_metric = "macro_f1"
     card = CARD
     headline = CARD.metrics  # the card, adapt and --seeds summaries
+    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: CLSConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

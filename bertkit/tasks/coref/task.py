@@ -27,6 +27,7 @@ from bertkit.tasks.coref.encoding import DocumentBatches, encode_documents
 from bertkit.tasks.coref.inference import (format_jsonl, loaded, resolve_documents,
                                            word_splitter)
 from bertkit.tasks.coref.model import CorefModel, build_model
+from bertkit.tasks.coref.suite import SUITE
 from bertkit.tasks.driver import finetune
 
 CARD = CardSpec(
@@ -62,6 +63,7 @@ class CorefTask:
     select_metric = "conll_f1"
     card = CARD
     headline = CARD.metrics
+    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: CorefConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

@@ -24,6 +24,7 @@ from bertkit.tasks.dep.encoding import SentenceBatches, encode
 from bertkit.tasks.dep.config import DepConfig
 from bertkit.tasks.dep.model import DECODERS, BiaffineParser, build_parser, load_parser
 from bertkit.tasks.dep.parse import parse_sentences, score
+from bertkit.tasks.dep.suite import SUITE
 from bertkit.tasks.driver import finetune
 from bertkit.training.devices import make_runtime
 
@@ -52,6 +53,7 @@ class DepTask:
     select_metric = "las"
     card = CARD
     headline = CARD.metrics  # the card, adapt and --seeds summaries
+    suite = SUITE  # what bench needs to enter the task in a suite
     default_split_from_dev = 0.1
 
     def load(self, cfg: DepConfig, splits: tuple[str, ...], console: Console | None = None

@@ -29,6 +29,7 @@ from bertkit.tasks.driver import finetune
 from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
 from bertkit.tasks.ner.encoding import WindowBatches, collate, encode
 from bertkit.tasks.ner.model import TokenTagger, build_tagger, load_tagger
+from bertkit.tasks.ner.suite import SUITE
 from bertkit.training.devices import Runtime, make_runtime, world_size
 
 
@@ -184,6 +185,7 @@ class NERTask:
     select_metric = "f1"
     card = CARD
     headline = CARD.metrics  # the card, adapt and --seeds summaries
+    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: NERConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

@@ -27,7 +27,6 @@ import hashlib
 import itertools
 import json
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -37,6 +36,7 @@ import numpy as np
 from bertkit.errors import BertkitError
 from bertkit.io import atomic_path, write_json
 from bertkit.vocab.corpus import CorpusStats, _iter_file_blocks, resolve_corpus_files
+from bertkit.vocab.wordpiece import tokenizers_parallelism as _rust_threads
 
 CACHE_VERSION = 3
 
@@ -84,20 +84,6 @@ def cache_key(files: list[Path], tokenizer, skip_bad_lines: bool = False) -> str
         h.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     h.update(_plain_backend(tokenizer).to_str().encode())  # padding/truncation state left out
     return h.hexdigest()[:24]
-
-
-@contextmanager
-def _rust_threads():
-    """Let the Rust tokenizer use its thread pool while we tokenise (no process is forked here)."""
-    before = os.environ.get("TOKENIZERS_PARALLELISM")
-    os.environ["TOKENIZERS_PARALLELISM"] = "true"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("TOKENIZERS_PARALLELISM", None)
-        else:
-            os.environ["TOKENIZERS_PARALLELISM"] = before
 
 
 def _plain_backend(tokenizer):

@@ -34,6 +34,7 @@ from bertkit.tasks.qa.data import (EXTENSIONS, count_unanswerable, load_qa_data,
 from bertkit.tasks.qa.decode import Answers
 from bertkit.tasks.qa.encoding import WindowBatches, encode, null_windows
 from bertkit.tasks.qa.model import SpanLoss, build_qa_model, load_qa_model, save_qa_model
+from bertkit.tasks.qa.suite import SUITE
 from bertkit.training.batches import plan_steps
 from bertkit.training.devices import Runtime, make_runtime
 
@@ -127,6 +128,7 @@ class QATask:
     select_metric = "f1"
     card = CARD
     headline = CARD.metrics  # the card, adapt and --seeds summaries
+    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: QAConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

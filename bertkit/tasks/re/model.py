@@ -33,8 +33,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, load_tokenizer,
-                              quiet_transformers, resolve_model_source)
+from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, from_pretrained,
+                              load_tokenizer, quiet_transformers, resolve_model_source)
 from bertkit.errors import BertkitError
 from bertkit.heads.relation import POOLINGS, BertForRelationClassification
 from bertkit.tasks.re.encoding import MarkerSet, add_markers
@@ -136,12 +136,9 @@ def build_relation_model(model_name: str, labels: Sequence[str], pooling: str,
     tokenizer = load_tokenizer(model_name)
     marker_ids = add_markers(tokenizer, markers)
     id2label = dict(enumerate(labels))
-    try:
-        config = AutoConfig.from_pretrained(model_name)
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load model '{model_name}': {_short(exc)}",
-                           expected="a directory saved with save_pretrained, or a hub id "
-                                    "where the hub can be reached") from None
+    config = from_pretrained(AutoConfig.from_pretrained, model_name, f"model '{model_name}'",
+                             "a directory saved with save_pretrained, or a hub id where the hub "
+                             "can be reached")
     config.num_labels = len(labels)
     config.id2label, config.label2id = id2label, {v: k for k, v in id2label.items()}
     if config.model_type != "bert" and portable(pooling):

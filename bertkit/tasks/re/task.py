@@ -31,6 +31,7 @@ from bertkit.tasks.re.encoding import Encoded, MarkerSet, PairBatches, collate, 
 from bertkit.tasks.re.model import (WeightedRelationLoss, build_relation_model,
                                      load_relation_model, portability_note, save_relation_model,
                                      unwrap)
+from bertkit.tasks.re.suite import SUITE
 from bertkit.training.devices import Runtime, is_main_process, make_runtime
 
 SCORING = ("scikit-learn: micro_* over relation labels excluding negative_label; macro_f1 = "
@@ -117,6 +118,7 @@ class RETask:
     select_metric = "micro_f1"
     card = CARD
     headline = CARD.metrics  # the card, adapt and --seeds summaries
+    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: REConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:

@@ -44,6 +44,7 @@ from bertkit.tasks.sim.config import SimConfig
 from bertkit.tasks.sim.regressor import build_regressor, collate, encode, predict_scores
 from bertkit.tasks.sim.data import (EXTENSIONS, Fields, PairExample, check_scales,
                                     declared_range, load_sim_data, read_pairs, score_range)
+from bertkit.tasks.sim.suite import SUITE
 from bertkit.training.devices import Runtime, make_runtime
 
 
@@ -106,6 +107,7 @@ class SimTask:
     select_metric = "pearson"
     card = CARD
     headline = CARD.metrics
+    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: SimConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:
