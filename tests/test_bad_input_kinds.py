@@ -277,6 +277,7 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/bench/runner.py": ("bench run",),
     # the report explains mixed precisions by the fine-tunes' option (--precision auto)
     "bertkit/bench/report.py::markdown": ("finetune ner",),
+    "bertkit/bench/report.py::_run_notes": ("finetune ner",),
     "bertkit/bench/suite.py": ("bench run",),  # the options a suite may not set
     "bertkit/cli/predict.py": STREAMING,
     "bertkit/predict/driver.py": STREAMING,

@@ -9,9 +9,6 @@ ROOT = Path(__file__).resolve().parents[1] / "bertkit"
 
 # owned by the renovation's other parts; the lead empties this list at merge
 KNOWN = {
-    "bertkit/bench/report.py::build",
-    "bertkit/bench/report.py::markdown",
-    "bertkit/bench/suite.py::parse_suite",
     "bertkit/predict/driver.py::_stream_predict",
     "bertkit/tasks/cls/task.py::CLSTask.prepare",
     "bertkit/tasks/driver.py::finetune_seeds",
