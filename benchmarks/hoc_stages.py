@@ -27,7 +27,7 @@ SUITE = HERE / "suites" / "hoc-10-epochs-minilm.yaml"
 def stage(suite, task, encoder, seed: int, results: dict) -> dict:
     """The stage record ``bench run`` would have written for this run (``runner.run_one``)."""
     from bertkit.bench.floors import collapse_warning
-    from bertkit.bench.metrics import METRICS, task_scale
+    from bertkit.bench.declarations import METRICS, task_scale
     from bertkit.bench.suite import task_settings
 
     spec = METRICS[task.metric]

@@ -288,6 +288,9 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/cli/finetune.py::_finish": FINETUNE,
     "bertkit/cli/run.py::_show_recipe": ("run",),
     "bertkit/data/conllu.py": ("finetune dep", "evaluate dep"),  # the hint only for gold input
+    # a registered set not under BERTKIT_DATA (the tasks without a hub loader, or none found)
+    "bertkit/data/sets.py::not_available": ("finetune cls", "finetune re", "finetune qa",
+                                            "evaluate cls", "evaluate re", "evaluate qa"),
     "bertkit/data/relations.py": ("finetune re", "evaluate re", "predict re"),
     "bertkit/masking/base.py": ("pretrain",),
     "bertkit/predict/onnx_backend.py": ("predict ner",),  # --backend onnx without onnxruntime
@@ -305,7 +308,6 @@ MESSAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "bertkit/tasks/pretrain/config.py": ("pretrain",),
     "bertkit/tasks/pretrain/model.py": ("pretrain",),
     "bertkit/tasks/pretrain/task.py": ("pretrain",),
-    "bertkit/tasks/re/data.py": ("finetune re", "evaluate re"),
     "bertkit/tasks/re/model.py": ("finetune re",),
     "bertkit/tasks/re/task.py": ("finetune re",),
     "bertkit/training/config.py": TRAINING,

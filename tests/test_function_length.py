@@ -10,12 +10,6 @@ ROOT = Path(__file__).resolve().parents[1] / "bertkit"
 # owned by the renovation's other parts; the lead empties this list at merge
 KNOWN = {
     "bertkit/predict/driver.py::_stream_predict",
-    "bertkit/tasks/cls/task.py::CLSTask.prepare",
-    "bertkit/tasks/driver.py::finetune_seeds",
-    "bertkit/tasks/ner/encoding.py::encode",
-    "bertkit/tasks/pretrain/task.py::pretrain",
-    "bertkit/tasks/qa/task.py::QATask.prepare",
-    "bertkit/tasks/sim/task.py::SimTask.prepare",
 }
 
 

@@ -2,7 +2,7 @@
 
 A suite is a YAML file (:mod:`bertkit.bench.suite`; shipped ones under ``bertkit/bench/suites/``):
 per task the registered data set, the task kind, the metric by name and the family, both as the
-task declares them (:class:`bertkit.tasks.base.SuiteSpec`, read by :mod:`bertkit.bench.metrics`),
+task declares them (:class:`bertkit.tasks.base.SuiteSpec`, read by :mod:`bertkit.bench.declarations`),
 the fine-tuning recipe, the ``lite`` caps, and published reference rows. The runner
 (:mod:`bertkit.bench.runner`) fine-tunes every (encoder, task, seed) as a stage with its own result
 file; the report (:mod:`bertkit.bench.report`) folds the result files into per-task means, family

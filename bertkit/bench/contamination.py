@@ -62,7 +62,7 @@ def split_sentences(task: str, path: Path) -> Counter:
         BertkitError: the task declares no suite or no test text (never counted as 0), or its
             reader refuses the file (file and line named).
     """
-    from bertkit.bench.metrics import suite_spec
+    from bertkit.bench.declarations import suite_spec
 
     spec = suite_spec(task)
     if spec.test_texts is None:

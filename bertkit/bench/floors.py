@@ -13,9 +13,9 @@ from __future__ import annotations
 
 def _declared(record: dict):
     """The suite metric a stage record names, as its task declares it
-    (:func:`bertkit.bench.metrics.suite_metric`); for a record without its task kind (a partial
+    (:func:`bertkit.bench.declarations.suite_metric`); for a record without its task kind (a partial
     record), the first registered task's that declares the name; None where none does."""
-    from bertkit.bench.metrics import declared_metrics, suite_metric
+    from bertkit.bench.declarations import declared_metrics, suite_metric
 
     if isinstance(record.get("task_kind"), str):
         return suite_metric(record["task_kind"], record.get("metric"))

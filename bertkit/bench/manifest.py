@@ -63,7 +63,7 @@ def load_stage(path: Path) -> dict:
         BertkitError: not JSON, not an object, a key missing or of another type, a score
             that is not a finite number, or an unknown metric.
     """
-    from bertkit.bench.metrics import suite_metric
+    from bertkit.bench.declarations import suite_metric
 
     data = _read_json(path, "stage record")
     if not isinstance(data, dict):

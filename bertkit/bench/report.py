@@ -14,7 +14,7 @@ from pathlib import Path
 from bertkit.bench import stats
 from bertkit.bench.floors import describe, floor_reason, zero_shot_reason
 from bertkit.bench.manifest import load_manifest, load_stage
-from bertkit.bench.metrics import declared_families, suite_metric
+from bertkit.bench.declarations import declared_families, suite_metric
 from bertkit.errors import BertkitError
 from bertkit.io import write_json, write_text
 

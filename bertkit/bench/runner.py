@@ -45,7 +45,7 @@ from bertkit.bench.encoders import Encoder
 from bertkit.bench.floors import collapse_warning
 from bertkit.bench.manifest import (LITE_NOTE, check_manifest, load_manifest, load_stage,
                                     manifest, portable)
-from bertkit.bench.metrics import suite_metric
+from bertkit.bench.declarations import suite_metric
 from bertkit.bench.stage_settings import check_suite_settings, recipe_text, suite_stage_settings
 from bertkit.bench.suite import Suite, SuiteTask, task_settings
 from bertkit.errors import BertkitError

@@ -95,7 +95,7 @@ def paired_bootstrap(stats_a: Sequence[np.ndarray], stats_b: Sequence[np.ndarray
 
     Args:
         stats_a, stats_b: per seed, ``[N, K]`` per-item statistics
-            (:mod:`bertkit.bench.metrics`), the same N test items in the same order everywhere.
+            (:mod:`bertkit.bench.declarations`), the same N test items in the same order everywhere.
         score: summed statistics ``[..., K]`` -> score ``[...]``.
         samples: bootstrap resamples.
         seed: the resampling generator's seed.

@@ -20,7 +20,7 @@ diffs and shares)::
 ``recipe`` and ``lite`` use ``finetune`` option names (snake_case); ``lite`` caps a task under
 ``--budget lite``. The metrics, families and own settings an entry may name are those its task
 declares (:class:`bertkit.tasks.base.SuiteSpec`, read through the registry by
-:mod:`bertkit.bench.metrics`): a similarity entry may set ``architecture`` (``bi-encoder`` or
+:mod:`bertkit.bench.declarations`): a similarity entry may set ``architecture`` (``bi-encoder`` or
 ``cross-encoder``), the model kind ``finetune sim --architecture`` trains. A file naming an unknown key, metric, family or protocol is refused by
 :func:`parse_suite`; one naming an unregistered task or data set by :func:`check_suite`; both with
 the file and line.
@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from bertkit.bench.metrics import (declared_families, declared_metrics, declared_settings,
+from bertkit.bench.declarations import (declared_families, declared_metrics, declared_settings,
                                   metric_tasks, suite_spec)
 from bertkit.errors import BertkitError
 

@@ -145,7 +145,7 @@ def list_cli(
     from rich.console import Console
     from rich.table import Table
 
-    from bertkit.bench.metrics import declared_metrics
+    from bertkit.bench.declarations import declared_metrics
     from bertkit.bench.stage_settings import check_suite_settings
     from bertkit.bench.suite import check_suite, find_suite, parse_suite, suite_files
 

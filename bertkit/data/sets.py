@@ -255,6 +255,20 @@ def missing_message(task: str, name: str, layout: str) -> str:
             f"holding {layout}, or run where the Hugging Face hub can be reached")
 
 
+def not_available(task: str, name: str, layout: str, note: str = "") -> BertkitError:
+    """The error for a registered set not under the data root, for a task that reads it only
+    from there (or whose hub loader found nothing): names the root and the layout expected.
+
+    Args:
+        note: added to what is expected (e.g. `` (the set's description)``).
+    """
+    root = data_root()
+    where = f"BERTKIT_DATA={root} has no {task}/{name}/" if root else "BERTKIT_DATA is not set"
+    return BertkitError(f"data set '{name}' is not available: {where}",
+                        expected=f"BERTKIT_DATA pointing at a folder holding {layout}, or "
+                                 f"--data DIRECTORY{note}")
+
+
 def entry(task: str, name: str) -> DatasetEntry | None:
     """The registry entry for ``name``, or None."""
     return _REGISTRY.get((task, name))

@@ -31,6 +31,11 @@ A task supplies:
   suite (its metrics, their per-test-item statistics, its test text, its families); ``bench``
   reads it through the registry and names no task.
 
+A task's class ends in the same two lines, written with the helpers here: ``report =
+table_report(its_table)`` (:func:`table_report`) and ``evaluate, predict, stream =
+task_functions(name)``: its module's ``evaluate_<name>``, ``predict_<name>`` and
+``stream_<name>`` functions (:class:`ModuleFunction`).
+
 Its command line is declared on its settings (:mod:`bertkit.settings.options`): ``option(...)`` fields
 are the ``finetune`` options, ``config_class.commands`` the three commands' help and the
 ``evaluate``/``predict`` options; :mod:`bertkit.cli._tasks` builds the commands. So a new task is
@@ -40,6 +45,7 @@ its package, its metrics module, its data-set lines (:mod:`bertkit.data.sets`) a
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
@@ -276,6 +282,87 @@ class SuiteSpec:
     def metric(self, name: str) -> SuiteMetric | None:
         """The declared metric called ``name``, or None."""
         return next((m for m in self.metrics if m.name == name), None)
+class TaskHeader:
+    """The attributes every task declares, given once on its class line (the
+    :class:`Task` protocol's ``name`` ... ``suite``)::
+
+        class NERTask(TaskHeader, name="ner", config_class=NERConfig, extensions=EXTENSIONS,
+                      unit="sentences", select_metric="f1", card=CARD, suite=SUITE):
+
+    ``data_kind`` is the task's name unless given; ``headline`` is the card's metrics (one list
+    for the card, ``adapt`` and the ``--seeds`` summary).
+    """
+
+    def __init_subclass__(cls, *, name: str, config_class: type, extensions: tuple[str, ...],
+                          unit: str, select_metric: str, card: Any, suite: Any = None,
+                          data_kind: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.name, cls.config_class, cls.extensions = name, config_class, extensions
+        cls.data_kind = data_kind or name
+        cls.unit, cls.select_metric = unit, select_metric
+        cls.card, cls.headline, cls.suite = card, card.metrics, suite
+
+
+def report_metrics(results: dict) -> dict:
+    """The metrics a task's ``report`` shows: a run's ``results["test"]``, or ``evaluate``'s
+    metrics as they are (they have no ``test`` key).
+
+    >>> report_metrics({"test": {"f1": 0.5}, "dev": {}}), report_metrics({"f1": 0.4})
+    ({'f1': 0.5}, {'f1': 0.4})
+    """
+    return results["test"] if "test" in results else results
+
+
+def table_report(table: Callable[[dict, str], Any]) -> Callable[[Any, dict, str], Any]:
+    """A task's :meth:`Task.report` made of its table: ``report = table_report(entity_table)``
+    in the task's class shows :func:`report_metrics` with ``table(metrics, title)``.
+
+    Args:
+        table: ``table(metrics, title) -> renderable`` (a rich table, :mod:`bertkit.outputs.tables`).
+    """
+
+    def report(self, results: dict, title: str) -> Any:
+        return table(report_metrics(results), title)
+
+    report.__doc__ = f"The test metrics as :func:`{table.__module__}.{table.__name__}` shows them."
+    return report
+
+
+class ModuleFunction:
+    """A task's class attribute that is a function of the task's own module, looked up when read,
+    so that the function may stand below the class: ``evaluate = ModuleFunction("evaluate_ner")``
+    makes ``TASK.evaluate`` the module's ``evaluate_ner`` itself (its signature and docstring,
+    which :mod:`bertkit.cli.predict` reads, are the function's own).
+
+    Raises:
+        AttributeError: on reading, when the module has no such function (so ``hasattr(task,
+            "stream")`` is False for a task whose module defines no ``stream_<name>``).
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.module = ""
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        self.module = owner.__module__
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Callable[..., Any]:
+        module = sys.modules[self.module]
+        try:
+            return getattr(module, self.name)
+        except AttributeError:
+            raise AttributeError(f"{module.__name__} has no function {self.name}") from None
+
+
+def task_functions(name: str, verbs: tuple[str, ...] = ("evaluate", "predict", "stream")
+                   ) -> tuple[ModuleFunction, ...]:
+    """One :class:`ModuleFunction` per verb, naming the task module's ``<verb>_<name>``:
+    ``evaluate, predict, stream = task_functions("ner")`` in the task's class.
+
+    >>> [f.name for f in task_functions("ner")]
+    ['evaluate_ner', 'predict_ner', 'stream_ner']
+    """
+    return tuple(ModuleFunction(f"{verb}_{name}") for verb in verbs)
 
 
 NOT_SCORES = ("loss", "seconds", "per_second", "perplexity", "count", "tokens", "examples",

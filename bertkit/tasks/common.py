@@ -349,6 +349,29 @@ def _stopped_run(run: Path, task: str) -> None:
                                     f"--output-dir {run}")
 
 
+def build_pretrained(loader: Callable, model_name: str, purpose: str, **kwargs):
+    """``loader(model_name, attn_implementation=..., **kwargs)`` (an Auto class's
+    ``from_pretrained`` with a new task head; SDPA where the architecture has it,
+    :func:`bertkit.encoders.attention_implementation`) for an encoder to fine-tune, its load
+    errors as one message.
+
+    Args:
+        purpose: what the model is for, in the message (``question answering``).
+
+    Raises:
+        BertkitError: the encoder cannot be loaded (names it and ``purpose``).
+    """
+    from bertkit.encoders import LOAD_ERRORS, _short, attention_implementation, quiet_transformers
+
+    quiet_transformers()
+    try:
+        return loader(model_name, attn_implementation=attention_implementation(model_name),
+                      **kwargs)
+    except LOAD_ERRORS as exc:
+        raise BertkitError(f"cannot load model '{model_name}' for {purpose}: {_short(exc)}",
+                           expected="a BERT-family encoder directory or hub id") from None
+
+
 def load_pretrained(loader: Callable, path: str | Path, **kwargs):
     """``loader(path, attn_implementation=..., **kwargs)`` (a ``from_pretrained``; SDPA where
     the architecture has it, :func:`bertkit.encoders.attention_implementation`) for a saved

@@ -25,13 +25,13 @@ import contextlib
 import time
 from fractions import Fraction
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from bertkit.settings.layers import config_yaml, field_defaults, replace, to_dict
 from bertkit.errors import BertkitError
-from bertkit.tasks.base import Task, TaskData, score_bounds, score_scale
+from bertkit.tasks.base import Task, TaskData, score_scale
 from bertkit.tasks.common import warn_shared
-from bertkit.tasks.seed_stats import NOT_METRICS, seed_statistics  # noqa: F401 (re-exported)
+from bertkit.tasks.seed_stats import NOT_METRICS, seed_statistics, seed_summary  # noqa: F401
 
 SPLIT_KEYS = ("train", "dev", "test")
 
@@ -330,14 +330,10 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
             a kept seed trained with other settings (``--resume`` without ``--overwrite``),
             and whatever a single run raises.
     """
-    import json
-
     from bertkit.data.sets import canonical_data
     from bertkit.io import write_json
     from bertkit.training.devices import is_main_process, rank
-    from bertkit.encoders import default_model, resolve_model_source
-    from bertkit.training.rundir import (RunStopped, _holds_run, check_run_dir, default_run_dir,
-                                         resumable, settings_differences)
+    from bertkit.training.rundir import default_run_dir
 
     data = canonical_data(cfg.data)
     root = Path(cfg.output_dir) if cfg.output_dir else default_run_dir(task.name, data)
@@ -345,6 +341,27 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
     if (root / "results.json").is_file() and not cfg.overwrite:
         raise BertkitError("output directory holds a single-seed run", file=root,
                            expected="another --output-dir for a --seeds run, or --overwrite")
+    runs = _plan_seeds(cfg, seeds, root)
+    results = _run_seeds(task, runs, len(seeds), root, console)
+    if not is_main_process():
+        return {"task": task.name, "rank": rank(), "seeds": seeds}
+    summary = seed_summary(task, data, seeds, root, results)
+    write_json(root / "summary.json", summary)
+    return summary
+
+
+def _plan_seeds(cfg, seeds: list[int], root: Path) -> list[tuple[int, Any, bool]]:
+    """``(seed, its settings, kept as it is)`` per seed, every seed folder checked (the resume
+    rules of :func:`finetune_seeds`).
+
+    Raises:
+        BertkitError: a seed folder that holds a run (without ``--resume``/``--overwrite``), or
+            kept seeds trained with other settings (``--resume`` without ``--overwrite``).
+    """
+    from bertkit.encoders import default_model, resolve_model_source
+    from bertkit.training.rundir import (_holds_run, check_run_dir, resumable,
+                                         settings_differences)
+
     runs, changed = [], []
     model_name = None
     for seed in seeds:
@@ -375,10 +392,25 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
             "them: " + "; ".join(changed), file=root,
             expected="the settings those seeds were trained with, --resume --overwrite to train "
                      "the differing seeds again (the others are kept), or another --output-dir")
+    return runs
+
+
+def _run_seeds(task: Task, runs: list, n_seeds: int, root: Path, console) -> dict:
+    """``{seed: results}``: each planned seed trained (or its kept ``results.json`` read).
+
+    Raises:
+        BertkitError: whatever a single run raises; a stopped seed's message names ``--resume
+            --output-dir <root>``, which continues every seed.
+    """
+    import json
+
+    from bertkit.training.devices import is_main_process
+    from bertkit.training.rundir import RunStopped
+
     results = {}
     for i, (seed, sub, done) in enumerate(runs, 1):
         if console and is_main_process():
-            console.rule(f"seed {seed} ({i} of {len(seeds)})"
+            console.rule(f"seed {seed} ({i} of {n_seeds})"
                          + (": finished earlier, kept" if done else ""))
         if done:
             results[seed] = json.loads((Path(sub.output_dir) / "results.json").read_text("utf-8"))
@@ -388,19 +420,4 @@ def finetune_seeds(task: Task, cfg, seeds: list[int], console=None) -> dict:
             except RunStopped as stop:  # continue every seed, not only this one
                 raise stop.continue_with(f"the same command with --resume --output-dir {root} "
                                          f"(finished seeds are kept)") from None
-    if not is_main_process():
-        return {"task": task.name, "rank": rank(), "seeds": seeds}
-    summary = {"task": task.name, "data": data, "model": results[seeds[0]].get("model"),
-               "seeds": seeds, "runs": {str(s): str(root / f"seed-{s}") for s in seeds},
-               "train_seconds": {str(s): results[s].get("train_seconds") for s in seeds},
-               "select_metric": results[seeds[0]].get("select_metric") or task.select_metric,
-               "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds],
-                                                  lambda key: score_scale(task, key),
-                                                  lambda key: score_bounds(task, key))
-                           for split in ("dev", "test")},
-               "interval": "95% interval of the mean: mean ± t(0.975, n-1) · std / sqrt(n); "
-                           "std is the sample standard deviation (n-1); for a score clipped to "
-                           "its range ([0, 1] or [0, 100] by its scale, [-1, 1] for a "
-                           "correlation; with few seeds the formula can pass it)"}
-    write_json(root / "summary.json", summary)
-    return summary
+    return results

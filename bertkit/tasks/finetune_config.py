@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
-from bertkit.settings.options import option
+from bertkit.settings.options import Option, option
 from bertkit.training.config import TrainConfig
 
 MODEL_HELP = "Encoder directory or hub id."
@@ -42,6 +43,22 @@ def skip_bad_lines_option():
 def max_eval_option(unit: str):
     """The ``--max-eval-samples`` field: the first N dev and test ``unit`` (``sentences``)."""
     return option(None, min=1, help=f"Use only the first N dev and test {unit}.")
+
+
+def evaluate_data_option(help: str) -> Option:
+    """``evaluate``'s required ``--data``/``-d``: a registered set or a directory of split files
+    (``help`` may name ``{sets}``)."""
+    return Option(help, ("--data", "-d"), name="data", type=str, default=...)
+
+
+def predictions_option(help: str) -> Option:
+    """``evaluate``'s ``--predictions``: also write the split's predictions to this file."""
+    return Option(help, ("--predictions",), name="predictions", type=Path)
+
+
+def input_option(help: str) -> Option:
+    """``predict``'s required ``--input``/``-i``: the file to predict on (``help``: its forms)."""
+    return Option(help, ("--input", "-i"), name="input", type=Path, default=...)
 
 
 @dataclass

@@ -4,9 +4,10 @@ standard deviation and the 95% t-interval of the mean, clipped to the metric's r
 from __future__ import annotations
 
 import math
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
-from bertkit.tasks.base import score_scale
+from bertkit.tasks.base import score_bounds, score_scale
 
 # the dev record's training progress (train_tokens, train_seconds) is no score of the split
 NOT_METRICS = frozenset({"epoch", "step", "steps", "global_step", "n", "support", "train_tokens",
@@ -62,3 +63,20 @@ def seed_statistics(records: list[dict], scale: Callable[[str], float | None] = 
         out[key] = {"mean": mean, "std": std, "ci95_low": low, "ci95_high": high, "n": n,
                     "values": values, "scale": scale(key)}
     return out
+
+
+def seed_summary(task: Any, data: str, seeds: list[int], root: Path, results: dict) -> dict:
+    """``summary.json``: the runs and, per split and metric, the seeds' mean, standard deviation
+    and 95% interval (:func:`seed_statistics`)."""
+    return {"task": task.name, "data": data, "model": results[seeds[0]].get("model"),
+            "seeds": seeds, "runs": {str(s): str(root / f"seed-{s}") for s in seeds},
+            "train_seconds": {str(s): results[s].get("train_seconds") for s in seeds},
+            "select_metric": results[seeds[0]].get("select_metric") or task.select_metric,
+            "metrics": {split: seed_statistics([results[s].get(split) or {} for s in seeds],
+                                               lambda key: score_scale(task, key),
+                                               lambda key: score_bounds(task, key))
+                        for split in ("dev", "test")},
+            "interval": "95% interval of the mean: mean ± t(0.975, n-1) · std / sqrt(n); "
+                        "std is the sample standard deviation (n-1); for a score clipped to "
+                        "its range ([0, 1] or [0, 100] by its scale, [-1, 1] for a "
+                        "correlation; with few seeds the formula can pass it)"}

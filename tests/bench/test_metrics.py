@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from bertkit.bench.metrics import METRICS
+from bertkit.bench.declarations import METRICS
 from bertkit.metrics.cls import label_scores
 from bertkit.metrics.ner import entity_scores, token_scores
 from bertkit.metrics.re import relation_scores

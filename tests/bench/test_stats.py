@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bertkit.bench import stats
-from bertkit.bench.metrics import METRICS
+from bertkit.bench.declarations import METRICS
 
 # Gu et al. 2021 (BLURB), Table 6, PubMedBERT, per task; the paper's BLURB score is 81.16
 PUBMEDBERT = {"bc5-chem": 93.33, "bc5-disease": 85.62, "ncbi-disease": 87.82, "bc2gm": 84.52,

@@ -121,7 +121,7 @@ def test_the_guide_names_every_metric_and_family():
     """Helper trial: the guide's lists had fallen behind the code (coref, conll_f1, squad_f1)."""
     from pathlib import Path
 
-    from bertkit.bench.metrics import FAMILIES, METRICS
+    from bertkit.bench.declarations import FAMILIES, METRICS
 
     guide = (Path(__file__).parents[2] / "docs" / "guide.md").read_text(encoding="utf-8")
     section = guide[guide.index("A suite is a YAML file"):][:2500]

@@ -16,7 +16,7 @@ import pytest
 from bertkit.bench import contamination
 from bertkit.bench.encoders import resolve_all
 from bertkit.bench.manifest import load_stage
-from bertkit.bench.metrics import declared_families, declared_metrics, suite_metric
+from bertkit.bench.declarations import declared_families, declared_metrics, suite_metric
 from bertkit.bench.report import build, markdown
 from bertkit.bench.runner import Runner
 from bertkit.bench.suite import parse_suite

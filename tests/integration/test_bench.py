@@ -10,7 +10,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from bertkit.bench.metrics import METRICS
+from bertkit.bench.declarations import METRICS
 from bertkit.cli import app
 
 pytestmark = pytest.mark.integration

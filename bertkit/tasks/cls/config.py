@@ -10,7 +10,8 @@ from bertkit.settings.options import (CONFUSION, DEVICE, MAX_EVAL_SAMPLES, METRI
                              Commands, Option, batch_size, option)
 from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
-                                           max_eval_option, max_train_option, model_option,
+                                           evaluate_data_option, input_option, max_eval_option,
+                                           max_train_option, model_option, predictions_option,
                                            skip_bad_lines_option)
 
 LONG_TEXT = ("head-tail", "windows")
@@ -38,11 +39,10 @@ COMMANDS = Commands(
     characters are removed is flagged "empty": true, not labelled.""",
     evaluate_options=(
         SAVED_MODEL,
-        Option("Registered set ({sets}; under $BERTKIT_DATA/cls/) or a directory with split "
-               ".jsonl/.csv/.tsv files.", ("--data", "-d"), name="data", type=str, default=...),
+        evaluate_data_option("Registered set ({sets}; under $BERTKIT_DATA/cls/) or a directory "
+                             "with split .jsonl/.csv/.tsv files."),
         SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
-        Option("Also write each text with its predicted label as JSON lines here.",
-               ("--predictions",), name="predictions", type=Path),
+        predictions_option("Also write each text with its predicted label as JSON lines here."),
         Option(CONFUSION.help[:-1] + " (single-label models).", CONFUSION.flags, name="confusion",
                type=Path),
         _TEXT_COLUMN,
@@ -51,9 +51,8 @@ COMMANDS = Commands(
         SKIP_BAD_LINES, _QUOTING, DEVICE, PRECISION, batch_size("Texts", 64)),
     predict_options=(
         SAVED_MODEL,
-        Option("JSON lines or CSV/TSV (header row; the text field as trained, or --text-column; "
-               "label optional) or plain text, one text a line.", ("--input", "-i"), name="input",
-               type=Path, default=...),
+        input_option("JSON lines or CSV/TSV (header row; the text field as trained, or "
+                     "--text-column; label optional) or plain text, one text a line."),
         PREDICT_OUTPUT,
         Option("auto (by extension, else jsonl when the file starts with {, else text), jsonl, "
                "csv, tsv or text.", ("--input-format",), name="input_format", type=str,

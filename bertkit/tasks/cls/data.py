@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bertkit.data.conll import read_lines
-from bertkit.data.sets import data_root, entry, resolve_local
+from bertkit.data.sets import entry, not_available, resolve_local
 from bertkit.data.text import normalize_label, visible
 from bertkit.errors import BertkitError
 from bertkit.tasks.cls.examples import Columns, TextExample  # noqa: F401 (re-exported)
@@ -402,11 +402,7 @@ def load_cls_data(data: str, splits: tuple[str, ...], cols: Columns = Columns(),
         reg = entry("cls", data)
         loaded = load_hub(reg.hub_id if reg else "", splits, cols)
         if loaded is None:
-            root = data_root()
-            where = f"BERTKIT_DATA={root} has no cls/{data}/" if root else "BERTKIT_DATA is not set"
-            raise BertkitError(f"data set '{data}' is not available: {where}",
-                               expected=f"BERTKIT_DATA pointing at a folder holding {LAYOUT}, or "
-                                        f"--data DIRECTORY")
+            raise not_available("cls", data, LAYOUT)
         return loaded, {s: f"hub:{reg.hub_id}" for s in splits}, {s: [] for s in splits}
     out, sources, bad = {}, {}, {}
     for split, path in files.items():

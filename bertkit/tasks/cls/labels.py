@@ -8,9 +8,14 @@ function, :func:`joined_labels`, used by the warning here and by
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bertkit.data.text import looks_alike
 from bertkit.errors import BertkitError
 from bertkit.tasks.cls.examples import Columns, TextExample
+
+if TYPE_CHECKING:
+    from bertkit.tasks.base import TaskData
 
 
 def label_set(examples: list[TextExample]) -> list[str]:
@@ -107,3 +112,23 @@ def delimited_labels(examples: list[TextExample], cols: Columns) -> str | None:
                 f"{first.file}:{first.line}): each is read as one label, so every combination "
                 f"becomes a class of its own; for multi-label data pass {how}--label-sep '{sep}'")
     return None
+
+
+def checked_label_set(data: TaskData, multi_label: bool) -> list[str]:
+    """The label set of the whole training data (``data.label_examples``: before
+    ``--max-train-samples``, so a sample limit never changes it), checked.
+
+    Raises:
+        BertkitError: fewer than two training labels (one, multi-label), or a dev/test label
+            absent from the whole training data (file and line named).
+    """
+    full = data.label_examples
+    labels = label_set(full)
+    if len(labels) < (1 if multi_label else 2):
+        raise BertkitError(f"the training data has {len(labels)} label(s)",
+                           file=data.sources["train"], expected="at least two labels")
+    known_from = training_labels_source(data.sources["train"], len(full),
+                                        len(data.splits["train"]))
+    for split in ("dev", "test"):
+        check_known_labels(data.splits[split], labels, split, known_from)
+    return labels

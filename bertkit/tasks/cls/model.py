@@ -16,10 +16,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, load_tokenizer,
-                              quiet_transformers)
-from bertkit.errors import BertkitError
-from bertkit.tasks.common import read_saved_model, write_saved_model
+from bertkit.encoders import load_tokenizer
+from bertkit.tasks.common import build_pretrained, read_saved_model, write_saved_model
 
 
 
@@ -69,18 +67,11 @@ def build_classifier(model_name: str, labels: list[str], multi_label: bool = Fal
     """
     from transformers import AutoModelForSequenceClassification
 
-    quiet_transformers()
     kwargs = {"problem_type": "multi_label_classification"} if multi_label else {}
-    try:
-        return AutoModelForSequenceClassification.from_pretrained(
-            model_name, num_labels=len(labels), id2label=dict(enumerate(labels)),
-            label2id={lab: i for i, lab in enumerate(labels)},
-            attn_implementation=attention_implementation(model_name),
-            **kwargs)
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load model '{model_name}' for sequence classification: "
-                           f"{_short(exc)}", expected="a BERT-family encoder directory or hub id"
-                           ) from None
+    return build_pretrained(AutoModelForSequenceClassification.from_pretrained, model_name,
+                            "sequence classification", num_labels=len(labels),
+                            id2label=dict(enumerate(labels)),
+                            label2id={lab: i for i, lab in enumerate(labels)}, **kwargs)
 
 
 def save_classifier(model: nn.Module, tokenizer, directory: str | Path, meta: dict) -> None:

@@ -8,7 +8,8 @@ from typing import Sequence
 import numpy as np
 
 from bertkit.predict.inference import run_batches, sorted_batches
-from bertkit.metrics.cls import hoc_f1, label_scores, multilabel_scores
+from bertkit.metrics.cls import best_thresholds, hoc_f1, label_scores, multilabel_scores
+from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import TextExample
 from bertkit.tasks.cls.encoding import Encoded, collate, pool_logits
 from bertkit.tasks.cls.model import ClassifierLoss
@@ -106,3 +107,63 @@ def _spread(examples: Sequence[TextExample], values, fill) -> list:
     ``fill`` at the empty ones."""
     it = iter(values)
     return [fill if ex.empty else next(it) for ex in examples]
+
+
+class RunScorer:
+    """One run's scoring of its encoded splits: logits, decisions (multi-label: thresholds per
+    label, each the best F1 on dev) and metrics.
+
+    Args:
+        items: ``{split: encoded inputs}`` (``test`` added when the test step encodes it).
+        dev: the dev examples the thresholds are chosen on.
+    """
+
+    def __init__(self, cfg: CLSConfig, items: dict, labels: list[str], runtime: Runtime,
+                 pad: int, token_types: bool, dev: list) -> None:
+        self.cfg, self.items, self.labels, self.runtime = cfg, items, labels, runtime
+        self.pad, self.token_types, self.dev = pad, token_types, dev
+        self.label2id = {lab: i for i, lab in enumerate(labels)}
+        self.thresholds: list[float] | None = None
+
+    def logits(self, m, split: str, xs: list) -> np.ndarray:
+        """``[N, C]`` logits of ``split``'s examples (windows of a long text averaged)."""
+        return classify(m, self.items[split], len(xs), self.runtime, self.pad,
+                        self.cfg.eval_batch_size, self.token_types)
+
+    def scored(self, m, split: str, xs: list, thresholds=None) -> tuple[dict, list, np.ndarray]:
+        """``(metrics, predicted labels, probabilities)``; multi-label without ``thresholds``
+        (dev): thresholds chosen on the split itself."""
+        logits = self.logits(m, split, xs)
+        multi = self.cfg.multi_label
+        if multi and thresholds is None:  # dev: thresholds chosen on itself
+            thresholds = best_thresholds(_sigmoid(logits), indicators(xs, self.label2id))
+        pred, probs = decide(logits, self.labels, thresholds if multi else None)
+        metrics = score([x.label for x in xs], pred, self.labels, multi, example_ids(xs))
+        return metrics, pred, probs
+
+    def choose_thresholds(self, m) -> dict | None:
+        """Multi-label: one decision threshold per label, the best F1 on dev for the final
+        model (step 2 of :class:`TaskRun`, before the timed test)."""
+        if not self.cfg.multi_label:
+            return None
+        logits = self.logits(m, "dev", self.dev)
+        self.thresholds = best_thresholds(_sigmoid(logits),
+                                          indicators(self.dev, self.label2id)).tolist()
+        return {"thresholds": self.thresholds}
+
+    def thresholds_of(self, m) -> list[float] | None:
+        """The chosen thresholds (chosen now when called outside the driver); None:
+        single-label."""
+        if self.cfg.multi_label and self.thresholds is None:  # called outside the driver
+            self.choose_thresholds(m)
+        return self.thresholds
+
+
+def indicators(xs: Sequence[TextExample], label2id: dict[str, int]) -> np.ndarray:
+    """``[N, C]`` 0/1 gold label indicators of multi-label examples."""
+    out = np.zeros((len(xs), len(label2id)), dtype=np.int64)
+    for i, ex in enumerate(xs):
+        for lab in ex.label or []:
+            if lab in label2id:
+                out[i, label2id[lab]] = 1
+    return out

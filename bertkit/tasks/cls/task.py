@@ -19,21 +19,23 @@ from bertkit.inputs.batching import GroupedBatches
 from bertkit.encoders import load_tokenizer
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
-from bertkit.metrics.cls import best_thresholds
 from bertkit.metrics.collapse import warn_collapse
-from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
+from bertkit.outputs.tables import label_scores_table
+from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, TaskRun,
+                                table_report, task_functions)
 from bertkit.tasks.cls.card import CARD, HOC_SCORING, SCORING, card_example  # noqa: F401
 from bertkit.tasks.cls.config import CLSConfig
 from bertkit.tasks.cls.data import (EXTENSIONS, Columns, TextExample, check_known_labels,
                                     delimited_labels, label_set, labels_missing_from,
-                                    load_cls_data, read_examples, training_labels_source)
+                                    load_cls_data, read_examples)
 from bertkit.tasks.cls.delimiters import shared_delimiter
 from bertkit.tasks.cls.pairs import check_pair_form
 from bertkit.tasks.cls.encoding import collate, encode
+from bertkit.tasks.cls.labels import checked_label_set
 from bertkit.tasks.cls.model import (ClassifierLoss, build_classifier, load_classifier,
                                      save_classifier)
-from bertkit.tasks.cls.scoring import (_sigmoid, _spread, classify, decide,  # noqa: F401
-                                       example_ids, prediction_lines, score)
+from bertkit.tasks.cls.scoring import (RunScorer, _sigmoid, _spread, classify,  # noqa: F401
+                                       decide, example_ids, prediction_lines, score)
 from bertkit.tasks.cls.suite import SUITE
 from bertkit.tasks.common import (class_weights, parse_split, warn_bad_lines,
                                   warn_notes, write_test_outputs)
@@ -53,18 +55,10 @@ def _split_note(sep: str, joined: list[str], examples: Sequence[TextExample]) ->
             f"{len(label_set(list(examples)))} labels, not one class per combination")
 
 
-class CLSTask:
+class CLSTask(TaskHeader, name="cls", config_class=CLSConfig,
+              extensions=EXTENSIONS, unit="texts", select_metric="macro_f1",
+              card=CARD, suite=SUITE):
     """Sentence classification as a :class:`~bertkit.tasks.base.Task` (module docstring)."""
-
-    name = "cls"
-    config_class = CLSConfig
-    data_kind = "cls"
-    extensions = EXTENSIONS
-    unit = "texts"
-    select_metric = "macro_f1"
-    card = CARD
-    headline = CARD.metrics  # the card, adapt and --seeds summaries
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: CLSConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:
@@ -101,14 +95,7 @@ class CLSTask:
                 label absent from the whole training data (file and line named).
         """
         train_x, dev_x, test_x = (data.splits[k] for k in ("train", "dev", "test"))
-        full = data.label_examples
-        labels = label_set(full)
-        if len(labels) < (1 if cfg.multi_label else 2):
-            raise BertkitError(f"the training data has {len(labels)} label(s)",
-                               file=data.sources["train"], expected="at least two labels")
-        known_from = training_labels_source(data.sources["train"], len(full), len(train_x))
-        for split, xs in (("dev", dev_x), ("test", test_x)):
-            check_known_labels(xs, labels, split, known_from)
+        labels = checked_label_set(data, cfg.multi_label)
         unseen = labels_missing_from(train_x, labels)
         tokenizer = load_tokenizer(model_name)
         token_types = "token_type_ids" in tokenizer.model_input_names
@@ -121,55 +108,18 @@ class CLSTask:
                                 multi_label=cfg.multi_label)
         items = {"train": enc(train_x), "dev": enc(dev_x)}
         shortened = {s: len({x.example for x in v if x.shortened}) for s, v in items.items()}
-        pad = tokenizer.pad_token_id
-        col = functools.partial(collate, pad_id=pad, token_types=token_types)
+        col = functools.partial(collate, pad_id=tokenizer.pad_token_id, token_types=token_types)
         batches = GroupedBatches(items["train"], [len(x.input_ids) for x in items["train"]],
                                  cfg.batch_size, cfg.seed, col, group=cfg.length_group)
-        state: dict = {"thresholds": None}
         how = ("kept head+tail" if cfg.long_text == "head-tail" else "windowed, logits averaged")
-        summary = (f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} texts (train/dev/test); "
-                   f"{len(labels)} labels{' (multi-label)' if cfg.multi_label else ''}; "
-                   f"over {cfg.max_length} pieces, {how}: {shortened['train']} train, "
-                   f"{shortened['dev']} dev; class weights {cfg.class_weights}; model "
-                   f"{model_name}; device {runtime.device}, {runtime.precision}")
-        if unseen:  # labels beyond --max-train-samples: kept, but never trained on
-            summary += (f"\nnote: {len(unseen)} of the {len(labels)} label(s) (from all "
-                        f"{len(full)} training texts) not among the {len(train_x)} trained on: "
-                        f"predicted from untrained weights only: {', '.join(unseen)}")
-
-        def logits_of(m, split: str, xs: list) -> np.ndarray:
-            return classify(m, items[split], len(xs), runtime, pad, cfg.eval_batch_size,
-                            token_types)
-
-        def scored(m, split: str, xs: list, thresholds=None) -> tuple[dict, list, np.ndarray]:
-            logits = logits_of(m, split, xs)
-            if cfg.multi_label and thresholds is None:  # dev: thresholds chosen on itself
-                thresholds = best_thresholds(_sigmoid(logits), _indicators(xs, label2id))
-            pred, probs = decide(logits, labels, thresholds if cfg.multi_label else None)
-            metrics = score([x.label for x in xs], pred, labels, cfg.multi_label, example_ids(xs))
-            return metrics, pred, probs
-
+        summary = _summary(cfg, data, labels, unseen, shortened, how, model_name, runtime)
+        scorer = RunScorer(cfg, items, labels, runtime, tokenizer.pad_token_id, token_types, dev_x)
         said: set = set()  # split notes printed once a run
 
         def evaluate_dev(m) -> dict:
-            metrics = scored(m, "dev", dev_x)[0]
+            metrics = scorer.scored(m, "dev", dev_x)[0]
             warn_collapse(metrics, console, "dev", said)
             return metrics
-
-        def choose_thresholds(m) -> dict | None:
-            """Multi-label: one decision threshold per label, the best F1 on dev for the final
-            model (step 2 of :class:`TaskRun`, before the timed test)."""
-            if not cfg.multi_label:
-                return None
-            logits = logits_of(m, "dev", dev_x)
-            state["thresholds"] = best_thresholds(_sigmoid(logits),
-                                                  _indicators(dev_x, label2id)).tolist()
-            return {"thresholds": state["thresholds"]}
-
-        def thresholds_of(m) -> list[float] | None:
-            if cfg.multi_label and state["thresholds"] is None:  # called outside the driver
-                choose_thresholds(m)
-            return state["thresholds"]
 
         def test(m, console: Console | None = None) -> ScoredSplit:
             items["test"] = enc(test_x)
@@ -177,8 +127,8 @@ class CLSTask:
             if console is not None:  # the summary line counted train and dev
                 console.print(f"test: {shortened['test']} of {len(test_x)} texts over "
                               f"{cfg.max_length} pieces, {how}", highlight=False)
-            t = thresholds_of(m)
-            metrics, pred, probs = scored(m, "test", test_x,
+            t = scorer.thresholds_of(m)
+            metrics, pred, probs = scorer.scored(m, "test", test_x,
                                           np.asarray(t) if t is not None else None)
             metrics["thresholds"] = t
             warn_collapse(metrics, console, "test")
@@ -192,7 +142,7 @@ class CLSTask:
 
         def save(m, directory: Path) -> None:
             save_classifier(m, tokenizer, directory, {
-                "labels": labels, "multi_label": cfg.multi_label, "thresholds": thresholds_of(m),
+                "labels": labels, "multi_label": cfg.multi_label, "thresholds": scorer.thresholds_of(m),
                 "max_length": cfg.max_length, "long_text": cfg.long_text,
                 "text_column": cfg.text_column, "text_pair_column": cfg.text_pair_column,
                 "label_column": cfg.label_column, "label_sep": cfg.label_sep,
@@ -200,51 +150,44 @@ class CLSTask:
                 "pairs": any(x.text_pair for x in data.full_train)})
 
         return TaskRun(model, batches, evaluate_dev, test, save, summary=summary,
-                       choose_on_dev=choose_thresholds, select_metric=cfg.select_metric(),
+                       choose_on_dev=scorer.choose_thresholds, select_metric=cfg.select_metric(),
                        results={
             "labels": labels, "multi_label": cfg.multi_label, "long_text": cfg.long_text,
             "class_weights": cfg.class_weights, "shortened_texts": shortened,
             "metric": cfg.metric, "scoring": SCORING + (HOC_SCORING if cfg.multi_label else ""),
             "example": card_example(data.full_train)})
 
-    def report(self, results: dict, title: str):
-        """Per-label and averaged scores (:func:`bertkit.outputs.tables.label_scores_table`)."""
-        from bertkit.outputs.tables import label_scores_table
+    report = table_report(label_scores_table)
+    evaluate, predict, stream = task_functions("cls")
 
-        return label_scores_table(results["test"] if "test" in results else results, title)
 
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_cls`."""
-        return evaluate_cls(*args, **kwargs)
-
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_cls`."""
-        return predict_cls(*args, **kwargs)
-
-    @staticmethod
-    def stream(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
+def stream_cls(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
                precision: str = "auto", batch_size: int = 64, text_column: str | None = None,
                quoting: str | None = None, console: Console | None = None):
-        """``predict cls`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.cls.stream`); None
-        for CSV/TSV input, which :func:`predict_cls` reads whole."""
-        from bertkit.tasks.cls.stream import cls_predictor, stream_format
+    """``predict cls`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.cls.stream`); None
+    for CSV/TSV input, which :func:`predict_cls` reads whole."""
+    from bertkit.tasks.cls.stream import cls_predictor, stream_format
 
-        fmt = stream_format(input_path, input_format)
-        return None if fmt is None else cls_predictor(
-            model_dir, input_path, fmt, device, precision, batch_size, text_column, quoting,
-            console, _run_saved, prediction_lines, _saved_columns)
+    fmt = stream_format(input_path, input_format)
+    return None if fmt is None else cls_predictor(
+        model_dir, input_path, fmt, device, precision, batch_size, text_column, quoting,
+        console, _run_saved, prediction_lines, _saved_columns)
 
 
-def _indicators(xs: Sequence[TextExample], label2id: dict[str, int]) -> np.ndarray:
-    """``[N, C]`` 0/1 gold label indicators of multi-label examples."""
-    out = np.zeros((len(xs), len(label2id)), dtype=np.int64)
-    for i, ex in enumerate(xs):
-        for lab in ex.label or []:
-            if lab in label2id:
-                out[i, label2id[lab]] = 1
-    return out
+def _summary(cfg: CLSConfig, data: TaskData, labels: list[str], unseen: list[str],
+             shortened: dict, how: str, model_name: str, runtime: Runtime) -> str:
+    """The line printed before training: sizes, labels, long texts, weights, model, device."""
+    train_x, dev_x, test_x = (data.splits[k] for k in ("train", "dev", "test"))
+    summary = (f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} texts (train/dev/test); "
+               f"{len(labels)} labels{' (multi-label)' if cfg.multi_label else ''}; "
+               f"over {cfg.max_length} pieces, {how}: {shortened['train']} train, "
+               f"{shortened['dev']} dev; class weights {cfg.class_weights}; model "
+               f"{model_name}; device {runtime.device}, {runtime.precision}")
+    if unseen:  # labels beyond --max-train-samples: kept, but never trained on
+        summary += (f"\nnote: {len(unseen)} of the {len(labels)} label(s) (from all "
+                    f"{len(data.label_examples)} training texts) not among the {len(train_x)} "
+                    f"trained on: predicted from untrained weights only: {', '.join(unseen)}")
+    return summary
 
 
 TASK = CLSTask()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from bertkit.settings.options import (DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
                              SPLIT, MAX_EVAL_SAMPLES, Commands, Option, option,
                              stream_options)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
-                                           max_eval_option, max_train_option, model_option)
+                                           evaluate_data_option, input_option, max_eval_option,
+                                           max_train_option, model_option, predictions_option)
 
 INPUT_FORMATS = ("auto", "conll", "text", "jsonl")
 PREDICT_CHUNK = 16
@@ -33,18 +33,16 @@ COMMANDS = Commands(
     with each cluster's mentions as character offsets and text.""",
     evaluate_options=(
         SAVED_MODEL,
-        Option("Registered set ({sets}; under $BERTKIT_DATA/coref/) or a directory with "
-               "train/dev/test .conll files or folders of them.", ("--data", "-d"), name="data",
-               type=str, default=...),
+        evaluate_data_option("Registered set ({sets}; under $BERTKIT_DATA/coref/) or a directory "
+                             "with train/dev/test .conll files or folders of them."),
         SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
-        Option("Also write the predicted clusters as CoNLL-2012 here.", ("--predictions",),
-               name="predictions", type=Path),
+        predictions_option("Also write the predicted clusters as CoNLL-2012 here."),
         DEVICE, PRECISION),
     predict_options=(
         SAVED_MODEL,
-        Option("CoNLL-2012 file (coreference column may be -), plain text (the whole file one "
-               "document) or JSON lines with 'text' (and optional 'id'), one document a line; "
-               ".gz too.", ("--input", "-i"), name="input", type=Path, default=...),
+        input_option("CoNLL-2012 file (coreference column may be -), plain text (the whole file "
+                     "one document) or JSON lines with 'text' (and optional 'id'), one document a "
+                     "line; .gz too."),
         PREDICT_OUTPUT,
         Option("auto (by suffix and content), conll, text or jsonl.", ("--input-format",),
                name="input_format", type=str, choices=INPUT_FORMATS, default="auto"),

@@ -17,7 +17,8 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.coref import coref_scores
 from bertkit.outputs.modelcard import CardSpec, Metric
-from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
+from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, TaskRun,
+                                report_metrics, task_functions)
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.coref.card import USAGE, card_notes
 from bertkit.tasks.coref.config import CorefConfig
@@ -51,19 +52,11 @@ def _long_mentions(docs: Sequence[CorefDocument], width: int) -> int:
     return sum(1 for d in docs for c in d.clusters or [] for s, e in c if e - s + 1 > width)
 
 
-class CorefTask:
+class CorefTask(TaskHeader, name="coref", config_class=CorefConfig,
+                extensions=EXTENSIONS, unit="documents", select_metric="conll_f1",
+                card=CARD, suite=SUITE):
     """Coreference resolution (start-to-end span ranking) as a
     :class:`~bertkit.tasks.base.Task`; best epoch by dev CoNLL F1 with singletons."""
-
-    name = "coref"
-    config_class = CorefConfig
-    data_kind = "coref"
-    extensions = EXTENSIONS
-    unit = "documents"
-    select_metric = "conll_f1"
-    card = CARD
-    headline = CARD.metrics
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: CorefConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:
@@ -123,7 +116,7 @@ class CorefTask:
         """MUC, B-cubed, CEAF-m, CEAF-e, BLANC and CoNLL F1, with and without singletons."""
         from rich.table import Table
 
-        m = results["test"] if "test" in results else results
+        m = report_metrics(results)
         table = Table(title=title)
         for col in ("metric", "R", "P", "F1", "R -sing.", "P -sing.", "F1 -sing."):
             table.add_column(col, justify="left" if col == "metric" else "right")
@@ -135,25 +128,17 @@ class CorefTask:
                       f"{m.get('conll_f1_nosingletons', float('nan')):.2f}")
         return table
 
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_coref`."""
-        return evaluate_coref(*args, **kwargs)
+    evaluate, predict, stream = task_functions("coref")
 
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_coref`."""
-        return predict_coref(*args, **kwargs)
 
-    @staticmethod
-    def stream(model_dir: str, input_path: str, input_format: str = "auto",
-               output_format: str = "auto", output: str | None = None, device: str = "auto",
-               precision: str = "auto", console: Console | None = None):
-        """``predict coref`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.coref.stream`)."""
-        from bertkit.tasks.coref.stream import coref_predictor
+def stream_coref(model_dir: str, input_path: str, input_format: str = "auto",
+                 output_format: str = "auto", output: str | None = None, device: str = "auto",
+                 precision: str = "auto", console: Console | None = None):
+    """``predict coref`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.coref.stream`)."""
+    from bertkit.tasks.coref.stream import coref_predictor
 
-        return coref_predictor(model_dir, input_path, input_format, output_format, output,
-                               device, precision, console)
+    return coref_predictor(model_dir, input_path, input_format, output_format, output,
+                           device, precision, console)
 
 
 TASK = CorefTask()

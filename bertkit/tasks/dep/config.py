@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from bertkit.settings.options import (MAX_EVAL_SAMPLES, DEVICE, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
                              SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS, Commands, Option, batch_size,
                              option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
-                                           max_eval_option, max_train_option, model_option)
+                                           evaluate_data_option, input_option, max_eval_option,
+                                           max_train_option, model_option, predictions_option)
 
 WORD_REPRS = ("first", "mean")
 DECODER_NAMES = ("mst", "eisner")  # the keys of bertkit.tasks.dep.model.DECODERS (a test checks)
@@ -30,21 +30,19 @@ COMMANDS = Commands(
     in (every sentence a well-formed tree) and every other column as it came.""",
     evaluate_options=(
         SAVED_MODEL,
-        Option("Registered set ({sets}; under $BERTKIT_DATA/dep/) or a directory with .conllu split "
-               "files.", ("--data", "-d"), name="data", type=str, default=...),
+        evaluate_data_option("Registered set ({sets}; under $BERTKIT_DATA/dep/) or a directory "
+                             "with .conllu split files."),
         Option("train, dev or test (genia: dev is the held-out tenth of dev.conllu).", ("--split",),
                name="split", type=str, choices=SPLIT.choices, default="test"),
         MAX_EVAL_SAMPLES, _DECODER, METRICS_OUTPUT,
-        Option("Also write the parses as CoNLL-U here.", ("--predictions",), name="predictions",
-               type=Path),
+        predictions_option("Also write the parses as CoNLL-U here."),
         Option("Leave out gold sentences that are malformed or not trees, counted in the metrics, "
                "instead of stopping.", ("--skip-bad-sentences",), name="skip_bad_sentences",
                type=bool, default=False),
         DEVICE, PRECISION, batch_size("Sentences", 64)),
     predict_options=(
         SAVED_MODEL,
-        Option("CoNLL-U file (HEAD/DEPREL may be _) or plain text, one sentence a line.",
-               ("--input", "-i"), name="input", type=Path, default=...),
+        input_option("CoNLL-U file (HEAD/DEPREL may be _) or plain text, one sentence a line."),
         PREDICT_OUTPUT,
         Option("auto, conllu or text.", ("--input-format",), name="input_format", type=str,
                choices=("auto", "conllu", "text"), default="auto"),

@@ -17,7 +17,9 @@ from bertkit.io import write_text
 from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.metrics.dep import RULE_TEXT, punct_rule
 from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
-from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
+from bertkit.outputs.tables import parse_table
+from bertkit.tasks.base import (TaskHeader, Evaluation, Prepared, ScoredSplit, TaskData,
+                                table_report, task_functions)
 from bertkit.tasks.common import parse_split, warn_unseen
 from bertkit.tasks.dep.data import EXTENSIONS, load_dep_data, relations, unseen_relations
 from bertkit.tasks.dep.encoding import SentenceBatches, encode
@@ -40,20 +42,13 @@ CARD = CardSpec(
 """The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
-class DepTask:
+class DepTask(TaskHeader, name="dep", config_class=DepConfig,
+              extensions=EXTENSIONS, unit="sentences", select_metric="las",
+              card=CARD, suite=SUITE):
     """Biaffine dependency parsing (Dozat & Manning 2017) as a :class:`~bertkit.tasks.base.Task`;
     best epoch by dev LAS without punctuation. A set without a train file trains on dev less
     every 10th sentence (``default_split_from_dev``), as GENIA is released."""
 
-    name = "dep"
-    config_class = DepConfig
-    data_kind = "dep"
-    extensions = EXTENSIONS
-    unit = "sentences"
-    select_metric = "las"
-    card = CARD
-    headline = CARD.metrics  # the card, adapt and --seeds summaries
-    suite = SUITE  # what bench needs to enter the task in a suite
     default_split_from_dev = 0.1
 
     def load(self, cfg: DepConfig, splits: tuple[str, ...], console: Console | None = None
@@ -119,31 +114,18 @@ class DepTask:
             "scoring": "uas/las exclude punctuation (" + RULE_TEXT[rule] + "); *_punct include "
                        "it; ucm/lcm complete match without punctuation"})
 
-    def report(self, results: dict, title: str):
-        """UAS/LAS and per-relation scores (:func:`bertkit.outputs.tables.parse_table`)."""
-        from bertkit.outputs.tables import parse_table
+    report = table_report(parse_table)
+    evaluate, predict, stream = task_functions("dep")
 
-        return parse_table(results["test"] if "test" in results else results, title)
 
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_dep`."""
-        return evaluate_dep(*args, **kwargs)
-
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_dep`."""
-        return predict_dep(*args, **kwargs)
-
-    @staticmethod
-    def stream(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
+def stream_dep(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
                precision: str = "auto", batch_size: int = 64, decoder: str | None = None,
                console: Console | None = None):
-        """``predict dep`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.dep.stream`)."""
-        from bertkit.tasks.dep.stream import dep_predictor
+    """``predict dep`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.dep.stream`)."""
+    from bertkit.tasks.dep.stream import dep_predictor
 
-        return dep_predictor(model_dir, input_path, input_format, device, precision, batch_size,
-                             decoder, console)
+    return dep_predictor(model_dir, input_path, input_format, device, precision, batch_size,
+                         decoder, console)
 
 
 TASK = DepTask()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from bertkit.settings.options import (DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT,
                              SAVED_MODEL, SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS, Commands, Option,
                              batch_size, option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
-                                           max_eval_option, max_train_option, model_option)
+                                           evaluate_data_option, input_option, max_eval_option,
+                                           max_train_option, model_option, predictions_option)
 
 METRICS = {"span": "f1", "token-macro": "token_macro_f1"}
 """``--metric`` choices and the dev metric each selects the best epoch by."""
@@ -34,17 +34,15 @@ COMMANDS = Commands(
     """,
     evaluate_options=(
         SAVED_MODEL,
-        Option("Registered set ({sets}; under $BERTKIT_DATA) or a directory with split files.",
-               ("--data", "-d"), name="data", type=str, default=...),
+        evaluate_data_option("Registered set ({sets}; under $BERTKIT_DATA) or a directory with "
+                             "split files."),
         SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
-        Option("Also write token, gold, predicted as CoNLL here.", ("--predictions",),
-               name="predictions", type=Path),
+        predictions_option("Also write token, gold, predicted as CoNLL here."),
         DEVICE, PRECISION, batch_size("Windows", 32)),
     predict_options=(
         SAVED_MODEL,
-        Option("CoNLL file (token first) or plain text, one sentence a line; .gz read as gzip.",
-               ("--input", "-i"),
-               name="input", type=Path, default=...),
+        input_option("CoNLL file (token first) or plain text, one sentence a line; .gz read as "
+                     "gzip."),
         PREDICT_OUTPUT,
         Option("conll (token, gold if the input has it, predicted) or jsonl (line, tokens, tags, "
                "spans).", ("--format", "-f"), name="fmt", type=str, choices=("conll", "jsonl"),

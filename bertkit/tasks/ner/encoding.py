@@ -47,6 +47,48 @@ class Window:
     word_labels: np.ndarray
 
 
+def _empty_words(sentences: Sequence[Sentence], enc, unk: str
+                 ) -> tuple[list[tuple[int, int]], dict[int, list[str]]]:
+    """Words the tokenizer turns into no piece (control or zero-width characters): their
+    ``(sentence, word)`` places, and per such sentence its words with each empty one read as
+    ``unk`` (so every word keeps a first piece to label)."""
+    empty: list[tuple[int, int]] = []
+    fixed = {}
+    for i, s in enumerate(sentences):
+        counts = np.bincount(np.asarray(enc.word_ids(i), dtype=np.int64), minlength=len(s.tokens)) \
+            if len(enc["input_ids"][i]) else np.zeros(len(s.tokens), dtype=np.int64)
+        if (counts == 0).any():
+            zero = np.flatnonzero(counts == 0)
+            empty.extend((i, int(j)) for j in zero)
+            repl = list(s.tokens)
+            for j in zero:
+                repl[j] = unk
+            fixed[i] = repl
+    return empty, fixed
+
+
+def _continuation_ids(label2id: dict[str, int]) -> np.ndarray:
+    """``[L]`` the label id a continuation piece gets: ``B-X`` -> ``I-X``, others their own."""
+    i_of = np.arange(len(label2id))  # B-X -> I-X id map for continuation pieces
+    for lab, idx in label2id.items():
+        if lab.startswith("B-") and f"I-{lab[2:]}" in label2id:
+            i_of[idx] = label2id[f"I-{lab[2:]}"]
+    return i_of
+
+
+def _word_label_ids(sentences: Sequence[Sentence], label2id: dict[str, int]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Label ids of all words at once (``O`` for a label missing from ``label2id``) and the
+    sentences' offsets into them: ``([total words], [N + 1])``."""
+    o_id = label2id.get("O", 0)
+    # unique tag strings -> ids, then a gather (no per-word loop)
+    offsets = np.concatenate([[0], np.cumsum([len(s.tags) for s in sentences])])
+    flat = np.concatenate([np.asarray(s.tags, dtype=object) for s in sentences]) \
+        if offsets[-1] else np.zeros(0, dtype=object)
+    names, inverse = np.unique(flat.astype(str), return_inverse=True)
+    return np.asarray([label2id.get(n, o_id) for n in names], dtype=np.int64)[inverse], offsets
+
+
 def encode(sentences: Sequence[Sentence], tokenizer, label2id: dict[str, int], max_length: int,
            label_all_subwords: bool = False) -> tuple[list[Window], EncodeReport]:
     """Encode sentences into model windows (see module docstring).
@@ -65,34 +107,14 @@ def encode(sentences: Sequence[Sentence], tokenizer, label2id: dict[str, int], m
     budget = max_length - 2
     words = [list(s.tokens) for s in sentences]
     enc = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
-    empty: list[tuple[int, int]] = []
     long_words: list[tuple[int, int]] = []
-    fixed = {}
-    for i, s in enumerate(sentences):
-        counts = np.bincount(np.asarray(enc.word_ids(i), dtype=np.int64), minlength=len(s.tokens)) \
-            if len(enc["input_ids"][i]) else np.zeros(len(s.tokens), dtype=np.int64)
-        if (counts == 0).any():
-            zero = np.flatnonzero(counts == 0)
-            empty.extend((i, int(j)) for j in zero)
-            repl = list(s.tokens)
-            for j in zero:
-                repl[j] = tokenizer.unk_token
-            fixed[i] = repl
+    empty, fixed = _empty_words(sentences, enc, tokenizer.unk_token)
     if fixed:
         keys = {k: j for j, k in enumerate(fixed)}
         enc2 = tokenizer(list(fixed.values()), is_split_into_words=True, add_special_tokens=False)
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
-    o_id = label2id.get("O", 0)
-    i_of = np.arange(len(label2id))  # B-X -> I-X id map for continuation pieces
-    for lab, idx in label2id.items():
-        if lab.startswith("B-") and f"I-{lab[2:]}" in label2id:
-            i_of[idx] = label2id[f"I-{lab[2:]}"]
-    # label ids of all words at once: unique tag strings -> ids, then a gather (no per-word loop)
-    offsets = np.concatenate([[0], np.cumsum([len(s.tags) for s in sentences])])
-    flat = np.concatenate([np.asarray(s.tags, dtype=object) for s in sentences]) \
-        if offsets[-1] else np.zeros(0, dtype=object)
-    names, inverse = np.unique(flat.astype(str), return_inverse=True)
-    all_labels = np.asarray([label2id.get(n, o_id) for n in names], dtype=np.int64)[inverse]
+    i_of = _continuation_ids(label2id)
+    all_labels, offsets = _word_label_ids(sentences, label2id)
     windows: list[Window] = []
     windowed = 0
     for i, s in enumerate(sentences):

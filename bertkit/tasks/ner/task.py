@@ -21,9 +21,11 @@ from bertkit.io import write_text
 from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.metrics.ner import entity_scores
 from bertkit.inputs.packing import Packer, position_start
+from bertkit.outputs.tables import entity_table
 from bertkit.tasks.ner.config import METRICS, NERConfig
 from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
-from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
+from bertkit.tasks.base import (TaskHeader, Evaluation, Prepared, ScoredSplit, TaskData,
+                                table_report, task_functions)
 from bertkit.tasks.common import parse_split, warn_notes, warn_unseen
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.ner.data import EXTENSIONS, entity_types, load_ner_data, unseen_labels
@@ -172,20 +174,12 @@ CARD = CardSpec(
 """The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
-class NERTask:
+class NERTask(TaskHeader, name="ner", config_class=NERConfig,
+              extensions=EXTENSIONS, unit="sentences", select_metric="f1",
+              card=CARD, suite=SUITE):
     """Named-entity recognition as a :class:`~bertkit.tasks.base.Task`: IOB2 tagging of words
     (first-piece alignment as Hugging Face's ``run_ner.py``), best epoch by dev entity F1
     (seqeval strict IOB2, Tjong Kim Sang & De Meulder 2003)."""
-
-    name = "ner"
-    config_class = NERConfig
-    data_kind = "ner"
-    extensions = EXTENSIONS
-    unit = "sentences"
-    select_metric = "f1"
-    card = CARD
-    headline = CARD.metrics  # the card, adapt and --seeds summaries
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: NERConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:
@@ -265,26 +259,8 @@ class NERTask:
                        "default mode; token_macro_f1: mean over types of token-level F1, "
                        "prefix dropped (scikit-learn)"}, select_metric=METRICS[cfg.metric])
 
-    def report(self, results: dict, title: str):
-        """Entity precision/recall/F1 per type (:func:`bertkit.outputs.tables.entity_table`)."""
-        from bertkit.outputs.tables import entity_table
-
-        return entity_table(results["test"] if "test" in results else results, title)
-
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_ner`."""
-        return evaluate_ner(*args, **kwargs)
-
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_ner`."""
-        return predict_ner(*args, **kwargs)
-
-    @staticmethod
-    def stream(*args, **kwargs):
-        """:func:`stream_ner` (``predict`` through :mod:`bertkit.predict`)."""
-        return stream_ner(*args, **kwargs)
+    report = table_report(entity_table)
+    evaluate, predict, stream = task_functions("ner")
 
 
 TASK = NERTask()

@@ -9,7 +9,8 @@ from bertkit.settings.options import (MAX_EVAL_SAMPLES, DEVICE, METRICS_OUTPUT, 
                              SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS, Commands, Option, batch_size,
                              option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
-                                           max_eval_option, max_train_option, model_option)
+                                           evaluate_data_option, input_option, max_eval_option,
+                                           max_train_option, model_option, predictions_option)
 
 UNANSWERABLE = ("auto", "on", "off")
 
@@ -32,20 +33,18 @@ COMMANDS = Commands(
     end logit).""",
     evaluate_options=(
         SAVED_MODEL,
-        Option("Registered set ({sets}; under $BERTKIT_DATA/qa/) or a directory with split .json "
-               "(SQuAD JSON) or .jsonl files.", ("--data", "-d"), name="data", type=str,
-               default=...),
+        evaluate_data_option("Registered set ({sets}; under $BERTKIT_DATA/qa/) or a directory with "
+                             "split .json (SQuAD JSON) or .jsonl files."),
         SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
-        Option("Also write each question's answer (id, answer, start, end, score, gold) as JSON "
-               "lines here.", ("--predictions",), name="predictions", type=Path),
+        predictions_option("Also write each question's answer (id, answer, start, end, score, "
+                           "gold) as JSON lines here."),
         Option("SQuAD 2.0: answer empty when null score - best span score is above this. "
                "\\[default: the one saved with the model]", ("--null-threshold",),
                name="null_threshold", type=float),
         DEVICE, PRECISION, batch_size("Windows", 64)),
     predict_options=(
         SAVED_MODEL,
-        Option("JSON lines with id, question, context (answers optional) or SQuAD JSON.",
-               ("--input", "-i"), name="input", type=Path, default=...),
+        input_option("JSON lines with id, question, context (answers optional) or SQuAD JSON."),
         PREDICT_OUTPUT,
         Option("SQuAD 2.0 models: answer empty when null score - best span score is above this. "
                "\\[default: the one saved with the model]", ("--null-threshold",),

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from bertkit.data.sets import data_root, entry, resolve_local
+from bertkit.data.sets import entry, not_available, resolve_local
 from bertkit.data.text import visible
 from bertkit.errors import BertkitError
 
@@ -337,12 +337,8 @@ def load_qa_data(data: str, splits: tuple[str, ...]) -> tuple[dict, dict]:
     """
     files = resolve_local(data, "qa", EXTENSIONS, splits)
     if files is None:
-        root = data_root()
-        where = f"BERTKIT_DATA={root} has no qa/{data}/" if root else "BERTKIT_DATA is not set"
         reg = entry("qa", data)
-        raise BertkitError(f"data set '{data}' is not available: {where}",
-                           expected=f"BERTKIT_DATA pointing at a folder holding {LAYOUT}, or "
-                                    f"--data DIRECTORY" + (f" ({reg.description})" if reg else ""))
+        raise not_available("qa", data, LAYOUT, f" ({reg.description})" if reg else "")
     return ({split: read_qa_file(path) for split, path in files.items()},
             {split: str(path) for split, path in files.items()})
 

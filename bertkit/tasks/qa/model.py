@@ -17,10 +17,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation, load_tokenizer,
-                              quiet_transformers)
-from bertkit.errors import BertkitError
-from bertkit.tasks.common import read_saved_model, write_saved_model
+from bertkit.encoders import load_tokenizer
+from bertkit.tasks.common import build_pretrained, read_saved_model, write_saved_model
 
 
 
@@ -54,14 +52,8 @@ def build_qa_model(model_name: str):
     """
     from transformers import AutoModelForQuestionAnswering
 
-    quiet_transformers()
-    try:
-        return AutoModelForQuestionAnswering.from_pretrained(
-            model_name, attn_implementation=attention_implementation(model_name))
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load model '{model_name}' for question answering: "
-                           f"{_short(exc)}", expected="a BERT-family encoder directory or hub id"
-                           ) from None
+    return build_pretrained(AutoModelForQuestionAnswering.from_pretrained, model_name,
+                            "question answering")
 
 
 def save_qa_model(model: nn.Module, tokenizer, directory: str | Path, meta: dict) -> None:

@@ -15,6 +15,7 @@ found on dev reported and saved beside the fixed one.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from rich.console import Console
@@ -22,7 +23,8 @@ from rich.console import Console
 from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.outputs.modelcard import CardSpec, Metric
-from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
+from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, TaskRun,
+                                report_metrics, task_functions)
 from bertkit.tasks.common import parse_split
 from bertkit.tasks.driver import finetune
 from bertkit.tasks.qa.checks import gold_reach, reach_lines
@@ -117,18 +119,10 @@ CARD = CardSpec(
 """The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
-class QATask:
+class QATask(TaskHeader, name="qa", config_class=QAConfig,
+             extensions=EXTENSIONS, unit="questions", select_metric="f1",
+             card=CARD, suite=SUITE):
     """Extractive question answering as a :class:`~bertkit.tasks.base.Task` (module docstring)."""
-
-    name = "qa"
-    config_class = QAConfig
-    data_kind = "qa"
-    extensions = EXTENSIONS
-    unit = "questions"
-    select_metric = "f1"
-    card = CARD
-    headline = CARD.metrics  # the card, adapt and --seeds summaries
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: QAConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:
@@ -160,31 +154,15 @@ class QATask:
         tokenizer = load_tokenizer(model_name)
         settings = _settings(cfg)
         model = SpanLoss(build_qa_model(model_name))
-        feats = {"train": encode(train_x, tokenizer, cfg.max_length, cfg.doc_stride,
-                                 cfg.max_question_length),
-                 "dev": encode(dev_x, tokenizer, cfg.max_length, cfg.doc_stride,
-                               cfg.max_question_length)}
+        windows = functools.partial(encode, tokenizer=tokenizer, max_length=cfg.max_length,
+                                    doc_stride=cfg.doc_stride,
+                                    max_question_length=cfg.max_question_length)
+        feats = {"train": windows(train_x), "dev": windows(dev_x)}
         pad = tokenizer.pad_token_id
         batches = WindowBatches(feats["train"], cfg.batch_size, cfg.seed, pad, cfg.length_group,
                                 cfg.null_window_rate)
         tr = feats["train"]
-        outside = int(sum(1 for x in train_x if x.answers)
-                      - len(set(tr.example[tr.start_positions > 0].tolist())))
-        summary = (f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} questions (train/dev/test), "
-                   f"{len(tr)}/{len(feats['dev'])} windows of {cfg.max_length} pieces, overlap "
-                   f"{cfg.doc_stride} (train/dev); {tr.questions_cut} train questions cut at "
-                   f"{cfg.max_question_length} pieces; SQuAD {'2.0' if v2 else '1.1'} mode; model "
-                   f"{model_name}; device {runtime.device}, {runtime.precision}")
-        if note:
-            summary = f"note: {note}\n{summary}"
-        if cfg.null_window_rate < 1.0:
-            null = int(null_windows(tr).sum())
-            summary += (f"\nnull windows of answerable questions: {null} of {len(tr)}, each kept "
-                        f"with probability {cfg.null_window_rate:g} per epoch (drawn afresh; "
-                        f"epoch 1 trains {sum(len(b) for b in batches.plan(0))} windows)")
-        if outside:
-            summary += (f"\nnote: {outside} answerable training question(s) have no window "
-                        f"holding the whole answer (labelled [CLS])")
+        summary = _summary(cfg, data, feats, batches, v2, note, model_name, runtime)
         reach = {s: gold_reach(xs, tokenizer, cfg.max_answer_length)
                  for s, xs in (("train", train_x), ("dev", dev_x), ("test", test_x))}
         summary += "".join(f"\nwarning: {line}" for line in reach_lines(reach))
@@ -206,8 +184,7 @@ class QATask:
             return None
 
         def test(m, console: Console | None = None) -> ScoredSplit:
-            feats["test"] = encode(test_x, tokenizer, cfg.max_length, cfg.doc_stride,
-                                   cfg.max_question_length)
+            feats["test"] = windows(test_x)
             answers = run(m, "test", test_x)
             metrics = score(test_x, answers, v2, cfg.null_threshold)
             if v2:  # the threshold chosen on dev (choose_on_dev), applied to test
@@ -243,28 +220,46 @@ class QATask:
 
     def report(self, results: dict, title: str):
         """EM and F1 (all, HasAns, NoAns; v2 also the best thresholds) as a rich table."""
-        return qa_table(results["test"] if "test" in results else results, title)
+        return qa_table(report_metrics(results), title)
 
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_qa`."""
-        return evaluate_qa(*args, **kwargs)
+    evaluate, predict, stream = task_functions("qa")
 
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_qa`."""
-        return predict_qa(*args, **kwargs)
 
-    @staticmethod
-    def stream(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
-               batch_size: int = 64, null_threshold: float | None = None,
-               console: Console | None = None):
-        """``predict qa`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.qa.stream`; None
-        for SQuAD JSON, read whole)."""
-        from bertkit.tasks.qa.stream import qa_predictor
+def stream_qa(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
+              batch_size: int = 64, null_threshold: float | None = None,
+              console: Console | None = None):
+    """``predict qa`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.qa.stream`; None
+    for SQuAD JSON, read whole)."""
+    from bertkit.tasks.qa.stream import qa_predictor
 
-        return qa_predictor(model_dir, input_path, device, precision, batch_size,
-                            null_threshold, console, _saved_settings, _threshold)
+    return qa_predictor(model_dir, input_path, device, precision, batch_size,
+                        null_threshold, console, _saved_settings, _threshold)
+
+
+def _summary(cfg: QAConfig, data: TaskData, feats: dict, batches: WindowBatches, v2: bool,
+             note: str | None, model_name: str, runtime: Runtime) -> str:
+    """The lines printed before training: sizes and windows, SQuAD mode, model, device; the
+    null windows sampled (``--null-window-rate``) and answers no window holds."""
+    train_x, dev_x, test_x = (data.splits[k] for k in ("train", "dev", "test"))
+    tr = feats["train"]
+    outside = int(sum(1 for x in train_x if x.answers)
+                  - len(set(tr.example[tr.start_positions > 0].tolist())))
+    summary = (f"data: {len(train_x)}/{len(dev_x)}/{len(test_x)} questions (train/dev/test), "
+               f"{len(tr)}/{len(feats['dev'])} windows of {cfg.max_length} pieces, overlap "
+               f"{cfg.doc_stride} (train/dev); {tr.questions_cut} train questions cut at "
+               f"{cfg.max_question_length} pieces; SQuAD {'2.0' if v2 else '1.1'} mode; model "
+               f"{model_name}; device {runtime.device}, {runtime.precision}")
+    if note:
+        summary = f"note: {note}\n{summary}"
+    if cfg.null_window_rate < 1.0:
+        null = int(null_windows(tr).sum())
+        summary += (f"\nnull windows of answerable questions: {null} of {len(tr)}, each kept "
+                    f"with probability {cfg.null_window_rate:g} per epoch (drawn afresh; "
+                    f"epoch 1 trains {sum(len(b) for b in batches.plan(0))} windows)")
+    if outside:
+        summary += (f"\nnote: {outside} answerable training question(s) have no window "
+                    f"holding the whole answer (labelled [CLS])")
+    return summary
 
 
 def qa_table(metrics: dict, title: str):

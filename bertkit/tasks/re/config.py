@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from bertkit.settings.options import (CONFUSION, DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION,
                              PREDICT_OUTPUT, SAVED_MODEL, SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS,
                              Commands, Option, batch_size, option)
 from bertkit.tasks.common import CLASS_WEIGHTS
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
-                                           max_eval_option, max_train_option, model_option,
+                                           evaluate_data_option, input_option, max_eval_option,
+                                           max_train_option, model_option, predictions_option,
                                            skip_bad_lines_option)
 
 POOLINGS = ("cls", "entity-start")
@@ -32,20 +32,18 @@ COMMANDS = Commands(
     predict="""Classify entity pairs with a saved relation model: JSON lines with predicted and probability.""",
     evaluate_options=(
         SAVED_MODEL,
-        Option("Registered set ({sets}; under $BERTKIT_DATA/re/) or a directory with split .jsonl "
-               "files.", ("--data", "-d"), name="data", type=str, default=...),
+        evaluate_data_option("Registered set ({sets}; under $BERTKIT_DATA/re/) or a directory with "
+                             "split .jsonl files."),
         SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
-        Option("Also write each pair with its predicted label as JSON lines here.",
-               ("--predictions",), name="predictions", type=Path),
+        predictions_option("Also write each pair with its predicted label as JSON lines here."),
         CONFUSION,
         Option("Label left out of micro/macro-F1 (auto, a label, or -). \\[default: the one saved "
                "with the model]", ("--negative-label",), name="negative_label", type=str),
         SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64)),
     predict_options=(
         SAVED_MODEL,
-        Option("JSON lines (marker, span or TACRED form; label optional) or plain text, one << "
-               ">>/[[ ]]-marked sentence a line.", ("--input", "-i"), name="input", type=Path,
-               default=...),
+        input_option("JSON lines (marker, span or TACRED form; label optional) or plain text, one "
+                     "<< >>/[[ ]]-marked sentence a line."),
         PREDICT_OUTPUT,
         Option("auto, jsonl or text.", ("--input-format",), name="input_format", type=str,
                choices=("auto", "jsonl", "text"), default="auto"),

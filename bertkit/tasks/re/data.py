@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bertkit.data.relations import BadLine, RelationExample, read_relations
-from bertkit.data.sets import data_root, resolve_local
-from bertkit.errors import BertkitError
+from bertkit.data.sets import not_available, resolve_local
 
 EXTENSIONS = (".jsonl", ".json")
 LAYOUT = "re/<name>/{train,dev,test}.jsonl"
@@ -33,11 +32,7 @@ def load_re_data(data: str, splits: tuple[str, ...] = ("train", "dev", "test"),
     """
     files = resolve_local(data, "re", EXTENSIONS, splits)
     if files is None:
-        root = data_root()
-        where = f"BERTKIT_DATA={root} has no re/{data}/" if root else "BERTKIT_DATA is not set"
-        raise BertkitError(f"data set '{data}' is not available: {where}",
-                           expected=f"BERTKIT_DATA pointing at a folder holding {LAYOUT}, or "
-                                    f"--data DIRECTORY")
+        raise not_available("re", data, LAYOUT)
     out, sources, bad = {}, {}, {}
     for split, path in files.items():
         read = read_relations(path, labelled=True, skip_bad_lines=skip_bad_lines)

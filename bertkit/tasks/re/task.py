@@ -21,7 +21,9 @@ from bertkit.inputs.lengths import fit_length, position_limit
 from bertkit.metrics.collapse import warn_collapse
 from bertkit.metrics.re import detect_negative, relation_scores
 from bertkit.outputs.modelcard import CardSpec, Metric, pipeline_usage
-from bertkit.tasks.base import Evaluation, Prepared, ScoredSplit, TaskData
+from bertkit.outputs.tables import label_scores_table
+from bertkit.tasks.base import (TaskHeader, Evaluation, Prepared, ScoredSplit, TaskData,
+                                table_report, task_functions)
 from bertkit.tasks.common import (class_weights, parse_split, prediction_line, warn_bad_lines,
                                   warn_unseen, write_test_outputs)
 from bertkit.tasks.driver import finetune
@@ -104,21 +106,13 @@ CARD = CardSpec(
 """The model card (:mod:`bertkit.outputs.modelcard`); its metrics are the task's headline metrics."""
 
 
-class RETask:
+class RETask(TaskHeader, name="re", config_class=REConfig,
+             extensions=EXTENSIONS, unit="pairs", select_metric="micro_f1",
+             card=CARD, suite=SUITE):
     """Relation classification between two marked entities as a
     :class:`~bertkit.tasks.base.Task` (entity markers, Baldini Soares et al. 2019 §3; SciBERT's
     ``[CLS]`` pooling, Beltagy et al. 2019 §3.2); best epoch by dev micro-F1 over the positive
     labels."""
-
-    name = "re"
-    config_class = REConfig
-    data_kind = "re"
-    extensions = EXTENSIONS
-    unit = "pairs"
-    select_metric = "micro_f1"
-    card = CARD
-    headline = CARD.metrics  # the card, adapt and --seeds summaries
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: REConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:
@@ -205,30 +199,17 @@ class RETask:
             "pooling": cfg.pooling, "negative_label": negative, "truncated_pairs": truncated,
             "class_weights": cfg.class_weights, "scoring": SCORING})
 
-    def report(self, results: dict, title: str):
-        """Per-label and averaged scores (:func:`bertkit.outputs.tables.label_scores_table`)."""
-        from bertkit.outputs.tables import label_scores_table
+    report = table_report(label_scores_table)
+    evaluate, predict, stream = task_functions("re")
 
-        return label_scores_table(results["test"] if "test" in results else results, title)
 
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_re`."""
-        return evaluate_re(*args, **kwargs)
+def stream_re(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
+              precision: str = "auto", batch_size: int = 64, console: Console | None = None):
+    """``predict re`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.re.stream`)."""
+    from bertkit.tasks.re.stream import re_predictor
 
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_re`."""
-        return predict_re(*args, **kwargs)
-
-    @staticmethod
-    def stream(model_dir: str, input_path: str, input_format: str = "auto", device: str = "auto",
-               precision: str = "auto", batch_size: int = 64, console: Console | None = None):
-        """``predict re`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.re.stream`)."""
-        from bertkit.tasks.re.stream import re_predictor
-
-        return re_predictor(model_dir, input_path, input_format, device, precision, batch_size,
-                            console, classify, prediction_lines)
+    return re_predictor(model_dir, input_path, input_format, device, precision, batch_size,
+                        console, classify, prediction_lines)
 
 
 TASK = RETask()

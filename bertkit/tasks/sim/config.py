@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from bertkit.settings.options import (DEVICE, MAX_EVAL_SAMPLES, METRICS_OUTPUT, PRECISION, PREDICT_OUTPUT, SAVED_MODEL,
                              SKIP_BAD_LINES, SPLIT, STREAM_OPTIONS, Commands, Option, batch_size,
                              option)
 from bertkit.tasks.finetune_config import (FinetuneConfig, data_option, eval_batch_option,
-                                           max_eval_option, max_train_option, model_option,
+                                           evaluate_data_option, input_option, max_eval_option,
+                                           max_train_option, model_option, predictions_option,
                                            skip_bad_lines_option)
 
 SELECT = ("pearson", "spearman")  # dev metrics that can pick the best epoch
@@ -38,19 +38,18 @@ COMMANDS = Commands(
     "predicted" (the score, in the training scores' units).""",
     evaluate_options=(
         SAVED_MODEL,
-        Option("Registered set ({sets}; under $BERTKIT_DATA/sim/) or a directory with split "
-               ".jsonl files.", ("--data", "-d"), name="data", type=str, default=...),
+        evaluate_data_option("Registered set ({sets}; under $BERTKIT_DATA/sim/) or a directory "
+                             "with split .jsonl files."),
         SPLIT, MAX_EVAL_SAMPLES, METRICS_OUTPUT,
-        Option("Also write each pair with its predicted score as JSON lines here.",
-               ("--predictions",), name="predictions", type=Path),
+        predictions_option("Also write each pair with its predicted score as JSON lines here."),
         Option("--model is an encoder (directory or hub id), scored as given: cosine of its "
                "pooled embeddings, no training.", ("--zero-shot",), name="zero_shot", type=bool,
                default=False),
         SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64)),
     predict_options=(
         SAVED_MODEL,
-        Option("JSON lines: one object a line with the two texts (fields as trained); a score "
-               "is optional.", ("--input", "-i"), name="input", type=Path, default=...),
+        input_option("JSON lines: one object a line with the two texts (fields as trained); a "
+                     "score is optional."),
         PREDICT_OUTPUT, SKIP_BAD_LINES, DEVICE, PRECISION, batch_size("Pairs", 64),
         *STREAM_OPTIONS),
 )

@@ -11,10 +11,8 @@ import numpy as np
 import torch
 
 from bertkit.inputs.batching import pad_right
-from bertkit.encoders import (LOAD_ERRORS, _short, attention_implementation,
-                              quiet_transformers)
-from bertkit.errors import BertkitError
 from bertkit.predict.inference import run_batches, sorted_batches
+from bertkit.tasks.common import build_pretrained
 from bertkit.tasks.sim.data import PairExample
 from bertkit.training.devices import Runtime
 
@@ -83,12 +81,5 @@ def build_regressor(model_name: str):
     """
     from transformers import AutoModelForSequenceClassification
 
-    quiet_transformers()
-    try:
-        return AutoModelForSequenceClassification.from_pretrained(
-            model_name, num_labels=1, problem_type="regression",
-            attn_implementation=attention_implementation(model_name))
-    except LOAD_ERRORS as exc:
-        raise BertkitError(f"cannot load model '{model_name}' for sequence regression: "
-                           f"{_short(exc)}", expected="a BERT-family encoder directory or hub id"
-                           ) from None
+    return build_pretrained(AutoModelForSequenceClassification.from_pretrained, model_name,
+                            "sequence regression", num_labels=1, problem_type="regression")

@@ -35,7 +35,8 @@ from bertkit.errors import BertkitError
 from bertkit.io import write_text
 from bertkit.metrics.sim import similarity_scores
 from bertkit.outputs.modelcard import CardSpec, Metric
-from bertkit.tasks.base import Evaluation, ScoredSplit, TaskData, TaskRun
+from bertkit.tasks.base import (TaskHeader, Evaluation, ScoredSplit, TaskData, TaskRun,
+                                report_metrics, task_functions)
 from bertkit.tasks.common import (find_saved_model, load_pretrained, parse_split,
                                   prediction_line, warn_bad_lines, write_saved_model)
 from bertkit.tasks.driver import finetune
@@ -96,18 +97,10 @@ CARD = CardSpec(
 bi-encoder's run gets :data:`BI_CARD`."""
 
 
-class SimTask:
+class SimTask(TaskHeader, name="sim", config_class=SimConfig,
+              extensions=EXTENSIONS, unit="pairs", select_metric="pearson",
+              card=CARD, suite=SUITE):
     """Sentence-pair similarity as a :class:`~bertkit.tasks.base.Task` (module docstring)."""
-
-    name = "sim"
-    config_class = SimConfig
-    data_kind = "sim"
-    extensions = EXTENSIONS
-    unit = "pairs"
-    select_metric = "pearson"
-    card = CARD
-    headline = CARD.metrics
-    suite = SUITE  # what bench needs to enter the task in a suite
 
     def load(self, cfg: SimConfig, splits: tuple[str, ...], console: Console | None = None
              ) -> TaskData:
@@ -147,29 +140,8 @@ class SimTask:
         zero = bi.zero_shot_scores(model_name, {"dev": dev_x, "test": test_x}, tokenizer,
                                    cfg.max_length, runtime, low, high, cfg.eval_batch_size,
                                    encoder)
-        if biencoder:
-            model, encode_fn = bi.BiEncoder(encoder, cfg.objective), bi.encode_sides
-
-            def collate_fn(b):
-                return bi.collate_sides(b, pad, low, high)
-
-            def score_fn(m, items):
-                return bi.to_scores(bi.cosines(m.encoder, items, runtime, pad,
-                                               cfg.eval_batch_size), low, high)
-
-            def length(x):
-                return max(len(x["a"]), len(x["b"]))
-        else:
-            model, encode_fn = build_regressor(model_name), encode
-
-            def collate_fn(b):
-                return collate(b, pad)
-
-            def score_fn(m, items):
-                return predict_scores(m, items, runtime, pad, cfg.eval_batch_size)
-
-            def length(x):
-                return len(x["input_ids"])
+        model, encode_fn, collate_fn, score_fn, length = _architecture(
+            cfg, model_name, encoder, pad, low, high, runtime)
         items, cut = {}, {}
         for split, xs in (("train", train_x), ("dev", dev_x)):
             items[split], cut[split] = encode_fn(xs, tokenizer, cfg.max_length)
@@ -222,7 +194,7 @@ class SimTask:
         """Pearson, Spearman (x100) and MSE, with the predict-the-mean baseline's MSE; a
         fine-tuning run's table has the zero-shot row (the encoder as given) under its own.
         An undefined correlation (every gold score the same) shows as "undefined" with why."""
-        m = results["test"] if "test" in results else results
+        m = report_metrics(results)
         table = Table(title=title)
         for col in ("model", "Pearson r", "Spearman rho", "MSE", "MSE of the mean", "pairs"):
             table.add_column(col, justify="right")
@@ -239,25 +211,49 @@ class SimTask:
             table.caption = f"undefined: {why[0]}"
         return table
 
-    @staticmethod
-    def evaluate(*args, **kwargs):
-        """:func:`evaluate_sim`."""
-        return evaluate_sim(*args, **kwargs)
+    evaluate, predict, stream = task_functions("sim")
 
-    @staticmethod
-    def predict(*args, **kwargs):
-        """:func:`predict_sim`."""
-        return predict_sim(*args, **kwargs)
 
-    @staticmethod
-    def stream(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
+def stream_sim(model_dir: str, input_path: str, device: str = "auto", precision: str = "auto",
                batch_size: int = 64, console: Console | None = None):
-        """``predict sim`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.sim.stream`)."""
-        from bertkit.tasks.sim.stream import sim_predictor
+    """``predict sim`` for :mod:`bertkit.predict` (:mod:`bertkit.tasks.sim.stream`)."""
+    from bertkit.tasks.sim.stream import sim_predictor
 
-        return sim_predictor(model_dir, input_path, device, precision, batch_size, console,
-                             _load, _saved_fields, pair_scorer, prediction_lines,
-                             _single_text_hint)
+    return sim_predictor(model_dir, input_path, device, precision, batch_size, console,
+                         _load, _saved_fields, pair_scorer, prediction_lines,
+                         _single_text_hint)
+
+
+def _architecture(cfg: SimConfig, model_name: str, encoder, pad: int, low: float, high: float,
+                  runtime: Runtime) -> tuple:
+    """What differs between the two architectures: ``(model, encode, collate, score, length)``
+    for a cross-encoder regressor (``[CLS]`` regression head, BERT §4.1 STS-B) or a bi-encoder
+    (Sentence-BERT, Reimers & Gurevych 2019: cosine of pooled sides, scaled to ``low..high``).
+    """
+    if cfg.architecture == "bi-encoder":
+        model, encode_fn = bi.BiEncoder(encoder, cfg.objective), bi.encode_sides
+
+        def collate_fn(b):
+            return bi.collate_sides(b, pad, low, high)
+
+        def score_fn(m, items):
+            return bi.to_scores(bi.cosines(m.encoder, items, runtime, pad,
+                                           cfg.eval_batch_size), low, high)
+
+        def length(x):
+            return max(len(x["a"]), len(x["b"]))
+    else:
+        model, encode_fn = build_regressor(model_name), encode
+
+        def collate_fn(b):
+            return collate(b, pad)
+
+        def score_fn(m, items):
+            return predict_scores(m, items, runtime, pad, cfg.eval_batch_size)
+
+        def length(x):
+            return len(x["input_ids"])
+    return model, encode_fn, collate_fn, score_fn, length
 
 
 def _points(metrics: dict, key: str = "pearson") -> str:

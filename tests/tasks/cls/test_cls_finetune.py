@@ -114,15 +114,15 @@ def test_multi_label_thresholds_are_chosen_on_dev_before_the_timed_test(tmp_path
     # .choose_on_dev), run by the driver before test is timed, as QA's no-answer threshold
     import time
 
-    import bertkit.tasks.cls.task as cls_task
+    import bertkit.tasks.cls.scoring as cls_scoring  # the run's scorer chooses the thresholds
 
-    real = cls_task.best_thresholds
+    real = cls_scoring.best_thresholds
 
     def slow(*args, **kwargs):
         time.sleep(1.5)  # a dev pass far slower than scoring six test texts
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cls_task, "best_thresholds", slow)
+    monkeypatch.setattr(cls_scoring, "best_thresholds", slow)
     run = _finetune_multi_label(tmp_path, tiny_encoder)
     results = json.loads((run / "results.json").read_text())
     assert results["predict_seconds"] < 1.5  # the threshold pass is not in the timed test

@@ -1,4 +1,5 @@
-"""The metrics and families a suite may name, read from the tasks' own declarations.
+"""The metrics and families a suite may name, read from the tasks' own declarations (the
+field's metrics themselves are in :mod:`bertkit.metrics`).
 
 A task declares what a suite needs (:class:`bertkit.tasks.base.SuiteSpec`, its ``suite``
 attribute): the metrics a suite may name for it (:class:`~bertkit.tasks.base.SuiteMetric`: the
