@@ -131,11 +131,16 @@ def test_adapt_tapt_reads_the_same_max_train_samples(tiny_encoder, ner_dir, tmp_
     assert summary["stages"]["task_text"]["max_examples"] == 1
     assert (out / "pretrain" / "task_text.txt").read_text() == "Aspirin induced renal failure .\n"
     assert "1 document " in " ".join(res.output.split()) or "1 document;" in res.output
-    # another sample rewrites the text in place: TAPT runs again on it, not kept from before
+    # another sample rewrites the text in place: the finished TAPT read other text, so it is
+    # refused by the one rule of stages (naming the text and --overwrite), not kept from before
     res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--max-train-samples", "2"))
+    assert res.exit_code == 1, res.output
+    text = " ".join(res.output.split())
+    assert "stage TAPT pretraining finished with other settings:" in text
+    assert "text: the text it reads changed since" in text and "--overwrite" in text
+    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--max-train-samples", "2",
+                                   "--overwrite"))
     assert res.exit_code == 0, res.output
-    assert "stage TAPT pretraining (settings changed since the last run" in \
-        " ".join(res.output.split())
     from bertkit.workflows.stages import text_fingerprint
 
     tapt = json.loads((out / "pretrain" / "tapt" / "stage.json").read_text())["settings"]
@@ -170,14 +175,17 @@ def test_adapt_end_to_end_resumes_and_compares(tiny_encoder, ner_dir, tmp_path):
     res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--compare", "--device", "auto"))
     assert res.exit_code == 0, res.output
     assert res.output.count("finished earlier, skipped") == 3
-    # a changed pretraining setting reruns TAPT and the fine-tuning after it, not the baseline
-    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--compare", "--pretrain-lr", "1e-3"))
-    assert res.exit_code == 0, res.output
+    # a changed pretraining setting is refused by the one rule of stages, naming it; nothing
+    # is replaced
+    before = (out / "summary.json").read_text()
+    res = runner.invoke(app, _args(tiny_encoder, ner_dir, out, "--compare", "--pretrain-lr",
+                                   "1e-3"))
+    assert res.exit_code == 1, res.output
     text = " ".join(res.output.split())  # rich wraps lines
-    assert "settings changed since the last run, lr: 0.0001, now 0.001" in text
-    assert "settings changed since the last run, its input was produced again" in text
-    assert text.count("finished earlier, skipped") == 1  # the baseline
-    assert (out / "finetune" / "results.json").stat().st_mtime > mtime
+    assert "stage TAPT pretraining finished with other settings: lr: 0.0001 -> 0.001" in text
+    assert "--overwrite to run every stage again" in text
+    assert (out / "finetune" / "results.json").stat().st_mtime == mtime
+    assert (out / "summary.json").read_text() == before  # the earlier summary kept whole
 
 
 @pytest.mark.slow
@@ -256,8 +264,8 @@ def test_adapt_reduced_budget_on_bc5cdr(tmp_path):
         assert 5.0 < summary[side]["f1"]["mean"] <= 100.0  # untrained: ~0
 
 
-def test_run_stage_skips_done_stages_and_reruns_changed_ones(tmp_path):
-    from bertkit.workflows.stages import run_stage
+def test_run_stage_skips_done_stages_and_refuses_changed_ones(tmp_path):
+    from bertkit.workflows.stages import SettingsChanged, run_stage
 
     calls = []
 
@@ -266,11 +274,19 @@ def test_run_stage_skips_done_stages_and_reruns_changed_ones(tmp_path):
         return {"score": len(calls)}
 
     assert run_stage("s", tmp_path, {"lr": 1e-4}, run, overwrite=False) == {"score": 1}
-    # an option bertkit gained since (absent from the record) does not make it stale
-    assert run_stage("s", tmp_path, {"lr": 1e-4, "prefetch": 2}, run, False) == {"score": 1}
-    assert run_stage("s", tmp_path, {"lr": 1e-3}, run, False) == {"score": 2}  # changed: rerun
+    # an option bertkit gained since (absent from the record) is read at its default
+    assert run_stage("s", tmp_path, {"lr": 1e-4, "prefetch": 2}, run, False,
+                     defaults={"prefetch": 2}) == {"score": 1}
+    with pytest.raises(SettingsChanged, match=r"stage s finished with other settings: "
+                                              r"prefetch: 2 -> 4"):
+        run_stage("s", tmp_path, {"lr": 1e-4, "prefetch": 4}, run, False,
+                  defaults={"prefetch": 2})
+    with pytest.raises(SettingsChanged, match=r"lr: 0.0001 -> 0.001") as refused:
+        run_stage("s", tmp_path, {"lr": 1e-3}, run, False)  # changed: refused
+    assert [c.key for c in refused.value.changes] == ["lr"] and calls == [1]
+    assert json.loads((tmp_path / "stage.json").read_text())["settings"] == {"lr": 1e-4}
+    assert run_stage("s", tmp_path, {"lr": 1e-3}, run, overwrite=True) == {"score": 2}
     assert json.loads((tmp_path / "stage.json").read_text())["settings"] == {"lr": 1e-3}
-    assert run_stage("s", tmp_path, {"lr": 1e-3}, run, overwrite=True) == {"score": 3}
 
 
 def test_input_fingerprint_follows_the_producing_stage(tmp_path):
@@ -280,5 +296,5 @@ def test_input_fingerprint_follows_the_producing_stage(tmp_path):
     run_stage("s", tmp_path, {"lr": 1}, lambda: {"loss": 1.0}, False)
     first = input_fingerprint(tmp_path / "model")
     assert first and first == input_fingerprint(tmp_path / "model")
-    run_stage("s", tmp_path, {"lr": 2}, lambda: {"loss": 2.0}, False)
+    run_stage("s", tmp_path, {"lr": 2}, lambda: {"loss": 2.0}, True)  # --overwrite
     assert input_fingerprint(tmp_path / "model") not in (None, first)

@@ -20,9 +20,10 @@ submitit (``--executor slurm``; its files in ``OUT/submitit``, the options in
 ``OUT/executor.json``; ``seed-N.job.json`` beside the log says where the job stands). Its
 result file is written atomically only when the run has finished, so a stopped suite (or a
 failed, killed or preempted job) leaves nothing half-written. A rerun keeps finished stages whose
-stored settings, encoder, task metric and data (the split files' sizes and hashes) match (else it
-refuses, naming the difference, before anything trains); a started, unfinished
-stage starts again, or continues from its checkpoint with ``--resume``.
+stored settings and encoder match, by the one rule of stage runs
+(:mod:`bertkit.workflows.stages`), and whose task metric and data (the split files' sizes and
+hashes) match (else it refuses, naming the difference, before anything trains); a started,
+unfinished stage starts again, or continues from its checkpoint with ``--resume``.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ from bertkit.bench.changes import (refuse_changed, refuse_other_tasks_changed,
                                    split_fingerprints)
 from bertkit.bench.encoders import Encoder
 from bertkit.bench.floors import collapse_warning
-from bertkit.bench.manifest import (LITE_NOTE, check_manifest, differences, load_manifest,
-                                    load_stage, manifest, portable)
+from bertkit.bench.manifest import (LITE_NOTE, check_manifest, load_manifest, load_stage,
+                                    manifest, portable)
 from bertkit.bench.declarations import suite_metric
 from bertkit.bench.stage_settings import check_suite_settings, recipe_text, suite_stage_settings
 from bertkit.bench.suite import Suite, SuiteTask, task_settings
@@ -51,6 +52,10 @@ from bertkit.errors import BertkitError
 from bertkit.jobs.executors import STOPPED, ExecutorSettings, Job, Outcome, make, ran_before
 from bertkit.jobs.executors import record as record_executor
 from bertkit.io import write_json, write_text
+from bertkit.workflows.stages import recorded_stage, settings_changes
+
+WAY_FORWARD = "the same suite, budget and encoder, or another -o folder"
+"""What a finished stage stored with other settings is refused with (the one rule)."""
 
 
 @dataclass
@@ -214,9 +219,10 @@ class Runner:
         """Write the stage's recipe, build its settings; (finished already, settings, sources).
 
         Raises:
-            BertkitError: a finished stage stored with other settings or another encoder, or
-                whose suite task (kind, metric) or data has changed since
-                (:func:`bertkit.bench.changes.refuse_changed`).
+            SettingsChanged: a finished stage stored with other settings or another encoder
+                (the one rule of :mod:`bertkit.workflows.stages`).
+            BertkitError: a finished stage whose suite task (kind, metric) or data has changed
+                since (:func:`bertkit.bench.changes.refuse_changed`).
         """
         result, run_dir, recipe = stage.where(self.out)
         layer = stage_recipe(self.suite, stage, self.budget)
@@ -226,18 +232,28 @@ class Runner:
             if not recipe.is_file() or recipe.read_text(encoding="utf-8") != text:
                 write_text(recipe, text)
             return False, settings, sources
+        recorded_stage(stage.label(), result, self.compared(stage, settings),
+                       read=lambda path: self.scored(stage, path),
+                       settings_of=lambda done: self.compared(stage, done.get("settings") or {},
+                                                              done.get("fingerprint")),
+                       finished=lambda done: True, way_forward=WAY_FORWARD,
+                       notes={f"encoder {stage.encoder.name}": "other weights"})
+        return True, settings, sources
+
+    @staticmethod
+    def compared(stage: Stage, settings: dict, fingerprint: str | None = None) -> dict:
+        """What the one rule compares of a stage: its settings but the encoder's path, and the
+        encoder's fingerprint (``fingerprint``: a record's; default the stage's own)."""
+        return {**portable(settings),
+                f"encoder {stage.encoder.name}": fingerprint or stage.encoder.fingerprint}
+
+    def scored(self, stage: Stage, result: Path) -> dict:
+        """A finished stage's record, refused when the suite's task or the data changed since it
+        was scored (:func:`bertkit.bench.changes.refuse_changed`)."""
         done = load_stage(result)
         refuse_changed(stage.label(), done, stage.task, self.data_files(stage.task),
                        self.suite.path, result)
-        diffs = differences(portable(done.get("settings", {})), portable(settings))
-        if done.get("fingerprint") != stage.encoder.fingerprint:
-            diffs.insert(0, f"encoder {stage.encoder.name}: other weights")
-        if diffs:
-            raise BertkitError(f"stage {stage.label()} finished with other settings: " +
-                               "; ".join(diffs), file=result,
-                               expected="the same suite, budget and encoder, or another -o "
-                                        "folder")
-        return True, settings, sources
+        return done
 
     # -- running ----------------------------------------------------------------------------
     def command(self, stage: Stage) -> list[str]:
@@ -337,8 +353,9 @@ class Runner:
         if not path.is_file():
             return False
         done = load_stage(path)
-        if portable(done.get("settings", {})) != portable(settings) \
-                or done.get("fingerprint") != stage.encoder.fingerprint:
+        if settings_changes(self.compared(stage, done.get("settings") or {},
+                                          done.get("fingerprint")),
+                            self.compared(stage, settings)):
             return False
         write_json(stage.where(self.out)[0],
                    {**done, "stage": stage.label(), "kind": "seed", "reused": grid.label()})

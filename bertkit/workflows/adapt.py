@@ -2,7 +2,9 @@
 
 Stages, each in its own sub-folder of the output directory and each skipped when that folder
 holds a finished stage with the same settings and input (``stage.json``), so a killed run
-continues where it stopped and a changed setting reruns only its stage and the later ones:
+continues where it stopped; a stage recorded with other settings (or another input or text) is
+refused, naming each setting, by the one rule of :mod:`bertkit.workflows.stages` (``--overwrite``
+runs every stage again):
 
 1. ``vocab/`` (``--extend-vocab N``): ``bertkit vocab extend``, up to N whole words of a
    vocabulary (SciVocab by default) that the model splits, ranked by the adaptation text.
@@ -28,7 +30,7 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
-from bertkit.settings.layers import sources_line
+from bertkit.settings.layers import field_defaults, sources_line
 from bertkit.errors import BertkitError
 from bertkit.io import json_plain
 from bertkit.workflows.adapt_config import DAPT_STEPS, AdaptConfig
@@ -36,6 +38,10 @@ from bertkit.workflows.scores import comparison_table, score_summary, task_metri
 from bertkit.workflows.stages import (continue_run, input_fingerprint, run_stage,
                                       text_fingerprint)
 from bertkit.workflows.task_text import task_text_lines
+
+WAY_FORWARD = ("the earlier run's settings to continue it, another --output-dir, or --overwrite "
+               "to run every stage again")
+"""What a stage recorded with other settings is refused with (the one rule)."""
 
 # The task's settings class, fine-tuning function, headline metrics (task_metrics) and TAPT text
 # all come from the task registry (bertkit.tasks.registry): adapt has no task table.
@@ -179,7 +185,8 @@ def finetune_runs(cfg: AdaptConfig, model: str, folder: Path, label: str, consol
     settings["input"] = input_fingerprint(model)
     name = f"{label} (seed {seeds[0]})" if len(seeds) == 1 else f"{label} (seeds {cfg.seeds})"
     return run_stage(name, folder, settings, lambda: runs(run()), cfg.overwrite, console,
-                     lambda: runs(resume()))["runs"]
+                     lambda: runs(resume()), way_forward=WAY_FORWARD,
+                     defaults=field_defaults(ft))["runs"]
 
 
 def extend_stage(cfg: AdaptConfig, model: str, ranking: list[str], folder: Path,
@@ -206,7 +213,7 @@ def extend_stage(cfg: AdaptConfig, model: str, ranking: list[str], folder: Path,
     res = run_stage("vocabulary extension", folder, {
         "model": model, "input": input_fingerprint(model), "add": cfg.extend_vocab,
         "vocab": cfg.extend_vocab_from, "corpus": ranking, "text": text_fingerprint(ranking)},
-        extend, cfg.overwrite, console)
+        extend, cfg.overwrite, console, way_forward=WAY_FORWARD)
     return str(out), {"model": str(out), **res}
 
 
@@ -239,7 +246,7 @@ def pretrain_stage(cfg: AdaptConfig, name: str, model: str, corpus: str, folder:
     settings = {k: v for k, v in dataclasses.asdict(pt).items() if k not in ("overwrite", "resume")}
     settings["input"], settings["text"] = input_fingerprint(model), text_fingerprint(corpus)
     res = run_stage(f"{name.upper()} pretraining", folder, settings, run, cfg.overwrite, console,
-                    resume)
+                    resume, way_forward=WAY_FORWARD, defaults=field_defaults(pt))
     return str(folder / "model"), {"model": str(folder / "model"), **extra, **res}
 
 
@@ -303,7 +310,8 @@ def adapt(cfg: AdaptConfig, console=None) -> dict:
         summary["stages"]["task_text"] = {"source": text_spec, "file": str(text_file),
                                           "sentences": len(lines),
                                           "max_examples": cfg.max_train_samples if own else None}
-    save()
+    if cfg.overwrite or not (root / "summary.json").is_file():  # marks the folder an adapt run;
+        save()  # an earlier run's summary stays until a stage ends (one refused leaves it whole)
     try:
         model = _stages(cfg, root, base, text_file, summary, save, console)
     except RunStopped as stop:

@@ -117,8 +117,8 @@ class AdaptConfig:
                                     "vocab/, pretrain/, finetune/, baseline/, summary.json. Run "
                                     "the same command again to continue: finished stages with "
                                     "the same settings are skipped, a stopped one continues from "
-                                    "its last checkpoint, a changed one runs again with the "
-                                    "stages after it.")
+                                    "its last checkpoint, one recorded with other settings is "
+                                    "refused (naming them).")
     overwrite: bool = option(False, flags=("--overwrite",), help="Run every stage again, "
                              "replacing the earlier outputs.")
 

@@ -25,11 +25,10 @@ read for the setting's declared type (``--set lr=3e-5``, ``--set crf=false``; a 
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -285,81 +284,69 @@ def _load_attr(spec: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def run_stage(stage: Stage, output_dir: Path, console=None,
-              restart: bool = False) -> tuple[dict, str, bool]:
+def run_stage(stage: Stage, output_dir: Path, console=None, restart: bool = False,
+              single: bool = False) -> tuple[dict, str, bool]:
     """Run one stage, writing to ``output_dir`` unless its settings name an output; returns
-    (its results, the path that ``@stage`` resolves to, whether it was kept). A stage that
-    finished earlier is kept as it is (its ``results.json`` or ``stage.json`` results returned);
-    ``restart`` starts it again instead, replacing its outputs (``overwrite``).
+    (its results, the path that ``@stage`` resolves to, whether it was kept). A stage recorded
+    finished with the same settings is kept as it is (its ``stage.json`` results, or a finished
+    run's ``results.json``); one recorded with other settings is refused by the one rule
+    (:mod:`bertkit.workflows.stages`); ``restart`` starts it again instead, replacing its outputs
+    (``overwrite``). ``single``: the recipe has one stage (the refusal's ``--set`` names none).
 
     Raises:
+        SettingsChanged: the stage was run with other settings.
         BertkitError: from the stage's command.
     """
     settings = dict(stage.settings)
     key, sub = _PRODUCT.get(stage.command, ("output_dir", "model"))
     settings.setdefault(key, str(output_dir))
-    kept = False
     if stage.command == "vocab build":
-        from bertkit.vocab.build import build_vocab
-        from bertkit.workflows.recipe_stages import finished_vocab, record_vocab
+        from bertkit.workflows.recipe_stages import run_vocab_stage
 
         settings.pop("resume", None)  # a rerun keeps a finished build (finished_vocab)
-        if restart:
-            settings["overwrite"] = True
-        corpus = settings.pop("corpus", None)
-        if not corpus:
-            raise BertkitError(f"stage {stage.name}: vocab build needs a 'corpus' setting")
-        results = finished_vocab(stage.name, {**settings, "corpus": corpus})
-        kept = results is not None
-        if kept and console:
-            console.print(f"stage {stage.name}: finished earlier, kept ({settings[key]})",
-                          highlight=False)
-        if results is None:
-            try:
-                results = build_vocab([corpus] if isinstance(corpus, str) else list(corpus),
-                                      **settings)
-            except TypeError as exc:
-                raise BertkitError(f"stage {stage.name}: {exc}") from None
-            record_vocab(stage.name, {**settings, "corpus": corpus}, results)
-            if console:
-                from bertkit.vocab.coverage import report_build
-                report_build(results, settings[key], console)
+        results, kept = run_vocab_stage(stage.name, settings, console, restart, single)
     else:
-        from bertkit.training.rundir import RunComplete
-
-        cls_spec, fn_spec = COMMANDS.get(stage.command, (None, None))
-        if cls_spec is None:
-            raise BertkitError(f"stage {stage.name}: command {stage.command!r} is not available")
-        cls: type = _load_attr(cls_spec)
-        fn: Callable = _load_attr(fn_spec)
-        from bertkit.workflows.recipe_stages import continue_settings
-
-        if restart and "overwrite" in field_names(cls):
-            settings["overwrite"] = True
-        # a rerun continues: a started run resumes, a finished one is kept, a new one starts
-        # the one settings path (bertkit.workflows.command_settings): the data set's dev-chosen settings for
-        # the packaged encoder < the recipe's < --set; a rerun continues (resume/overwrite)
-        own = continue_settings(field_names(cls), settings, settings[key])
-        given = {k: v for k, v in own.items() if k in stage.settings}
-        built = build_settings(
-            cls, stage.command, recipe={k: v for k, v in given.items() if k not in stage.overrides},
-            overrides={k: v for k, v in given.items() if k in stage.overrides},
-            fixed={k: v for k, v in own.items() if k not in given},
-            source=f"recipe stage {stage.name}")
-        cfg = built.config
-        if console:  # where the settings came from, as every command prints it
-            console.print(built.line(), highlight=False, markup=False)
-        try:
-            results = fn(cfg, console)
-        except RunComplete as done:  # --set resume=true over stages that finished: keep them
-            if console:
-                console.print(f"stage {stage.name}: finished earlier, kept ({done.path}); "
-                              f"--set {stage.name}.overwrite=true trains it again",
-                              highlight=False)
-            results = json.loads((done.path / "results.json").read_text(encoding="utf-8"))
-            kept = True
+        results, kept = _run_command(stage, settings, console, restart, single)
     product = Path(settings[key]) / sub if sub else Path(settings[key])
     return results, str(product), kept
+
+
+def _command_config(stage: Stage, settings: dict, console, restart: bool):
+    """The stage command's config, by the one settings path (:mod:`bertkit.workflows.command_settings`): the data
+    set's dev-chosen settings for the packaged encoder < the recipe's < ``--set``; a rerun
+    continues (``resume``/``overwrite``: :func:`bertkit.workflows.recipe_stages.continue_settings`).
+    """
+    from bertkit.workflows.recipe_stages import continue_settings
+
+    cls_spec = COMMANDS.get(stage.command, (None, None))[0]
+    if cls_spec is None:
+        raise BertkitError(f"stage {stage.name}: command {stage.command!r} is not available")
+    cls: type = _load_attr(cls_spec)
+    if restart and "overwrite" in field_names(cls):
+        settings["overwrite"] = True
+    own = continue_settings(field_names(cls), settings, settings["output_dir"])
+    given = {k: v for k, v in own.items() if k in stage.settings}
+    built = build_settings(
+        cls, stage.command, recipe={k: v for k, v in given.items() if k not in stage.overrides},
+        overrides={k: v for k, v in given.items() if k in stage.overrides},
+        fixed={k: v for k, v in own.items() if k not in given},
+        source=f"recipe stage {stage.name}")
+    if console:  # where the settings came from, as every command prints it
+        console.print(built.line(), highlight=False, markup=False)
+    return built.config
+
+
+def _run_command(stage: Stage, settings: dict, console, restart: bool,
+                 single: bool) -> tuple[dict, bool]:
+    """A training (or ``adapt``) stage, run by
+    :func:`bertkit.workflows.recipe_stages.run_training_stage` (kept, refused by the one rule,
+    continued or started)."""
+    from bertkit.workflows.recipe_stages import run_training_stage
+
+    cfg = _command_config(stage, settings, console, restart)
+    return run_training_stage(stage.name, cfg, _load_attr(COMMANDS[stage.command][1]), console,
+                              again=restart or bool(stage.settings.get("overwrite")),
+                              single=single)
 
 
 def _read_later(recipe: Recipe, name: str) -> bool:
@@ -413,7 +400,7 @@ def run_recipe(recipe: Recipe, output_root: Path, console=None) -> dict[str, dic
                 console.print(f"stage {stage.name}: starts again, since stage {ran} ran again "
                               "(what it reads may have changed)", highlight=False)
         results[stage.name], products[stage.name], kept = run_stage(
-            stage, out, console, restart=ran is not None)
+            stage, out, console, restart=ran is not None, single=len(recipe.stages) == 1)
         if kept and _read_later(recipe, stage.name):
             _check_product(stage, products[stage.name], len(recipe.stages) == 1)
         if not kept and ran is None:

@@ -1,17 +1,202 @@
-"""Resumable workflow stages (``bertkit adapt``): each stage runs into its own folder and records
-its settings and results in ``stage.json``, so a rerun skips a finished stage, continues a stopped
-one from its last checkpoint, and runs again a stage whose settings, input model or text changed
-(and every later stage, through :func:`input_fingerprint`).
+"""The one stage runner of bertkit's resumable workflows (``bertkit adapt``, ``bertkit run
+RECIPE``, ``bertkit bench run``): stages run in order, each into its own folder with a record of
+the settings it ran with (``stage.json``: ``stage``, ``settings``, ``results``, null until it
+finished); a rerun keeps a finished stage, continues a stopped one from its last checkpoint, and
+applies one rule when a stage's recorded settings differ from the requested ones:
+
+**the stage is refused** (:class:`SettingsChanged`), naming the stage, each setting that changed
+with its recorded and its requested value, and the way forward (another output folder, or the
+command's own flag that runs stages again: ``bertkit adapt --overwrite``, ``bertkit run --set
+STAGE.overwrite=true``); nothing the stage wrote is replaced. The settings compared
+(:func:`settings_changes`) are all the recorded and requested ones but :func:`not_settings`
+(where and how often a stage writes or shows things); a setting one side lacks (an option that
+bertkit gained since) is read at its default. A stage's settings hold the fingerprints of what it
+reads (:func:`input_fingerprint`, :func:`text_fingerprint`), so a stage whose input model or text
+changed is refused too.
+
+This is the rule that ``--resume`` applies to one training run
+(:func:`bertkit.training.rundir.check_resume_settings`) carried over to stages. A workflow engine
+decides in the same way, from a job's recorded parameters and input fingerprints, whether its
+output is current (Snakemake's rerun triggers: Köster and Rahmann 2012, Bioinformatics 28(19));
+unlike Snakemake, a stage out of date is refused, never replaced on its own.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
+from bertkit.errors import BertkitError
 from bertkit.settings.layers import replace
 from bertkit.io import json_plain
+
+RECORD = "stage.json"
+"""The file in a stage's folder that records its settings and results."""
+
+NOT_MADE = frozenset({"out", "show_progress"})
+"""``vocab build``'s settings of where it writes and what it shows (:func:`not_settings`)."""
+
+
+def not_settings() -> frozenset[str]:
+    """Settings that say where and how often a stage writes or shows things, never what it
+    makes (:data:`~bertkit.training.rundir.RESUME_MAY_CHANGE` and :data:`NOT_MADE`): a stage
+    recorded with other values of these is the same stage. (A function: the training package
+    is imported only when a record is compared.)"""
+    from bertkit.training.rundir import RESUME_MAY_CHANGE
+
+    return RESUME_MAY_CHANGE | NOT_MADE
+
+
+NOTES = {"input": "its input model was produced again since",
+         "text": "the text it reads changed since"}
+"""How a change of a fingerprint setting is said (its hashes tell a reader nothing)."""
+
+WAY_FORWARD = "the settings it ran with, another output folder, or the command's overwrite flag"
+"""The way forward of a refusal when a command names none of its own."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One setting in which a stage's requested settings differ from its recorded ones
+    (``key`` dotted for a nested setting; ``note`` says it in words instead of the values)."""
+
+    key: str
+    recorded: Any
+    requested: Any
+    note: str | None = None
+
+    def __str__(self) -> str:
+        if self.note:
+            return f"{self.key}: {self.note}"
+        return f"{self.key}: {self.recorded!r} -> {self.requested!r}"
+
+
+class SettingsChanged(BertkitError):
+    """A stage recorded with settings other than the requested ones (:func:`check_settings`);
+    ``changes`` lists them."""
+
+    def __init__(self, message: str, changes: list[Change], **kwargs: Any):
+        super().__init__(message, **kwargs)
+        self.changes = changes
+
+
+def settings_changes(recorded: Mapping[str, Any], requested: Mapping[str, Any],
+                     defaults: Mapping[str, Any] | None = None,
+                     notes: Mapping[str, str] | None = None) -> list[Change]:
+    """Each setting in which ``requested`` differs from ``recorded``, in key order: every key
+    of either side but :func:`not_settings`, nested mappings compared key by key (``a.b``),
+    values as JSON holds them (a tuple is its list). A key one side lacks is read at its value
+    in ``defaults`` (a config's field defaults: an option bertkit gained since, recorded
+    before it existed, is the behaviour the stage had), else as None. ``notes``: words for a
+    key's change instead of its values (adds to :data:`NOTES`).
+
+    >>> [str(c) for c in settings_changes({"lr": 1e-4, "device": "cpu"},
+    ...                                   {"lr": 3e-4, "device": "cuda", "warmup": 0.1},
+    ...                                   defaults={"warmup": 0.1})]
+    ['lr: 0.0001 -> 0.0003']
+    """
+    said = {**NOTES, **(notes or {})}
+    return _changes(json_plain(dict(recorded)), json_plain(dict(requested)),
+                    json_plain(dict(defaults or {})), said, "")
+
+
+def _changes(old: dict, new: dict, defaults: dict, notes: Mapping[str, str],
+             prefix: str) -> list[Change]:
+    out, ignored = [], not_settings() if not prefix else frozenset()
+    for key in sorted(set(old) | set(new)):
+        if key in ignored:
+            continue
+        a, b = old.get(key, defaults.get(key)), new.get(key, defaults.get(key))
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _changes(a, b, {}, notes, f"{prefix}{key}.")
+        elif a != b:
+            out.append(Change(prefix + key, a, b, notes.get(prefix + key)))
+    return out
+
+
+def check_settings(stage: str, recorded: Mapping[str, Any], requested: Mapping[str, Any], *,
+                   file: Path, way_forward: str = WAY_FORWARD, finished: bool = True,
+                   defaults: Mapping[str, Any] | None = None,
+                   notes: Mapping[str, str] | None = None) -> None:
+    """The one rule: refuse stage ``stage`` when its ``requested`` settings differ from those
+    ``recorded`` for it (:func:`settings_changes`).
+
+    Args:
+        file: the record, named in the message.
+        way_forward: what the user may do instead (the message's "expected").
+        finished: whether the recorded stage finished (else it was started and stopped).
+
+    Raises:
+        SettingsChanged: naming the stage, each changed setting with both values, and the way
+            forward.
+    """
+    changes = settings_changes(recorded, requested, defaults, notes)
+    if changes:
+        state = "finished" if finished else "was started"
+        raise SettingsChanged(f"stage {stage} {state} with other settings: "
+                              + "; ".join(map(str, changes)), changes, file=file,
+                              expected=way_forward)
+
+
+def read_record(path: Path) -> dict | None:
+    """A stage's ``stage.json`` (:data:`RECORD`), or None where there is none.
+
+    Raises:
+        BertkitError: it is not a JSON object with a ``settings`` object.
+    """
+    if not path.is_file():
+        return None
+    try:
+        done = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BertkitError(f"unreadable stage record ({type(exc).__name__})", file=path,
+                           expected="the stage.json bertkit wrote, or the stage's folder "
+                                    "removed to run it again") from None
+    if not isinstance(done, dict) or not isinstance(done.get("settings") or {}, dict):
+        raise BertkitError("a stage record is a JSON object with a settings object", file=path,
+                           expected="the stage.json bertkit wrote, or the stage's folder "
+                                    "removed to run it again")
+    return done
+
+
+def recorded_stage(stage: str, path: Path, requested: Mapping[str, Any], *,
+                   way_forward: str = WAY_FORWARD, defaults: Mapping[str, Any] | None = None,
+                   read: Callable[[Path], dict | None] = read_record,
+                   settings_of: Callable[[dict], Mapping[str, Any]] | None = None,
+                   finished: Callable[[dict], bool] | None = None,
+                   notes: Mapping[str, str] | None = None) -> dict | None:
+    """The record of stage ``stage`` at ``path`` when it was run with the ``requested``
+    settings (finished or not: ``finished`` tells), None where there is none.
+
+    Args:
+        read: reads a record (:func:`read_record`; a command with its own record format passes
+            its reader).
+        settings_of: the recorded settings in a record (default: its ``settings``).
+        finished: whether a record is of a finished stage (default: its ``results`` are set).
+
+    Raises:
+        SettingsChanged: the stage was run with other settings (:func:`check_settings`).
+        BertkitError: the record cannot be read.
+    """
+    done = read(path)
+    if done is None:
+        return None
+    ended = finished(done) if finished else done.get("results") is not None
+    recorded = settings_of(done) if settings_of else (done.get("settings") or {})
+    check_settings(stage, recorded, requested, file=path, way_forward=way_forward,
+                   finished=ended, defaults=defaults, notes=notes)
+    return done
+
+
+def record_stage(path: Path, stage: str, settings: Mapping[str, Any],
+                 results: dict | None) -> None:
+    """Write stage ``stage``'s record (``results`` None: started, not finished) atomically."""
+    from bertkit.io import write_json
+
+    write_json(path, {"stage": stage, "settings": json_plain(dict(settings)),
+                      "results": json_plain(results)})
 
 
 def input_fingerprint(model: str | Path) -> str | None:
@@ -65,69 +250,50 @@ def _last_step(folder: Path) -> int | None:
 
 
 def run_stage(name: str, folder: Path, settings: dict, run: Callable[[], dict],
-              overwrite: bool, console=None, resume: Callable[[], dict] | None = None) -> dict:
+              overwrite: bool, console=None, resume: Callable[[], dict] | None = None, *,
+              way_forward: str = WAY_FORWARD, defaults: dict | None = None,
+              title: str = "adapt") -> dict:
     """Run one stage into ``folder`` unless its ``stage.json`` records it finished with the same
-    settings (those of its settings that both runs have: an option added to bertkit since does
-    not count).
+    settings (the one rule, :func:`recorded_stage`).
 
     ``stage.json`` is written when the stage starts (``results`` null) and again when it ends.
-    When the settings are the same apart from those a ``--resume`` may change
-    (:data:`~bertkit.training.rundir.RESUME_MAY_CHANGE`: device, logging, evaluation batch), a
-    finished stage is kept and a stopped one (SIGINT/SIGTERM, a crash) continues from its last
+    A finished stage is kept; a stopped one (SIGINT/SIGTERM, a crash) continues from its last
     checkpoint through ``resume`` (a training stage's ``--resume``); so does a stopped stage
-    without ``stage.json`` (written by an older bertkit), whose run checks its own saved settings.
-    Nothing the stage wrote is removed then.
+    without ``stage.json`` (written by an older bertkit), whose run checks its own saved
+    settings. A stage recorded with other settings (its input produced again, its text changed)
+    is refused; ``overwrite`` runs it again in any case, replacing its outputs.
 
-    A stage recorded with other settings runs again (its outputs replaced, a note names the
-    setting), and so does every later stage, whose settings hold its input's
-    :func:`input_fingerprint`. ``overwrite`` runs it again in any case.
+    Args:
+        way_forward: a refusal's way forward (the command's flags).
+        defaults: the settings' defaults (a config's fields: :func:`settings_changes`).
+        title: the console rule's prefix (the command).
 
     Returns:
         the stage's results (as recorded in ``stage.json``).
 
     Raises:
-        BertkitError: the stage's own errors (a stopped training stage raises
-            :class:`~bertkit.training.rundir.RunStopped`).
+        SettingsChanged: the stage was run with other settings (nothing is replaced).
+        BertkitError: an unreadable ``stage.json``; the stage's own errors (a stopped training
+            stage raises :class:`~bertkit.training.rundir.RunStopped`).
     """
-    from bertkit.io import write_json
-    from bertkit.training.rundir import RESUME_MAY_CHANGE
-
     settings = json_plain(settings)
-    marker = folder / "stage.json"
-    note, go_on = "", False
-    done = json.loads(marker.read_text(encoding="utf-8")) if marker.is_file() else None
-    if done is not None and not overwrite:
-        old = done.get("settings") or {}
-        finished = done.get("results") is not None
-        # where and how often a run writes or shows things never changes what it made
-        changed = [k for k in sorted(set(old) & set(settings)) if old[k] != settings[k]
-                   and k not in RESUME_MAY_CHANGE]
-        if not changed and finished:
-            if console:
-                console.print(f"stage {name}: finished earlier, skipped ({folder})", highlight=False)
-            return done["results"]
-        if not changed:
-            go_on = resume is not None and _interrupted(folder)
-        else:
-            key = changed[0]
-            what = {"input": "its input was produced again",
-                    "text": "its text changed"}.get(key, f"{key}: {old[key]!r}, now {settings[key]!r}")
-            note = f" (settings changed since the last run, {what}: running it again"
-            step = _last_step(folder) if not finished else None
-            note += f"; the stopped run's checkpoint at step {step} is replaced)" if step else ")"
-    elif done is None and not overwrite:
-        go_on = resume is not None and _interrupted(folder)
+    marker = folder / RECORD
+    done = None if overwrite else recorded_stage(name, marker, settings, way_forward=way_forward,
+                                                 defaults=defaults)
+    if done is not None and done.get("results") is not None:
+        if console:
+            console.print(f"stage {name}: finished earlier, skipped ({folder})", highlight=False)
+        return done["results"]
+    go_on = not overwrite and resume is not None and _interrupted(folder)
     if console:
-        console.rule(f"adapt: {name}")
-        if note:
-            console.print(f"[yellow]note:[/] stage {name}{note}", highlight=False)
+        console.rule(f"{title}: {name}")
         if go_on:
             step = _last_step(folder)
             console.print(f"stage {name}: stopped earlier, continuing"
                           f"{f' from step {step}' if step else ''} ({folder})", highlight=False)
-    write_json(marker, {"stage": name, "settings": settings, "results": None})
+    record_stage(marker, name, settings, None)
     results = json_plain(resume() if go_on else run())
-    write_json(marker, {"stage": name, "settings": settings, "results": results})
+    record_stage(marker, name, settings, results)
     return results
 
 

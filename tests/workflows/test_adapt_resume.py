@@ -8,6 +8,7 @@ import json
 import os
 import signal
 
+import pytest
 import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
@@ -89,8 +90,10 @@ def test_rerun_continues_a_stopped_tapt_stage_and_keeps_its_checkpoint(
     assert res.output.count("finished earlier, skipped") == 2  # TAPT and fine-tuning
 
 
-def test_a_stopped_stage_with_a_changed_setting_runs_again_and_says_so(tmp_path):
-    from bertkit.workflows.stages import run_stage
+def test_a_stopped_stage_with_a_changed_setting_is_refused_and_its_checkpoint_kept(tmp_path):
+    """The one rule of stages: a stopped stage continues when only settings a resume may change
+    differ; another setting is refused naming it (its checkpoint kept), --overwrite runs it."""
+    from bertkit.workflows.stages import SettingsChanged, run_stage
 
     folder = tmp_path / "s"
     (folder / "checkpoints" / "step_7").mkdir(parents=True)
@@ -114,21 +117,14 @@ def test_a_stopped_stage_with_a_changed_setting_runs_again_and_says_so(tmp_path)
     assert calls == ["resume"]
     (folder / "stage.json").write_text(json.dumps(
         {"stage": "s", "settings": {"lr": 1e-4}, "results": None}))
-
-    class Console:
-        printed: list = []
-
-        def rule(self, text):
-            pass
-
-        def print(self, text, **kw):
-            self.printed.append(text)
-
-    console = Console()
-    assert run_stage("s", folder, {"lr": 1e-3}, run, False, console, resume) == {"steps": 10}
+    with pytest.raises(SettingsChanged, match=r"stage s was started with other settings: "
+                                              r"lr: 0.0001 -> 0.001") as refused:
+        run_stage("s", folder, {"lr": 1e-3}, run, False, None, resume,
+                  way_forward="--overwrite to run every stage again")
+    assert "--overwrite to run every stage again" in str(refused.value)
+    assert calls == ["resume"] and (folder / "checkpoints" / "step_7" / "model.pt").is_file()
+    assert run_stage("s", folder, {"lr": 1e-3}, run, True, None, resume) == {"steps": 10}
     assert calls == ["resume", "run"]
-    assert any("lr: 0.0001, now 0.001" in t and "checkpoint at step 7 is replaced" in t
-               for t in console.printed)
 
 
 def test_a_stage_stopped_by_an_older_bertkit_continues_and_one_without_checkpoint_restarts(

@@ -90,7 +90,9 @@ def test_a_vocab_stage_built_with_other_settings_is_refused(tmp_path):
     res = runner.invoke(app, ["run", str(recipe), "-o", str(out)])
     assert res.exit_code == 1
     text = " ".join(res.output.split())
-    assert "built with other settings" in text and "Traceback" not in res.output
+    assert "stage vocab finished with other settings:" in text and "size: 100 -> 200" in text
+    assert "--set vocab.overwrite=true to build it again" in text
+    assert "Traceback" not in res.output
     assert (out / "vocab" / "stage.json").is_file()  # nothing removed
 
 
@@ -106,7 +108,7 @@ def test_a_vocab_stage_kept_when_only_overwrite_or_progress_differ(tmp_path):
     record_vocab("vocab", built, {"size": 100})
     again = {**built, "overwrite": None, "show_progress": False}
     assert finished_vocab("vocab", again) == {"size": 100}
-    with pytest.raises(BertkitError, match=r"size: 100, now 200"):
+    with pytest.raises(BertkitError, match=r"size: 100 -> 200"):
         finished_vocab("vocab", {**again, "size": 200})
 
 
