@@ -7,12 +7,6 @@ from pathlib import Path
 LIMIT = 80
 ROOT = Path(__file__).resolve().parents[1] / "bertkit"
 
-# owned by the renovation's other parts; the lead empties this list at merge
-KNOWN = {
-    "bertkit/predict/driver.py::_stream_predict",
-}
-
-
 def function_lengths(root: Path = ROOT) -> dict[str, int]:
     """``path::Class.function`` -> lines (decorators left out, docstring included) of every
     function and method under ``root``, nested ones too."""
@@ -36,12 +30,9 @@ def function_lengths(root: Path = ROOT) -> dict[str, int]:
 def test_no_function_over_the_limit():
     lengths = function_lengths()
     assert len(lengths) > 1000  # the walk found the package's functions
-    over = {name: n for name, n in lengths.items() if n > LIMIT}
-    new = {name: n for name, n in sorted(over.items()) if name not in KNOWN}
-    assert not new, (f"functions over {LIMIT} lines (split each into named steps): "
-                     + ", ".join(f"{name} ({n})" for name, n in new.items()))
-    fixed = sorted(KNOWN - set(over))
-    assert not fixed, f"no longer over {LIMIT} lines, take them off KNOWN: {', '.join(fixed)}"
+    over = {name: n for name, n in sorted(lengths.items()) if n > LIMIT}
+    assert not over, (f"functions over {LIMIT} lines (split each into named steps): "
+                      + ", ".join(f"{name} ({n})" for name, n in over.items()))
 
 
 def test_the_walk_measures_methods_and_nested_functions(tmp_path):
