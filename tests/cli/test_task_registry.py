@@ -15,11 +15,8 @@ from bertkit.tasks.registry import TASKS, get_task, load_attr, task_names
 
 runner = CliRunner()
 TASKS_DIR = Path(__file__).resolve().parents[2] / "bertkit" / "tasks"
-<<<<<<< HEAD
-SHARED = {"base", "common", "driver", "registry", "finetune_config", "suite_metrics"}
-=======
-SHARED = {"base", "common", "driver", "registry", "finetune_config", "saved_settings"}
->>>>>>> predictpath
+SHARED = {"base", "common", "driver", "registry", "finetune_config", "suite_metrics",
+          "saved_settings"}
 
 
 def _commands(group: str) -> set[str]:
