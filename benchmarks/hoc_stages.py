@@ -27,11 +27,11 @@ SUITE = HERE / "suites" / "hoc-10-epochs-minilm.yaml"
 def stage(suite, task, encoder, seed: int, results: dict) -> dict:
     """The stage record ``bench run`` would have written for this run (``runner.run_one``)."""
     from bertkit.bench.floors import collapse_warning
-    from bertkit.bench.declarations import METRICS, task_scale
+    from bertkit.bench.declarations import suite_metric
     from bertkit.bench.suite import task_settings
 
-    spec = METRICS[task.metric]
-    scale = task_scale(task.task, spec.key)
+    spec = suite_metric(task.task, task.metric)
+    scale = spec.scale
     test, dev = results["test"], results["dev"]
     return {"stage": f"{encoder.name}/{task.name}/seed-{seed}", "kind": "seed",
             "encoder": encoder.name, "model": encoder.model, "fingerprint": encoder.fingerprint,

@@ -29,7 +29,7 @@ def plan(rp):
 
 
 def test_plan_stages_dependencies_and_estimates(rp, plan):
-    encoders = ["R", "G", "S", "GvS", "S-span", "G+D", "G+G", "G+D37", "G+D37sv", "S-half"]
+    encoders = ["R", "G", "S", "GvS", "S-span", "G+D", "G+G", "G+D37", "G+D37sv", "M", "S-half"]
     assert list(rp.ENCODERS) == encoders
     assert list(plan) == [f"{k}-{e}" for e in encoders for k in ("pretrain", "export", "bench")
                           ] + ["bench-devgrid"]
