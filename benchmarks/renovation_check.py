@@ -5,7 +5,7 @@ equal to the last digit: the same computation), the whole process's CPU seconds 
 rate of each run, and the machine's load before each.
 
     python benchmarks/renovation_check.py --old-tree /tmp/old --pairs 1 --threads 1 \\
-        --out benchmarks/results/renovation
+        --out benchmarks/results/renovation/
 """
 
 from __future__ import annotations
