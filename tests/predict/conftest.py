@@ -58,3 +58,17 @@ def text_input(path: Path, n: int, bad_at: int | None = None) -> Path:
         lines[bad_at - 1] = b"caf\xe9 au lait"
     path.write_bytes(b"\n".join(lines) + b"\n")
     return path
+
+
+def crash_after(predictor, chunks: int) -> None:
+    """Make ``predictor`` stop like a killed run (KeyboardInterrupt) on chunk ``chunks + 1``:
+    the resume tests' stand-in for Ctrl-C part way through a file."""
+    inner, calls = predictor.predict, [0]
+
+    def crash(records):
+        calls[0] += 1
+        if calls[0] > chunks:
+            raise KeyboardInterrupt
+        return inner(records)
+
+    predictor.predict = crash

@@ -16,6 +16,8 @@ from bertkit.predict.merge import merge_shards
 from bertkit.tasks.coref.stream import coref_predictor
 from bertkit.tasks.coref.task import predict_coref
 
+from tests.predict.conftest import crash_after
+
 from tests.tasks.coref.conftest import _SENTS, document
 
 TEXTS = ["Anna met her brother in Paris. She smiled and he waved.",
@@ -107,16 +109,8 @@ def test_a_killed_run_resumes_to_the_same_file(tmp_path, coref_model):
     whole = tmp_path / "whole.conll"
     _stream(coref_model, inp, whole)
     out = tmp_path / "out.conll"
-    pred, calls = _pred(coref_model, inp), [0]
-    inner = pred.predict
-
-    def crash(recs):
-        calls[0] += 1
-        if calls[0] > 2:
-            raise KeyboardInterrupt
-        return inner(recs)
-
-    pred.predict = crash
+    pred = _pred(coref_model, inp)
+    crash_after(pred, 2)
     with pytest.raises(BertkitError, match="stopped .* after 4 records"):
         stream_predict(pred, str(inp), out, StreamOptions(chunk_size=2))
     part = tmp_path / "out.conll.part"

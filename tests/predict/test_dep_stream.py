@@ -13,7 +13,7 @@ from bertkit.predict.merge import merge_shards
 from bertkit.tasks.dep.stream import dep_predictor
 from bertkit.tasks.dep.task import predict_dep
 
-from tests.predict.conftest import WORDS
+from tests.predict.conftest import WORDS, crash_after
 from tests.tasks.dep.conftest import SENTS
 
 
@@ -59,16 +59,8 @@ def test_dep_stream_resumes_to_the_same_bytes(tmp_path, dep_model):
     whole = tmp_path / "whole.conllu.gz"
     stream_predict(_pred(dep_model, inp), str(inp), whole, StreamOptions(chunk_size=4))
     out = tmp_path / "out.conllu.gz"
-    pred, calls = _pred(dep_model, inp), [0]
-    inner = pred.predict
-
-    def crash(recs):
-        calls[0] += 1
-        if calls[0] > 3:
-            raise KeyboardInterrupt
-        return inner(recs)
-
-    pred.predict = crash
+    pred = _pred(dep_model, inp)
+    crash_after(pred, 3)
     with pytest.raises(BertkitError, match="stopped"):
         stream_predict(pred, str(inp), out, StreamOptions(chunk_size=4))
     stream_predict(_pred(dep_model, inp), str(inp), out, StreamOptions(chunk_size=4, resume=True))

@@ -15,6 +15,8 @@ from bertkit.predict import StreamOptions, shard_output, stream_predict
 from bertkit.predict.merge import merge_shards
 from bertkit.tasks.qa.task import TASK, predict_qa
 
+from tests.predict.conftest import crash_after
+
 from tests.tasks.qa.conftest import CONTEXT, squad_doc, write_qa_dir
 
 runner = CliRunner()
@@ -58,16 +60,8 @@ def test_qa_stream_matches_whole_file_shards_and_resume(tmp_path, qa_model):
         stream_predict(_pred(model, inp), str(inp), shard_output(out, (i, 3)),
                        StreamOptions(chunk_size=4, shard=(i, 3)))
     assert merge_shards(out)["chunks"] == 8 and out.read_bytes() == whole.read_bytes()
-    resumed, pred, calls = tmp_path / "resumed.jsonl", _pred(model, inp), [0]
-    inner = pred.predict
-
-    def crash(recs):
-        calls[0] += 1
-        if calls[0] > 2:
-            raise KeyboardInterrupt
-        return inner(recs)
-
-    pred.predict = crash
+    resumed, pred = tmp_path / "resumed.jsonl", _pred(model, inp)
+    crash_after(pred, 2)
     with pytest.raises(BertkitError, match="stopped"):
         stream_predict(pred, str(inp), resumed, StreamOptions(chunk_size=4))
     stream_predict(_pred(model, inp), str(inp), resumed, StreamOptions(chunk_size=4, resume=True))

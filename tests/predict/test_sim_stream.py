@@ -14,6 +14,8 @@ from bertkit.predict import StreamOptions, shard_output, stream_predict
 from bertkit.predict.merge import merge_shards
 from bertkit.tasks.sim.task import TASK, predict_sim
 
+from tests.predict.conftest import crash_after
+
 from tests.tasks.sim.conftest import PAIRS, write_sim_dir
 
 runner = CliRunner()
@@ -44,16 +46,8 @@ def test_sim_stream_whole_file_shards_resume_and_bad_lines(tmp_path, sim_model):
         stream_predict(pred(), str(inp), shard_output(out, (i, 2)),
                        StreamOptions(chunk_size=5, shard=(i, 2)))
     assert merge_shards(out)["chunks"] == 6 and out.read_bytes() == whole.read_bytes()
-    resumed, p, calls = tmp_path / "resumed.jsonl", pred(), [0]
-    inner = p.predict
-
-    def crash(recs):
-        calls[0] += 1
-        if calls[0] > 2:
-            raise KeyboardInterrupt
-        return inner(recs)
-
-    p.predict = crash
+    resumed, p = tmp_path / "resumed.jsonl", pred()
+    crash_after(p, 2)
     with pytest.raises(BertkitError, match="stopped"):
         stream_predict(p, str(inp), resumed, StreamOptions(chunk_size=5))
     stream_predict(pred(), str(inp), resumed, StreamOptions(chunk_size=5, resume=True))
