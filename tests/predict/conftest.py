@@ -60,15 +60,16 @@ def text_input(path: Path, n: int, bad_at: int | None = None) -> Path:
     return path
 
 
-def crash_after(predictor, chunks: int) -> None:
-    """Make ``predictor`` stop like a killed run (KeyboardInterrupt) on chunk ``chunks + 1``:
-    the resume tests' stand-in for Ctrl-C part way through a file."""
+def crash_after(predictor, chunks: int, error: type[BaseException] = KeyboardInterrupt):
+    """``predictor``, made to stop like a killed run (raising ``error``) on chunk ``chunks + 1``:
+    the resume tests' stand-in for Ctrl-C or a crash part way through a file."""
     inner, calls = predictor.predict, [0]
 
     def crash(records):
         calls[0] += 1
         if calls[0] > chunks:
-            raise KeyboardInterrupt
+            raise error
         return inner(records)
 
     predictor.predict = crash
+    return predictor

@@ -17,7 +17,7 @@ from bertkit.predict.merge import merge_shards
 from bertkit.predict.state import load_state, part_path, state_path
 from bertkit.tasks.ner.task import stream_ner, tag_sentences
 
-from tests.predict.conftest import text_input
+from tests.predict.conftest import crash_after, text_input
 
 
 def _pred(model, inp, fmt="conll", **kw):
@@ -50,20 +50,6 @@ class Crash(RuntimeError):
     pass
 
 
-def _crash_after(pred, chunks: int):
-    """``pred`` whose predict raises on chunk ``chunks + 1`` (a kill half way)."""
-    inner, seen = pred.predict, [0]
-
-    def predict(records):
-        seen[0] += 1
-        if seen[0] > chunks:
-            raise Crash
-        return inner(records)
-
-    pred.predict = predict
-    return pred
-
-
 @pytest.mark.parametrize("name,fmt", [("out.conll", "conll"), ("out.jsonl.gz", "jsonl")])
 def test_resume_after_a_crash_gives_the_same_bytes(tmp_path, ner_model, name, fmt):
     inp = text_input(tmp_path / "in.txt", 50)
@@ -71,7 +57,7 @@ def test_resume_after_a_crash_gives_the_same_bytes(tmp_path, ner_model, name, fm
     stream_predict(_pred(ner_model, inp, fmt), str(inp), whole, StreamOptions(chunk_size=6))
     out = tmp_path / name
     with pytest.raises(Crash):
-        stream_predict(_crash_after(_pred(ner_model, inp, fmt), 4), str(inp), out,
+        stream_predict(crash_after(_pred(ner_model, inp, fmt), 4, Crash), str(inp), out,
                        StreamOptions(chunk_size=6))
     state = json.loads(state_path(out).read_text())
     assert state["records"] == 24 and not out.exists() and part_path(out).exists()
@@ -135,7 +121,7 @@ def test_resume_refuses_another_input_or_model(tmp_path, ner_model, tiny_encoder
     inp = text_input(tmp_path / "in.txt", 30)
     out = tmp_path / "out.conll"
     with pytest.raises(Crash):
-        stream_predict(_crash_after(_pred(ner_model, inp), 1), str(inp), out,
+        stream_predict(crash_after(_pred(ner_model, inp), 1, Crash), str(inp), out,
                        StreamOptions(chunk_size=5))
     stamp = inp.stat().st_mtime_ns
     text_input(inp, 31)  # the input changed
@@ -182,7 +168,7 @@ def test_merge_refuses_missing_or_unfinished_shards(tmp_path, ner_model):
     with pytest.raises(BertkitError, match="shard 2 of 2 missing"):
         merge_shards(out)
     with pytest.raises(Crash):
-        stream_predict(_crash_after(_pred(ner_model, inp), 1), str(inp),
+        stream_predict(crash_after(_pred(ner_model, inp), 1, Crash), str(inp),
                        shard_output(out, (2, 2)), StreamOptions(chunk_size=4, shard=(2, 2)))
     with pytest.raises(BertkitError, match="shard 2 of 2 missing"):  # only its .part exists
         merge_shards(out)
